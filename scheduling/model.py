@@ -1,0 +1,350 @@
+"""The entities a replay is about: instance types, the pool, quota shares and the policy.
+
+Policies are frozen dataclasses built and validated from the JSON of SEMANTICS.md section 7
+(``Policy.from_dict``); the one validator here serves the command line and the Django shell.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from typing import Any, Mapping
+
+from scheduling.errors import InputError
+
+UNLIMITED = math.inf
+
+
+class Strategy(str, Enum):
+    RESERVE = "RESERVE"  # never lends, never borrows
+    LEND = "LEND"  # lends idle quota, never borrows
+    LEND_AND_BORROW = "LEND_AND_BORROW"
+
+    @property
+    def lends(self) -> bool:
+        return self is not Strategy.RESERVE
+
+    @property
+    def borrows(self) -> bool:
+        return self is Strategy.LEND_AND_BORROW
+
+
+class InSharePreemption(str, Enum):
+    NEVER = "never"
+    LOWER_PRIORITY = "lower_priority"
+    LOWER_OR_NEWER_EQUAL_PRIORITY = "lower_or_newer_equal_priority"
+
+
+class Reclaim(str, Enum):
+    ANY = "any"
+    LOWER_PRIORITY = "lower_priority"
+    NEVER = "never"
+
+
+class Queueing(str, Enum):
+    BEST_EFFORT_FIFO = "best_effort_fifo"
+    STRICT_FIFO = "strict_fifo"
+
+
+class JobState(str, Enum):
+    RUNNABLE = "RUNNABLE"
+    STARTING = "STARTING"
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    UNSCHEDULABLE = "UNSCHEDULABLE"
+
+
+class Cause(str, Enum):
+    CROSS_SHARE = "cross_share"
+    IN_SHARE = "in_share"
+
+
+class UnschedulableReason(str, Enum):
+    SERVICE_ENVIRONMENT_MAX_RESOURCE = "SERVICE_ENVIRONMENT_MAX_RESOURCE"
+    QUOTA_MANAGEMENT_LIMIT_EXCEEDED = "QUOTA_MANAGEMENT_LIMIT_EXCEEDED"
+
+
+MAX_PRIORITY = 9999
+
+
+@dataclass(frozen=True)
+class InstanceType:
+    name: str
+    gpus: float = 1
+    hourly_price: float = 0.0
+
+
+@dataclass(frozen=True)
+class Share:
+    """A quota share (AWS) / ClusterQueue in a cohort (Kueue). Limits are per instance type."""
+
+    name: str
+    capacity: Mapping[str, int]
+    strategy: Strategy = Strategy.LEND_AND_BORROW
+    borrow_limit_percent: float | None = None  # AWS borrowLimit; None or -1 = unlimited
+    borrowing_limit: Mapping[str, int] | None = None  # Kueue, absolute instances per type
+    lending_limit: Mapping[str, int] | None = None  # Kueue; None = all idle quota
+    in_share_preemption: InSharePreemption = InSharePreemption.NEVER
+    reclaim: Reclaim = Reclaim.ANY
+
+    def quota(self, instance_type: str) -> int:
+        return self.capacity.get(instance_type, 0)
+
+    def borrow_limit(self, instance_type: str) -> float:
+        """Instances of a type this share may hold above its quota (``inf`` = unlimited)."""
+        if not self.strategy.borrows:
+            return 0
+        if self.borrowing_limit is not None:
+            return self.borrowing_limit.get(instance_type, UNLIMITED)
+        return borrow_limit_from_percent(self.quota(instance_type), self.borrow_limit_percent)
+
+    def lend_limit(self, instance_type: str) -> float:
+        """At most this many idle quota instances may be lent (``inf`` = all of them)."""
+        if not self.strategy.lends:
+            return 0
+        if self.lending_limit is None:
+            return UNLIMITED
+        return self.lending_limit.get(instance_type, UNLIMITED)
+
+
+def borrow_limit_from_percent(quota: int, percent: float | None) -> float:
+    """AWS borrowLimit: a percentage of the share's own capacity, rounded down **(choice)**."""
+    if percent is None or percent < 0:
+        return UNLIMITED
+    return math.floor(quota * percent / 100 + 1e-9)
+
+
+@dataclass(frozen=True)
+class Policy:
+    name: str
+    instance_types: Mapping[str, InstanceType]
+    capacity: Mapping[str, int]
+    shares: tuple[Share, ...]
+    queueing: Queueing = Queueing.BEST_EFFORT_FIFO
+    startup_seconds: float = 0.0
+    description: str = field(default="", compare=False)
+
+    def share_index(self) -> dict[str, int]:
+        return {share.name: i for i, share in enumerate(self.shares)}
+
+    def unassigned(self, instance_type: str) -> int:
+        """Pool capacity of a type that no share holds as quota: always lendable."""
+        return self.capacity.get(instance_type, 0) - sum(s.quota(instance_type) for s in self.shares)
+
+    def with_shares(self, shares: tuple[Share, ...], name: str | None = None) -> Policy:
+        return replace(self, shares=shares, name=name or self.name)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Policy:
+        return parse_policy(data)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "instance_types": {
+                t.name: {"gpus": t.gpus, "hourly_price": t.hourly_price}
+                for t in self.instance_types.values()
+            },
+            "capacity": dict(self.capacity),
+            "queueing": self.queueing.value,
+            "startup_seconds": self.startup_seconds,
+            "shares": [_share_to_dict(s) for s in self.shares],
+        }
+
+
+def _share_to_dict(share: Share) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "name": share.name,
+        "capacity": dict(share.capacity),
+        "strategy": share.strategy.value,
+        "in_share_preemption": share.in_share_preemption.value,
+        "reclaim": share.reclaim.value,
+    }
+    if share.borrow_limit_percent is not None:
+        out["borrow_limit_percent"] = share.borrow_limit_percent
+    if share.borrowing_limit is not None:
+        out["borrowing_limit"] = dict(share.borrowing_limit)
+    if share.lending_limit is not None:
+        out["lending_limit"] = dict(share.lending_limit)
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# Parsing and validation: the one place that decides what a valid policy is.
+
+
+def parse_policy(data: Mapping[str, Any]) -> Policy:
+    if not isinstance(data, Mapping):
+        raise InputError("a policy must be a JSON object")
+    name = data.get("name") or "policy"
+    if not isinstance(name, str):
+        raise InputError("must be a string", field="name")
+    instance_types = _parse_instance_types(data.get("instance_types"))
+    capacity = _parse_counts(data.get("capacity"), "capacity", instance_types, required=True)
+    if not any(capacity.values()):
+        raise InputError("the pool has no capacity", field="capacity")
+    shares_raw = data.get("shares")
+    if not isinstance(shares_raw, list) or not shares_raw:
+        raise InputError("a policy needs a non-empty list of shares", field="shares")
+    shares = tuple(_parse_share(raw, i, instance_types) for i, raw in enumerate(shares_raw))
+    names = [s.name for s in shares]
+    for i, share_name in enumerate(names):
+        if share_name in names[:i]:
+            raise InputError(f"duplicate share name {share_name!r}", field=f"shares[{i}].name")
+    queueing = _parse_enum(Queueing, data.get("queueing", Queueing.BEST_EFFORT_FIFO.value), "queueing")
+    startup = _parse_number(data.get("startup_seconds", 0), "startup_seconds", minimum=0)
+    policy = Policy(
+        name=name,
+        instance_types=instance_types,
+        capacity=capacity,
+        shares=shares,
+        queueing=queueing,
+        startup_seconds=startup,
+        description=str(data.get("description", "")),
+    )
+    validate_policy(policy)
+    return policy
+
+
+def validate_policy(policy: Policy) -> None:
+    """Rules that involve several fields: quotas within the pool, limits that make sense."""
+    for type_name, pool_capacity in policy.capacity.items():
+        total = sum(s.quota(type_name) for s in policy.shares)
+        if total > pool_capacity:
+            raise InputError(
+                f"share quotas of {type_name} add up to {total}, more than the pool's {pool_capacity}",
+                field=f"capacity.{type_name}",
+            )
+    for i, share in enumerate(policy.shares):
+        for type_name in share.capacity:
+            if type_name not in policy.capacity:
+                raise InputError(
+                    f"the pool has no capacity of {type_name}", field=f"shares[{i}].capacity.{type_name}"
+                )
+        if share.borrow_limit_percent is not None and share.borrowing_limit is not None:
+            raise InputError(
+                "give borrow_limit_percent or borrowing_limit, not both", field=f"shares[{i}].borrowing_limit"
+            )
+        if not share.strategy.borrows and (
+            (share.borrow_limit_percent is not None and share.borrow_limit_percent != -1)
+            or share.borrowing_limit is not None
+        ):
+            raise InputError(
+                f"a borrow limit only applies to LEND_AND_BORROW, not {share.strategy.value}",
+                field=f"shares[{i}].borrow_limit_percent",
+            )
+        if share.strategy is Strategy.RESERVE and share.lending_limit is not None:
+            raise InputError("a RESERVE share lends nothing: remove lending_limit", field=f"shares[{i}].lending_limit")
+
+
+def _parse_instance_types(raw: Any) -> dict[str, InstanceType]:
+    if raw is None:
+        return {"gpu": InstanceType("gpu", 1, 0.0)}
+    if not isinstance(raw, Mapping) or not raw:
+        raise InputError("must be an object of instance type names", field="instance_types")
+    types = {}
+    for type_name, spec in raw.items():
+        where = f"instance_types.{type_name}"
+        if not isinstance(type_name, str) or not type_name.strip():
+            raise InputError("an instance type needs a name", field="instance_types")
+        spec = spec if spec is not None else {}
+        if not isinstance(spec, Mapping):
+            raise InputError("must be an object with gpus and hourly_price", field=where)
+        gpus = _parse_number(spec.get("gpus", 1), f"{where}.gpus", minimum=0, strictly_positive=True)
+        price = _parse_number(spec.get("hourly_price", 0), f"{where}.hourly_price", minimum=0)
+        types[type_name] = InstanceType(type_name, gpus, price)
+    return types
+
+
+def _parse_share(raw: Any, index: int, instance_types: Mapping[str, InstanceType]) -> Share:
+    where = f"shares[{index}]"
+    if not isinstance(raw, Mapping):
+        raise InputError("must be an object", field=where)
+    name = raw.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise InputError("a share needs a name", field=f"{where}.name")
+    known = {
+        "name", "capacity", "strategy", "borrow_limit_percent", "borrowing_limit",
+        "lending_limit", "in_share_preemption", "reclaim",
+    }
+    for key in raw:
+        if key not in known:
+            raise InputError(f"unknown setting {key!r}", field=f"{where}.{key}")
+    capacity = _parse_counts(raw.get("capacity", {}), f"{where}.capacity", instance_types)
+    strategy = _parse_enum(Strategy, raw.get("strategy", Strategy.LEND_AND_BORROW.value), f"{where}.strategy")
+    percent = raw.get("borrow_limit_percent")
+    if percent is not None:
+        percent = _parse_number(percent, f"{where}.borrow_limit_percent", minimum=-1)
+        if -1 < percent < 0:
+            raise InputError("must be -1 (unlimited) or at least 0", field=f"{where}.borrow_limit_percent")
+    borrowing = _parse_limit(raw.get("borrowing_limit"), f"{where}.borrowing_limit", instance_types)
+    lending = _parse_limit(raw.get("lending_limit"), f"{where}.lending_limit", instance_types)
+    return Share(
+        name=name,
+        capacity=capacity,
+        strategy=strategy,
+        borrow_limit_percent=percent,
+        borrowing_limit=borrowing,
+        lending_limit=lending,
+        in_share_preemption=_parse_enum(
+            InSharePreemption, raw.get("in_share_preemption", "never"), f"{where}.in_share_preemption"
+        ),
+        reclaim=_parse_enum(Reclaim, raw.get("reclaim", "any"), f"{where}.reclaim"),
+    )
+
+
+def _parse_limit(raw: Any, where: str, instance_types: Mapping[str, InstanceType]) -> dict[str, int] | None:
+    """A per-type limit; a bare number applies to every instance type."""
+    if raw is None:
+        return None
+    if isinstance(raw, (int, float)) and not isinstance(raw, bool):
+        count = _parse_count(raw, where)
+        return {name: count for name in instance_types}
+    return _parse_counts(raw, where, instance_types)
+
+
+def _parse_counts(
+    raw: Any, where: str, instance_types: Mapping[str, InstanceType], required: bool = False
+) -> dict[str, int]:
+    if raw is None and not required:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise InputError("must be an object of instance type -> count", field=where)
+    counts = {}
+    for type_name, value in raw.items():
+        if type_name not in instance_types:
+            raise InputError(f"unknown instance type {type_name!r}", field=f"{where}.{type_name}")
+        counts[type_name] = _parse_count(value, f"{where}.{type_name}")
+    return counts
+
+
+def _parse_count(value: Any, where: str) -> int:
+    number = _parse_number(value, where, minimum=0)
+    if number != int(number):
+        raise InputError(f"{value!r} is not a whole number of instances", field=where)
+    return int(number)
+
+
+def _parse_number(value: Any, where: str, minimum: float | None = None, strictly_positive: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        try:
+            value = float(str(value).strip())
+        except ValueError:
+            raise InputError(f"{value!r} is not a number", field=where) from None
+    if not math.isfinite(value):
+        raise InputError(f"{value!r} is not a finite number", field=where)
+    if minimum is not None and value < minimum:
+        raise InputError(f"{value:g} is below the minimum {minimum:g}", field=where)
+    if strictly_positive and value <= 0:
+        raise InputError(f"{value:g} must be positive", field=where)
+    return int(value) if float(value).is_integer() else float(value)
+
+
+def _parse_enum(enum: type[Enum], value: Any, where: str):
+    try:
+        return enum(value)
+    except ValueError:
+        allowed = ", ".join(member.value for member in enum)
+        raise InputError(f"{value!r} is not one of {allowed}", field=where) from None

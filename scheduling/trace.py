@@ -1,0 +1,128 @@
+"""A workload trace held as columns (numpy arrays), the form every reader produces.
+
+One array per field and one row per job, never one object per job: a million-job trace
+loads from its ``.npz`` file in well under a second and replays without conversion.
+Shares and instance types are stored as codes into name lists, because a trace is
+replayed under several policies and only bound to one at replay time.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+import numpy as np
+
+NO_TYPE = -1  # instance_type omitted: the policy must have a single type
+UNLIMITED_RETRIES = -1
+
+
+@dataclass
+class PriorityUpdates:
+    """UpdateServiceJob calls: at ``time`` job ``job_id`` gets ``priority``."""
+
+    time: np.ndarray  # float64 seconds
+    job_id: list[str]
+    priority: np.ndarray  # int32
+
+    @classmethod
+    def empty(cls) -> PriorityUpdates:
+        return cls(np.zeros(0, dtype=np.float64), [], np.zeros(0, dtype=np.int32))
+
+    def __len__(self) -> int:
+        return len(self.job_id)
+
+
+@dataclass
+class Trace:
+    """Jobs as columns. Times are seconds; ``epoch_times`` says they are Unix seconds (from
+    ISO-8601 input) rather than seconds from an arbitrary origin."""
+
+    job_id: list[str]
+    submit_time: np.ndarray  # float64
+    share: np.ndarray  # int32 codes into share_names
+    share_names: list[str]
+    priority: np.ndarray  # int32, 0..9999
+    instance_type: np.ndarray  # int32 codes into type_names, NO_TYPE when omitted
+    type_names: list[str]
+    instance_count: np.ndarray  # int32 >= 1
+    duration: np.ndarray  # float64 seconds of work
+    checkpoint_interval: np.ndarray  # float64, nan = no checkpoints
+    preemption_retries: np.ndarray  # int32, UNLIMITED_RETRIES = unlimited
+    user: list[str] | None = None
+    name: list[str] | None = None
+    recorded_start: np.ndarray | None = None  # float64, nan = unknown (for calibration)
+    updates: PriorityUpdates = field(default_factory=PriorityUpdates.empty)
+    epoch_times: bool = False
+
+    def __len__(self) -> int:
+        return len(self.job_id)
+
+    # -- storage ------------------------------------------------------------------------
+
+    def save(self, target: str | Path | BinaryIO) -> None:
+        """Write the trace as one compressed ``.npz`` file."""
+        arrays = {
+            "job_id": _strings(self.job_id),
+            "submit_time": self.submit_time,
+            "share": self.share,
+            "share_names": _strings(self.share_names),
+            "priority": self.priority,
+            "instance_type": self.instance_type,
+            "type_names": _strings(self.type_names),
+            "instance_count": self.instance_count,
+            "duration": self.duration,
+            "checkpoint_interval": self.checkpoint_interval,
+            "preemption_retries": self.preemption_retries,
+            "update_time": self.updates.time,
+            "update_job_id": _strings(self.updates.job_id),
+            "update_priority": self.updates.priority,
+            "meta": np.frombuffer(json.dumps({"epoch_times": self.epoch_times}).encode(), dtype=np.uint8),
+        }
+        if self.user is not None:
+            arrays["user"] = _strings(self.user)
+        if self.name is not None:
+            arrays["name"] = _strings(self.name)
+        if self.recorded_start is not None:
+            arrays["recorded_start"] = self.recorded_start
+        np.savez_compressed(target, **arrays)
+
+    @classmethod
+    def load(cls, source: str | Path | BinaryIO | bytes) -> Trace:
+        if isinstance(source, bytes):
+            source = io.BytesIO(source)
+        with np.load(source, allow_pickle=False) as data:
+            meta = json.loads(bytes(data["meta"]).decode())
+            return cls(
+                job_id=_from_strings(data["job_id"]),
+                submit_time=data["submit_time"],
+                share=data["share"],
+                share_names=_from_strings(data["share_names"]),
+                priority=data["priority"],
+                instance_type=data["instance_type"],
+                type_names=_from_strings(data["type_names"]),
+                instance_count=data["instance_count"],
+                duration=data["duration"],
+                checkpoint_interval=data["checkpoint_interval"],
+                preemption_retries=data["preemption_retries"],
+                user=_from_strings(data["user"]) if "user" in data else None,
+                name=_from_strings(data["name"]) if "name" in data else None,
+                recorded_start=data["recorded_start"] if "recorded_start" in data else None,
+                updates=PriorityUpdates(
+                    data["update_time"], _from_strings(data["update_job_id"]), data["update_priority"]
+                ),
+                epoch_times=bool(meta.get("epoch_times", False)),
+            )
+
+
+def _strings(values: list[str]) -> np.ndarray:
+    # UTF-8 bytes in an object-free array: np.load(allow_pickle=False) can read it back.
+    encoded = [v.encode("utf-8") for v in values]
+    return np.array(encoded, dtype=np.bytes_) if encoded else np.zeros(0, dtype="S1")
+
+
+def _from_strings(array: np.ndarray) -> list[str]:
+    return [v.decode("utf-8") for v in array.tolist()]
