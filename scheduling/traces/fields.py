@@ -1,14 +1,21 @@
-"""Cell parsers shared by every trace reader: times, seconds, whole numbers and text.
+"""What every trace reader shares below the builder: opening a source and parsing cells.
 
-Each one raises InputError naming the row, the field and the bad value, so a reader never
-has to word its own message for a malformed number or timestamp.
+A source (path, bytes, binary or text file object, gzip or not) is read as UTF-8 lines; the
+cell parsers (times, seconds, whole numbers, text) raise InputError naming the row, the field
+and the bad value, so a reader never words its own message for a malformed number.
 """
 
 from __future__ import annotations
 
+import gzip
+import io
 import math
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timezone
-from typing import Any
+from pathlib import Path
+from typing import IO, Any
 
 from scheduling.errors import InputError
 
@@ -158,3 +165,147 @@ def parse_optional_int(
 
 def parse_optional_text(value: Any, row: int | None, field: str | None) -> str | None:
     return None if is_absent(value) else parse_text(value, row, field)
+
+
+# ---------------------------------------------------------------------------------------
+# Opening a source: paths, bytes, binary or text file objects; gzip recognised by its magic.
+
+GZIP_MAGIC = b"\x1f\x8b"
+TraceInput = str | Path | bytes | IO[bytes] | IO[str]
+
+
+class UndecodableText(InputError):
+    """A line that is not UTF-8; ``line`` is its 1-based physical line (the header is line 1).
+    CSV readers turn it into a message naming the data row."""
+
+    def __init__(self, line: int, detail: str):
+        self.line = line
+        self.detail = detail
+        super().__init__(f"line {line} is not UTF-8 text ({detail}): save the file as UTF-8")
+
+
+class TraceSource:
+    """A trace file however it was handed over. ``name`` is its file name when known (for
+    choosing a format by extension); ``head()`` peeks at the decompressed start without
+    consuming anything; ``lines()`` and ``text()`` read it as UTF-8 (a BOM is dropped)."""
+
+    def __init__(self, stream: IO, *, name: str = "", binary: bool = True, owned: bool = False):
+        self.name = name
+        self._stream = stream
+        self._binary = binary
+        self._owned = owned
+        self._start = stream.tell()
+        self.compressed = binary and self._peek(2) == GZIP_MAGIC
+
+    @classmethod
+    def open(cls, source: TraceInput) -> TraceSource:
+        if isinstance(source, (str, Path)):
+            path = Path(source)
+            try:
+                stream = path.open("rb")
+            except OSError as exc:
+                raise InputError(f"cannot open {path}: {exc.strerror or exc}") from None
+            return cls(stream, name=str(path), owned=True)
+        if isinstance(source, (bytes, bytearray, memoryview)):
+            return cls(io.BytesIO(bytes(source)))
+        if not hasattr(source, "read"):
+            raise InputError(f"cannot read a trace from a {type(source).__name__}")
+        name = getattr(source, "name", "")
+        name = name if isinstance(name, str) else ""
+        binary = not isinstance(source.read(0), str)
+        if not _rewindable(source):
+            content = source.read()
+            source = io.BytesIO(content) if binary else io.StringIO(content)
+        return cls(source, name=name, binary=binary)
+
+    def close(self) -> None:
+        if self._owned:
+            self._stream.close()
+
+    def _peek(self, size: int) -> bytes:
+        data = self._stream.read(size)
+        self._stream.seek(self._start)
+        return data
+
+    def _rewind(self) -> IO:
+        self._stream.seek(self._start)
+        if self.compressed:
+            return gzip.GzipFile(fileobj=self._stream, mode="rb")
+        return self._stream
+
+    def head(self, size: int = 512) -> str:
+        """The first ``size`` characters or so, decompressed and decoded leniently."""
+        stream = self._rewind()
+        try:
+            data = stream.read(size)
+        except (EOFError, OSError, zlib.error):
+            data = b""
+        finally:
+            self._stream.seek(self._start)
+        if isinstance(data, bytes):
+            data = data.decode("utf-8", errors="replace")
+        return data.lstrip("\ufeff")
+
+    def lines(self) -> Iterator[str]:
+        """Decoded lines with their line ends; raises UndecodableText or InputError (gzip)."""
+        stream = self._rewind()
+        number = 0
+        try:
+            for raw in stream:
+                number += 1
+                if isinstance(raw, bytes):
+                    try:
+                        line = raw.decode("utf-8")
+                    except UnicodeDecodeError as exc:
+                        raise UndecodableText(number, _byte_detail(raw, exc)) from None
+                else:
+                    line = raw
+                if number == 1:
+                    line = line.lstrip("\ufeff")
+                yield line
+        except UnicodeDecodeError as exc:
+            raise UndecodableText(number + 1, _byte_detail(exc.object, exc)) from None
+        except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+            raise InputError(f"the gzip data is truncated or damaged after line {number} ({exc})") from None
+
+    def text(self) -> str:
+        """The whole content as one string."""
+        stream = self._rewind()
+        try:
+            data = stream.read()
+        except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+            raise InputError(f"the gzip data is truncated or damaged ({exc})") from None
+        if isinstance(data, str):
+            return data.lstrip("\ufeff")
+        try:
+            return data.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            line = data.count(b"\n", 0, exc.start) + 1
+            raise UndecodableText(line, _byte_detail(data, exc)) from None
+
+
+def _rewindable(stream: IO) -> bool:
+    try:
+        position = stream.tell()
+        stream.seek(position)
+    except (AttributeError, OSError, ValueError):
+        return False
+    return True
+
+
+def _byte_detail(data: bytes, exc: UnicodeDecodeError) -> str:
+    bad = data[exc.start : exc.start + 1] if isinstance(data, (bytes, bytearray)) else b""
+    return f"byte 0x{bad.hex()}" if bad else str(exc.reason)
+
+
+@contextmanager
+def open_source(source: TraceInput | TraceSource) -> Iterator[TraceSource]:
+    """A TraceSource for ``source``, closed afterwards if it was opened here."""
+    if isinstance(source, TraceSource):
+        yield source
+        return
+    opened = TraceSource.open(source)
+    try:
+        yield opened
+    finally:
+        opened.close()
