@@ -7,9 +7,10 @@ Policies are frozen dataclasses built and validated from the JSON of SEMANTICS.m
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import Any, Mapping
+from typing import Any
 
 from scheduling.errors import InputError
 

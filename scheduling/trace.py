@@ -110,7 +110,7 @@ class Trace:
                 preemption_retries=data["preemption_retries"],
                 user=_from_strings(data["user"]) if "user" in data else None,
                 name=_from_strings(data["name"]) if "name" in data else None,
-                recorded_start=data["recorded_start"] if "recorded_start" in data else None,
+                recorded_start=data.get("recorded_start"),
                 updates=PriorityUpdates(
                     data["update_time"], _from_strings(data["update_job_id"]), data["update_priority"]
                 ),

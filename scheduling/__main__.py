@@ -1,0 +1,7 @@
+"""Entry point for ``python -m scheduling``."""
+
+import sys
+
+from scheduling.cli import main
+
+sys.exit(main())

@@ -1,0 +1,88 @@
+"""Bind a trace to a policy: share and instance-type names become the policy's indices.
+
+A trace is stored once and replayed under many policies; this is where a job that names a
+share or instance type the policy does not have is rejected, with its row and field.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from scheduling.errors import InputError
+from scheduling.model import Policy
+from scheduling.trace import NO_TYPE, Trace
+
+
+@dataclass
+class BoundTrace:
+    """The trace's columns in the policy's terms (indices into ``policy.shares`` and ``type_names``)."""
+
+    trace: Trace
+    type_names: list[str]
+    share: np.ndarray  # int32 index into policy.shares
+    instance_type: np.ndarray  # int32 index into type_names
+    id_rank: np.ndarray  # int64: position of each job_id in job_id order (see job_id_order)
+    update_job: np.ndarray  # int64 job index per priority update, -1 = unknown job
+
+
+def bind(policy: Policy, trace: Trace) -> BoundTrace:
+    type_names = list(policy.instance_types)
+    share_index = policy.share_index()
+    share_map = np.array(
+        [share_index.get(name, -1) for name in trace.share_names] or [0], dtype=np.int32
+    )
+    share = share_map[trace.share] if len(trace) else np.zeros(0, dtype=np.int32)
+    if len(trace) and (share < 0).any():
+        row = int(np.argmax(share < 0))
+        name = trace.share_names[trace.share[row]]
+        known = ", ".join(share_index)
+        raise InputError(f"unknown share {name!r} (the policy has {known})", row=row + 1, field="share")
+    instance_type = _bind_types(policy, trace, type_names)
+    index_of_id = {job_id: i for i, job_id in enumerate(trace.job_id)}
+    update_job = np.array([index_of_id.get(j, -1) for j in trace.updates.job_id], dtype=np.int64)
+    return BoundTrace(trace, type_names, share, instance_type, job_id_order(trace.job_id), update_job)
+
+
+def _bind_types(policy: Policy, trace: Trace, type_names: list[str]) -> np.ndarray:
+    type_index = {name: i for i, name in enumerate(type_names)}
+    codes = trace.instance_type
+    if (codes == NO_TYPE).any() and len(type_names) != 1:
+        row = int(np.argmax(codes == NO_TYPE))
+        raise InputError(
+            f"instance_type is required: the policy has several types ({', '.join(type_names)})",
+            row=row + 1,
+            field="instance_type",
+        )
+    type_map = np.array([type_index.get(name, -1) for name in trace.type_names] + [0], dtype=np.int32)
+    # NO_TYPE (-1) picks the appended last entry: the policy's single type.
+    bound = type_map[codes] if len(trace) else np.zeros(0, dtype=np.int32)
+    if len(trace) and (bound < 0).any():
+        row = int(np.argmax(bound < 0))
+        name = trace.type_names[codes[row]]
+        raise InputError(
+            f"unknown instance type {name!r} (the policy has {', '.join(type_names)})",
+            row=row + 1,
+            field="instance_type",
+        )
+    return bound
+
+
+def job_id_order(job_ids: list[str]) -> np.ndarray:
+    """Rank of each job_id where ties are broken by job_id **(choice)**: when every id is an
+    integer they compare as numbers ("9" before "10"), otherwise as strings."""
+    if not job_ids:
+        return np.zeros(0, dtype=np.int64)
+    try:
+        keys = np.array([int(j) for j in job_ids], dtype=object if _too_big(job_ids) else np.int64)
+    except ValueError:
+        keys = np.array(job_ids, dtype=str)
+    order = np.argsort(keys, kind="stable")
+    rank = np.empty(len(job_ids), dtype=np.int64)
+    rank[order] = np.arange(len(job_ids), dtype=np.int64)
+    return rank
+
+
+def _too_big(job_ids: list[str]) -> bool:
+    return any(len(j) > 17 for j in job_ids)

@@ -1,0 +1,635 @@
+"""The discrete-event replay of SEMANTICS.md sections 2-4: one event loop, one scheduling pass.
+
+Speed comes from the data structures, not from shortcuts in the rules: pending jobs live in
+groups of identical (share, type, size), each kept in queue order, so a round looks only at the
+head of each group; usage, borrowed and lendable totals are kept incrementally.
+"""
+
+from __future__ import annotations
+
+import heapq
+from bisect import bisect_left, bisect_right, insort
+from collections.abc import Callable, Iterator
+from itertools import chain, takewhile
+
+import numpy as np
+
+from scheduling.binding import BoundTrace, bind
+from scheduling.metrics import UsageLog, compute_metrics
+from scheduling.model import (
+    UNLIMITED,
+    Cause,
+    InSharePreemption,
+    Policy,
+    Queueing,
+    Reclaim,
+    UnschedulableReason,
+)
+from scheduling.result import EventKind, JobOutcomes, ReplayResult, State
+from scheduling.trace import Trace
+
+ProgressCallback = Callable[[float], None]
+
+
+def replay(
+    policy: Policy,
+    trace: Trace,
+    *,
+    record_events: bool = False,
+    buckets: int = 200,
+    progress: ProgressCallback | None = None,
+) -> ReplayResult:
+    """Replay ``trace`` under ``policy``; raises InputError when they do not fit together."""
+    bound = bind(policy, trace)
+    simulation = _Replay(policy, bound, record_events)
+    simulation.run(progress)
+    outcomes = simulation.outcomes()
+    metrics = compute_metrics(policy, bound, outcomes, simulation.log, simulation.totals, buckets)
+    return ReplayResult(policy, trace, outcomes, metrics, simulation.events if record_events else None)
+
+
+# --- orderings: each (choice) of SEMANTICS.md section 4 lives in exactly one function ------------
+
+
+def queue_key(priority: int, submit: float, rank: int, job: int) -> tuple:
+    """A share's queue order: priority (higher first), then submit time, then job_id."""
+    return (-priority, submit, rank, job)
+
+
+def round_key(needs_borrow: bool, queue: tuple) -> tuple:
+    """A round's order: jobs that need not borrow first, then the queue order."""
+    return (needs_borrow, queue)
+
+
+def victim_key(priority: int, start: float, rank: int, job: int) -> tuple:
+    """Victim order within one side (other shares / own share): lowest priority, then most
+    recently started, then job_id descending."""
+    return (priority, -start, -rank, job)
+
+
+def unschedulable_reason(
+    count: int, pool_capacity: int, quota: int, borrow_limit: float, borrowable: float
+) -> UnschedulableReason | None:
+    """Section 6: the AWS reason why a job can never run, or None. ``borrowable`` is everything
+    the share could ever borrow (0 when it may not borrow)."""
+    if count > pool_capacity:
+        return UnschedulableReason.SERVICE_ENVIRONMENT_MAX_RESOURCE
+    if count > quota + min(borrow_limit, borrowable):
+        return UnschedulableReason.QUOTA_MANAGEMENT_LIMIT_EXCEEDED
+    return None
+
+
+class _Group:
+    """Pending jobs of one share with one instance type and one size, in queue order.
+
+    All of them fit, or can preempt, under exactly the same conditions except priority and
+    submit time, and the head has the highest priority and the earliest submit: if the head
+    cannot be admitted, no job behind it can be in the same state. A round therefore asks
+    only the head (the first job past the round's cursor)."""
+
+    __slots__ = ("blocked_at", "count", "head_blocked_at", "jobs", "needs_borrow", "ptr", "share", "type")
+
+    def __init__(self, share: int, type_: int, count: int):
+        self.share = share
+        self.type = type_
+        self.count = count
+        self.jobs: list[tuple] = []
+        self.needs_borrow = False
+        self.ptr = 0
+        self.blocked_at = -1  # state version at which the current candidate was refused
+        self.head_blocked_at = -1  # state version at which the head itself was refused
+
+
+class _Replay:
+    def __init__(self, policy: Policy, bound: BoundTrace, record_events: bool):
+        trace = bound.trace
+        self.policy = policy
+        self.bound = bound
+        self.record_events = record_events
+        n_types = len(bound.type_names)
+        shares = policy.shares
+        self.n_shares = len(shares)
+        self.n_types = n_types
+        self.startup = float(policy.startup_seconds)
+        self.strict = policy.queueing is Queueing.STRICT_FIFO
+
+        # Policy in per (share, type) tables.
+        types = bound.type_names
+        self.capacity = [int(policy.capacity.get(t, 0)) for t in types]
+        self.unassigned = [policy.unassigned(t) for t in types]
+        self.quota = [[s.quota(t) for t in types] for s in shares]
+        self.borrow_limit = [[s.borrow_limit(t) for t in types] for s in shares]
+        self.lend_limit = [[s.lend_limit(t) for t in types] for s in shares]
+        self.lends = [s.strategy.lends for s in shares]
+        self.in_share = [s.in_share_preemption for s in shares]
+        self.reclaim = [s.reclaim for s in shares]
+
+        # Accounting, kept incrementally (section 3).
+        self.usage = [[0] * n_types for _ in shares]
+        self.used = [0] * n_types
+        self.borrowed_total = [0] * n_types
+        self.lendable_total = [0] * n_types
+        for s in range(self.n_shares):
+            for t in range(n_types):
+                self.lendable_total[t] += self._lendable(s, t, 0)
+        self.version = 0  # bumped on every change that can make a refused job admissible
+
+        # Jobs as Python lists: scalar access in the hot loop is faster than numpy's.
+        self.n_jobs = len(trace)
+        self.submit = trace.submit_time.astype(float).tolist()
+        self.share = bound.share.tolist()
+        self.type = bound.instance_type.tolist()
+        self.count = trace.instance_count.astype(int).tolist()
+        self.duration = trace.duration.astype(float).tolist()
+        self.checkpoint = np.nan_to_num(trace.checkpoint_interval, nan=0.0).tolist()
+        self.retries = trace.preemption_retries.astype(int).tolist()
+        self.priority = trace.priority.astype(int).tolist()
+        self.rank = bound.id_rank.tolist()
+
+        n = self.n_jobs
+        self.state = [State.PENDING_SUBMIT] * n
+        self.start_time = [0.0] * n  # of the current attempt
+        self.saved = [0.0] * n  # work kept from checkpoints
+        self.first_start = [np.nan] * n
+        self.end = [np.nan] * n
+        self.queued_since = [0.0] * n
+        self.queued = [0.0] * n
+        self.preemptions = [0] * n
+        self.lost = [0.0] * n
+        self.reason = [None] * n
+        self.attempt = [0] * n
+        self.queue_keys: list[tuple | None] = [None] * n
+        self.running_keys: list[tuple | None] = [None] * n
+
+        self.groups: dict[tuple[int, int, int], _Group] = {}
+        self.share_queue: list[list[tuple]] = [[] for _ in shares]  # strict_fifo heads
+        self.share_head_blocked_at = [-1] * self.n_shares
+        self.pending_jobs = 0
+        self.pending_instances = [[0] * n_types for _ in shares]
+        self.running: list[list[list[tuple]]] = [[[] for _ in types] for _ in shares]
+        self.running_by_priority: list[list[dict[int, int]]] = [[{} for _ in types] for _ in shares]
+        self.finishes: list[tuple] = []
+        self.events: list[tuple] = []
+        self.log = UsageLog(self.n_shares, n_types)
+        self.totals = _Totals(self.n_shares, n_types)
+        self.ignored_updates = 0
+        self.borrowable_ever = [self._borrowable_ever(s) for s in range(self.n_shares)]
+
+    # --- accounting -----------------------------------------------------------------------
+
+    def _lendable(self, s: int, t: int, u: int) -> int:
+        """Section 3: min(lending_limit, idle quota) for a lender, 0 for RESERVE."""
+        if not self.lends[s]:
+            return 0
+        idle = self.quota[s][t] - u
+        return 0 if idle <= 0 else min(self.lend_limit[s][t], idle)
+
+    def _shift_usage(self, s: int, t: int, delta: int) -> None:
+        u = self.usage[s][t]
+        q = self.quota[s][t]
+        new_u = u + delta
+        self.borrowed_total[t] += max(0, new_u - q) - max(0, u - q)
+        self.lendable_total[t] += self._lendable(s, t, new_u) - self._lendable(s, t, u)
+        self.used[t] += delta
+        self.usage[s][t] = new_u
+
+    def _borrowable_ever(self, s: int) -> list[float]:
+        """Everything share s could borrow if every other share were idle."""
+        out = []
+        for t in range(self.n_types):
+            others = sum(self._lendable(o, t, 0) for o in range(self.n_shares) if o != s)
+            out.append(self.unassigned[t] + others if self.policy.shares[s].strategy.borrows else 0)
+        return out
+
+    def fits(self, s: int, t: int, n: int) -> bool:
+        """Admission without preemption: pool capacity, the share's quota plus borrow limit, and
+        the borrowing invariant (sum of borrowed <= unassigned + sum of lendable)."""
+        if self.used[t] + n > self.capacity[t]:
+            return False
+        u = self.usage[s][t]
+        q = self.quota[s][t]
+        new_u = u + n
+        if new_u > q + self.borrow_limit[s][t]:
+            return False
+        borrowed = self.borrowed_total[t] + max(0, new_u - q) - max(0, u - q)
+        lendable = self.lendable_total[t] + self._lendable(s, t, new_u) - self._lendable(s, t, u)
+        return borrowed <= self.unassigned[t] + lendable
+
+    # --- the event loop -------------------------------------------------------------------
+
+    def run(self, progress: ProgressCallback | None) -> None:
+        submit_order = np.lexsort((self.bound.id_rank, self.bound.trace.submit_time)).tolist()
+        updates = self.bound.trace.updates
+        update_order = np.argsort(updates.time, kind="stable").tolist()
+        update_time = updates.time.astype(float).tolist()
+        submit = self.submit
+        n_jobs = self.n_jobs
+        n_updates = len(update_order)
+        next_submit = next_update = 0
+        report_every = max(1, n_jobs // 100)
+        next_report = report_every
+        finishes = self.finishes
+        while True:
+            now = min(
+                submit[submit_order[next_submit]] if next_submit < n_jobs else UNLIMITED,
+                update_time[update_order[next_update]] if next_update < n_updates else UNLIMITED,
+                finishes[0][0] if finishes else UNLIMITED,
+            )
+            if now == UNLIMITED:
+                break
+            # Same instant: finishes, then submissions, then priority updates, then one pass.
+            while finishes and finishes[0][0] == now:
+                _, _, attempt, job = heapq.heappop(finishes)
+                if attempt == self.attempt[job]:
+                    self.finish(job, now)
+            while next_submit < n_jobs and submit[submit_order[next_submit]] == now:
+                self.submit_job(submit_order[next_submit], now)
+                next_submit += 1
+            while next_update < n_updates and update_time[update_order[next_update]] == now:
+                self.update_priority(update_order[next_update], now)
+                next_update += 1
+            if self.pending_jobs:
+                self.scheduling_pass(now)
+            if progress is not None and next_submit >= next_report:
+                progress(next_submit / n_jobs)
+                next_report = next_submit + report_every
+        if self.pending_jobs:
+            raise RuntimeError(f"{self.pending_jobs} jobs were left pending with nothing running")
+
+    def submit_job(self, job: int, now: float) -> None:
+        s, t, n = self.share[job], self.type[job], self.count[job]
+        reason = unschedulable_reason(
+            n, self.capacity[t], self.quota[s][t], self.borrow_limit[s][t], self.borrowable_ever[s][t]
+        )
+        if reason is not None:
+            self.state[job] = State.UNSCHEDULABLE
+            self.reason[job] = reason
+            self._event(now, job, EventKind.UNSCHEDULABLE)
+            return
+        self.state[job] = State.RUNNABLE
+        self.queued_since[job] = now
+        self._enqueue(job, now)
+
+    def update_priority(self, update: int, now: float) -> None:
+        """UpdateServiceJob: ignored (and counted) for unknown, not yet submitted or ended jobs."""
+        job = int(self.bound.update_job[update])
+        priority = int(self.bound.trace.updates.priority[update])
+        if job < 0 or self.state[job] not in (State.RUNNABLE, State.RUNNING):
+            self.ignored_updates += 1
+            return
+        if self.state[job] == State.RUNNABLE:
+            self._dequeue(job, now)
+            self.priority[job] = priority
+            self._enqueue(job, now)
+        else:
+            s, t = self.share[job], self.type[job]
+            self._remove_running(job, s, t)
+            self.priority[job] = priority
+            self._add_running(job, s, t)
+            self.version += 1
+
+    def finish(self, job: int, now: float) -> None:
+        s, t, n = self.share[job], self.type[job], self.count[job]
+        self.state[job] = State.SUCCEEDED
+        self.end[job] = now
+        self._remove_running(job, s, t)
+        self._shift_usage(s, t, -n)
+        self.log.usage(now, s, t, self.usage[s][t])
+        self.totals.startup[s][t] += min(now - self.start_time[job], self.startup) * n
+        self.version += 1
+        self._event(now, job, EventKind.FINISH)
+
+    # --- the scheduling pass (section 4) ---------------------------------------------------
+
+    def scheduling_pass(self, now: float) -> None:
+        """Rounds until one admits nothing."""
+        run_round = self._strict_round if self.strict else self._best_effort_round
+        while run_round(now):
+            pass
+
+    def _best_effort_round(self, now: float) -> bool:
+        """Consider every pending job once, in round order; admit what fits or can preempt."""
+        groups = [g for g in self.groups.values() if g.jobs]
+        for g in groups:
+            g.needs_borrow = self.usage[g.share][g.type] + g.count > self.quota[g.share][g.type]
+            g.ptr = 0
+            g.blocked_at = self.version if g.head_blocked_at == self.version else -1
+        preempted: list[int] = []
+        admitted = False
+        cursor = None
+        while True:
+            candidates = []
+            for g in groups:
+                if g.blocked_at == self.version:
+                    continue
+                if cursor is not None:
+                    if g.needs_borrow < cursor[0]:
+                        continue
+                    if g.needs_borrow == cursor[0]:
+                        g.ptr = bisect_right(g.jobs, cursor[1], g.ptr)
+                if g.ptr < len(g.jobs):
+                    candidates.append((round_key(g.needs_borrow, g.jobs[g.ptr]), g))
+            if not candidates:
+                break
+            candidates.sort(key=lambda c: c[0])
+            for key, g in candidates:
+                job = key[1][-1]
+                if self.try_admit(job, now, preempted):
+                    del g.jobs[g.ptr]
+                    g.head_blocked_at = -1
+                    cursor = key
+                    admitted = True
+                    break
+                g.blocked_at = self.version
+                if g.ptr == 0:
+                    g.head_blocked_at = self.version
+            else:
+                break
+        self._requeue(preempted, now)
+        return admitted
+
+    def _strict_round(self, now: float) -> bool:
+        """strict_fifo: only each share's first pending job is a candidate; a share whose head
+        cannot be admitted admits nothing more in this round."""
+        usage_at_start = [row[:] for row in self.usage]
+        done = [
+            not queue or self.share_head_blocked_at[s] == self.version
+            for s, queue in enumerate(self.share_queue)
+        ]
+        preempted: list[int] = []
+        admitted = False
+        cursor = None
+        while True:
+            candidates = []
+            for s, queue in enumerate(self.share_queue):
+                if done[s]:
+                    continue
+                head = queue[0]
+                job = head[-1]
+                t = self.type[job]
+                key = round_key(usage_at_start[s][t] + self.count[job] > self.quota[s][t], head)
+                if cursor is not None and key < cursor:
+                    done[s] = True  # its head was passed over while it was not yet the head
+                    continue
+                candidates.append((key, s))
+            if not candidates:
+                break
+            candidates.sort(key=lambda c: c[0])
+            for key, s in candidates:
+                job = key[1][-1]
+                if self.try_admit(job, now, preempted):
+                    cursor = key
+                    admitted = True
+                    break
+                done[s] = True
+                if self.share_head_blocked_at[s] != self.version:
+                    self.share_head_blocked_at[s] = self.version
+            else:
+                break
+        self._requeue(preempted, now)
+        return admitted
+
+    def try_admit(self, job: int, now: float, preempted: list[int]) -> bool:
+        s, t, n = self.share[job], self.type[job], self.count[job]
+        if self.fits(s, t, n):
+            self._start(job, now)
+            return True
+        victims = self.find_victims(job)
+        if victims is None:
+            return False
+        for victim in victims:
+            self._preempt(victim, job, now, preempted)
+        self._start(job, now)
+        return True
+
+    # --- preemption (section 4, step 2) ----------------------------------------------------
+
+    def find_victims(self, job: int) -> list[int] | None:
+        """Kueue's classic victim search: take candidates in order until the job fits, then
+        walk the taken list backwards dropping every victim not needed. None if it never fits."""
+        s, t, n = self.share[job], self.type[job], self.count[job]
+        candidates = self._victim_candidates(job)
+        if candidates is None:
+            return None
+        taken: list[int] = []
+        fits = False
+        for key in candidates:
+            victim = key[-1]
+            owner = self.share[victim]
+            if owner != s and self.usage[owner][t] <= self.quota[owner][t]:
+                continue  # a reclaim candidate stops being one once its share no longer borrows
+            self._shift_usage(owner, t, -self.count[victim])
+            taken.append(victim)
+            if self.fits(s, t, n):
+                fits = True
+                break
+        if not fits:
+            for victim in taken:
+                self._shift_usage(self.share[victim], t, self.count[victim])
+            return None
+        for index in range(len(taken) - 2, -1, -1):
+            victim = taken[index]
+            self._shift_usage(self.share[victim], t, self.count[victim])
+            if self.fits(s, t, n):
+                taken[index] = -1  # not needed
+            else:
+                self._shift_usage(self.share[victim], t, -self.count[victim])
+        victims = [v for v in taken if v >= 0]
+        for victim in victims:  # _preempt applies the release for real
+            self._shift_usage(self.share[victim], t, self.count[victim])
+        return victims
+
+    def _victim_candidates(self, job: int) -> Iterator[tuple] | None:
+        """Other shares' borrowing jobs (cross-share reclaim) first, then the share's own
+        lower-priority jobs (in-share preemption); None when there is no candidate at all."""
+        s, t, n = self.share[job], self.type[job], self.count[job]
+        priority = self.priority[job]
+        freeable = 0
+        cross = []
+        reclaim = self.reclaim[s]
+        if reclaim is not Reclaim.NEVER and self.usage[s][t] + n <= self.quota[s][t]:
+            for other in range(self.n_shares):
+                if other != s and self.usage[other][t] > self.quota[other][t] and self.running[other][t]:
+                    if reclaim is Reclaim.LOWER_PRIORITY:
+                        lower = self._instances_below(other, t, priority)
+                        if lower:
+                            freeable += lower
+                            cross.append(takewhile(lambda k: k[0] < priority, self.running[other][t]))
+                    else:
+                        freeable += self.usage[other][t]
+                        cross.append(iter(self.running[other][t]))
+        own: Iterator[tuple] = iter(())
+        mode = self.in_share[s]
+        if mode is not InSharePreemption.NEVER and self.running[s][t]:
+            if mode is InSharePreemption.LOWER_PRIORITY:
+                lower = self._instances_below(s, t, priority)
+                if lower:
+                    freeable += lower
+                    own = takewhile(lambda k: k[0] < priority, self.running[s][t])
+            else:
+                submit = self.submit[job]
+                lower = self._instances_below(s, t, priority + 1)
+                if lower:
+                    freeable += lower
+                    own = (
+                        k
+                        for k in takewhile(lambda k: k[0] <= priority, self.running[s][t])
+                        if k[0] < priority or self.submit[k[-1]] > submit  # equal priority: newer only
+                    )
+        if not freeable or self.used[t] - freeable + n > self.capacity[t]:
+            return None
+        return chain(heapq.merge(*cross), own)
+
+    def _instances_below(self, s: int, t: int, priority: int) -> int:
+        return sum(c for p, c in self.running_by_priority[s][t].items() if p < priority)
+
+    def _preempt(self, victim: int, preemptor: int, now: float, preempted: list[int]) -> None:
+        s, t, n = self.share[victim], self.type[victim], self.count[victim]
+        held = now - self.start_time[victim]
+        startup_spent = min(held, self.startup)
+        progress = self.saved[victim] + max(0.0, held - self.startup)
+        interval = self.checkpoint[victim]
+        saved = (progress // interval) * interval if interval > 0 else 0.0
+        lost = progress - saved
+        cause = Cause.CROSS_SHARE if s != self.share[preemptor] else Cause.IN_SHARE
+        self.saved[victim] = saved
+        self.lost[victim] += lost
+        self.preemptions[victim] += 1
+        self.attempt[victim] += 1  # its finish event is now stale
+        self._remove_running(victim, s, t)
+        self._shift_usage(s, t, -n)
+        self.log.usage(now, s, t, self.usage[s][t])
+        self.totals.preempted(s, t, cause, lost * n, startup_spent * n)
+        self.log.rerun(now, s, t, (lost + startup_spent) * n)
+        self._event(now, victim, EventKind.PREEMPT, cause, preemptor)
+        retries = self.retries[victim]
+        if 0 <= retries < self.preemptions[victim]:
+            self.state[victim] = State.FAILED
+            self.end[victim] = now
+            self._event(now, victim, EventKind.FAIL, cause, preemptor)
+        else:
+            self.state[victim] = State.RUNNABLE
+            self.queued_since[victim] = now
+            self._count_pending(victim, now, +1)
+            preempted.append(victim)  # considered again from the next round on
+
+    def _start(self, job: int, now: float) -> None:
+        s, t, n = self.share[job], self.type[job], self.count[job]
+        self._leave_queue(job, now)
+        self.state[job] = State.RUNNING
+        self.start_time[job] = now
+        if self.first_start[job] != self.first_start[job]:  # nan: never started before
+            self.first_start[job] = now
+        self.queued[job] += now - self.queued_since[job]
+        self._shift_usage(s, t, n)
+        self.log.usage(now, s, t, self.usage[s][t])
+        self._add_running(job, s, t)
+        self.version += 1
+        end = now + self.startup + (self.duration[job] - self.saved[job])
+        heapq.heappush(self.finishes, (end, self.rank[job], self.attempt[job], job))
+        self._event(now, job, EventKind.START)
+
+    # --- queues ----------------------------------------------------------------------------
+
+    def _enqueue(self, job: int, now: float) -> None:
+        s, t, n = self.share[job], self.type[job], self.count[job]
+        key = queue_key(self.priority[job], self.submit[job], self.rank[job], job)
+        self.queue_keys[job] = key
+        group = self.groups.get((s, t, n))
+        if group is None:
+            group = self.groups[(s, t, n)] = _Group(s, t, n)
+        insort(group.jobs, key)
+        group.head_blocked_at = -1
+        if self.strict:
+            insort(self.share_queue[s], key)
+            self.share_head_blocked_at[s] = -1
+        self._count_pending(job, now, +1)
+
+    def _requeue(self, jobs: list[int], now: float) -> None:
+        """Preempted jobs rejoin their queues at their original submit time's position."""
+        for job in jobs:
+            if self.state[job] == State.RUNNABLE:
+                self._enqueue(job, now)
+                self._count_pending(job, now, -1)  # counted as pending when preempted
+
+    def _dequeue(self, job: int, now: float) -> None:
+        s, t, n = self.share[job], self.type[job], self.count[job]
+        key = self.queue_keys[job]
+        jobs = self.groups[(s, t, n)].jobs
+        del jobs[bisect_left(jobs, key)]
+        self.groups[(s, t, n)].head_blocked_at = -1
+        if self.strict:
+            queue = self.share_queue[s]
+            del queue[bisect_left(queue, key)]
+            self.share_head_blocked_at[s] = -1
+        self._count_pending(job, now, -1)
+
+    def _leave_queue(self, job: int, now: float) -> None:
+        """An admitted job leaves the strict queue (the best-effort round removes it from its
+        group itself, at the position it already knows)."""
+        if self.strict:
+            s, t, n = self.share[job], self.type[job], self.count[job]
+            key = self.queue_keys[job]
+            queue = self.share_queue[s]
+            del queue[bisect_left(queue, key)]
+            jobs = self.groups[(s, t, n)].jobs
+            del jobs[bisect_left(jobs, key)]
+        self._count_pending(job, now, -1)
+
+    def _count_pending(self, job: int, now: float, sign: int) -> None:
+        s, t = self.share[job], self.type[job]
+        self.pending_jobs += sign
+        self.pending_instances[s][t] += sign * self.count[job]
+        self.log.pending(now, s, t, self.pending_instances[s][t])
+
+    def _add_running(self, job: int, s: int, t: int) -> None:
+        key = victim_key(self.priority[job], self.start_time[job], self.rank[job], job)
+        self.running_keys[job] = key
+        insort(self.running[s][t], key)
+        by_priority = self.running_by_priority[s][t]
+        by_priority[key[0]] = by_priority.get(key[0], 0) + self.count[job]
+
+    def _remove_running(self, job: int, s: int, t: int) -> None:
+        key = self.running_keys[job]
+        running = self.running[s][t]
+        del running[bisect_left(running, key)]
+        by_priority = self.running_by_priority[s][t]
+        left = by_priority[key[0]] - self.count[job]
+        if left:
+            by_priority[key[0]] = left
+        else:
+            del by_priority[key[0]]
+
+    def _event(self, now: float, job: int, kind: EventKind, cause: Cause | None = None, by: int = -1) -> None:
+        if self.record_events:
+            self.events.append((now, job, kind, cause, by))
+
+    # --- results ---------------------------------------------------------------------------
+
+    def outcomes(self) -> JobOutcomes:
+        return JobOutcomes.from_lists(
+            state=self.state,
+            first_start=self.first_start,
+            end=self.end,
+            queued=self.queued,
+            preemptions=self.preemptions,
+            lost=self.lost,
+            reason=self.reason,
+            ignored_updates=self.ignored_updates,
+        )
+
+
+class _Totals:
+    """Per (share, type) sums that the usage log cannot give: preemptions and rerun cost."""
+
+    def __init__(self, n_shares: int, n_types: int):
+        self.startup = [[0.0] * n_types for _ in range(n_shares)]  # instance-seconds, every attempt
+        self.lost = [[0.0] * n_types for _ in range(n_shares)]
+        self.rerun_startup = [[0.0] * n_types for _ in range(n_shares)]
+        self.preemptions = [{Cause.CROSS_SHARE: 0, Cause.IN_SHARE: 0} for _ in range(n_shares)]
+
+    def preempted(self, s: int, t: int, cause: Cause, lost: float, startup: float) -> None:
+        self.lost[s][t] += lost
+        self.startup[s][t] += startup
+        self.rerun_startup[s][t] += startup
+        self.preemptions[s][cause] += 1

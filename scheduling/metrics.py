@@ -1,0 +1,438 @@
+"""Metrics of a replay (SEMANTICS.md section 5), computed once from the usage log and outcomes.
+
+The engine logs only changes (time, share, type, new value); everything over time, per share,
+per day or per bucket is an integral of those step functions, done here with numpy.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from typing import Any
+
+import numpy as np
+
+from scheduling.binding import BoundTrace
+from scheduling.model import Cause, Policy
+from scheduling.result import REASONS, JobOutcomes, State
+
+DAY = 86400.0
+MAX_CDF_POINTS = 1000
+MAX_DAYS = 3660
+ACCOUNTS = ("own", "borrowed", "lent", "idle", "stranded")
+
+
+class UsageLog:
+    """Changes of usage and of pending instances per (share, type), in time order."""
+
+    def __init__(self, n_shares: int, n_types: int):
+        self.n_types = n_types
+        self.usage_time, self.usage_key, self.usage_value = array("d"), array("l"), array("l")
+        self.pending_time, self.pending_key, self.pending_value = array("d"), array("l"), array("l")
+        self.rerun_time, self.rerun_key, self.rerun_amount = array("d"), array("l"), array("d")
+
+    def usage(self, time: float, share: int, type_: int, value: int) -> None:
+        self.usage_time.append(time)
+        self.usage_key.append(share * self.n_types + type_)
+        self.usage_value.append(value)
+
+    def rerun(self, time: float, share: int, type_: int, instance_seconds: float) -> None:
+        self.rerun_time.append(time)
+        self.rerun_key.append(share * self.n_types + type_)
+        self.rerun_amount.append(instance_seconds)
+
+    def pending(self, time: float, share: int, type_: int, value: int) -> None:
+        self.pending_time.append(time)
+        self.pending_key.append(share * self.n_types + type_)
+        self.pending_value.append(value)
+
+
+# --- choices of section 3 and 5 for finance, each in one function ----------------------------
+
+
+def attribute_lent(borrowed_total: np.ndarray, unassigned: int, lendable: np.ndarray) -> tuple:
+    """Lent attribution **(choice)**: borrowed instances are drawn first from unassigned
+    capacity, then from lenders in proportion to what each has lendable.
+    Returns (lent from unassigned per instant, lent per share per instant)."""
+    from_unassigned = np.minimum(borrowed_total, unassigned)
+    rest = borrowed_total - from_unassigned
+    lendable_total = lendable.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share_of = np.where(lendable_total[:, None] > 0, lendable / lendable_total[:, None], 0.0)
+    return from_unassigned, rest[:, None] * share_of
+
+
+def stranded_idle(idle_not_lendable: np.ndarray, pending: np.ndarray) -> np.ndarray:
+    """Stranded **(choice)**: idle quota its share may not lend (all of it for RESERVE, above the
+    lending limit for lenders), at instants when other shares have jobs of that type waiting,
+    up to the instances those waiting jobs ask for."""
+    others_pending = pending.sum(axis=1)[:, None] - pending
+    return np.minimum(idle_not_lendable, others_pending)
+
+
+# --- the computation -------------------------------------------------------------------------
+
+
+def compute_metrics(
+    policy: Policy, bound: BoundTrace, outcomes: JobOutcomes, log: UsageLog, totals, buckets: int
+) -> dict[str, Any]:
+    trace = bound.trace
+    submit = trace.submit_time
+    n_shares = len(policy.shares)
+    types = bound.type_names
+    start, end = _horizon(submit, outcomes.end)
+    horizon = end - start
+    gpus = np.array([policy.instance_types[t].gpus for t in types], dtype=float)
+    price = np.array([policy.instance_types[t].hourly_price for t in types], dtype=float)
+
+    edges = np.linspace(start, end, buckets + 1) if horizon > 0 else np.array([start, start + 1.0])
+    day0 = math.floor(start / DAY) * DAY
+    n_days = min(MAX_DAYS, max(1, math.ceil((end - day0) / DAY)))
+    day_edges = day0 + DAY * np.arange(n_days + 1)
+
+    accounts = [
+        _type_accounts(policy, t, types[t], log, start, end, edges, day_edges) for t in range(len(types))
+    ]
+
+    wait = outcomes.wait(submit)
+    jct = outcomes.jct(submit)
+    share_of_job = bound.share
+    summary = _summary(policy, bound, outcomes, totals, accounts, gpus, price, wait, jct, start, end)
+    shares = [
+        _share_metrics(policy, s, bound, outcomes, totals, accounts, gpus, price, wait, jct, share_of_job == s)
+        for s in range(n_shares)
+    ]
+    return {
+        "summary": summary,
+        "types": {
+            name: {
+                "capacity": int(policy.capacity.get(name, 0)),
+                "gpus": float(gpus[t]),
+                "hourly_price": float(price[t]),
+                "utilization": _ratio(accounts[t]["busy"], accounts[t]["capacity"]),
+                "useful_utilization": _ratio(
+                    accounts[t]["busy"] - _sum_type(totals.lost, t) - _sum_type(totals.startup, t),
+                    accounts[t]["capacity"],
+                ),
+            }
+            for t, name in enumerate(types)
+        },
+        "shares": shares,
+        "pool": _pool(accounts, gpus, price),
+        "series": _series(policy, accounts, gpus, edges),
+        "periods": _periods(policy, accounts, gpus, price, day_edges, log),
+        "cdfs": {
+            "wait": _cdfs(policy, wait, share_of_job),
+            "jct": _cdfs(policy, jct, share_of_job),
+        },
+    }
+
+
+def _horizon(submit: np.ndarray, end: np.ndarray) -> tuple[float, float]:
+    """From the earliest submit to the last end (to the last submit if nothing ended)."""
+    if len(submit) == 0:
+        return 0.0, 0.0
+    start = float(submit.min())
+    ended = end[~np.isnan(end)]
+    stop = float(ended.max()) if len(ended) else float(submit.max())
+    return start, max(start, stop)
+
+
+def _step_matrix(times, keys, values, key_of_share, start, end):
+    """Rebuild per-share step functions on the union of change instants of one type.
+
+    Returns (instants, matrix instants x shares, durations); several changes at the same
+    instant keep the last one, which is the state after that instant."""
+    n_shares = len(key_of_share)
+    t = np.frombuffer(times, dtype=np.float64) if len(times) else np.zeros(0)
+    k = np.frombuffer(keys, dtype=np.int64) if len(keys) else np.zeros(0, dtype=np.int64)
+    v = np.frombuffer(values, dtype=np.int64) if len(values) else np.zeros(0, dtype=np.int64)
+    mine = np.isin(k, key_of_share)
+    t, k, v = t[mine], k[mine], v[mine]
+    instants = np.unique(np.concatenate(([start], t[(t >= start) & (t <= end)])))
+    matrix = np.zeros((len(instants), n_shares), dtype=np.float64)
+    for s, key in enumerate(key_of_share):
+        sel = k == key
+        ts, vs = t[sel], v[sel]
+        if not len(ts):
+            continue
+        idx = np.searchsorted(ts, instants, side="right") - 1
+        matrix[:, s] = np.where(idx >= 0, vs[np.clip(idx, 0, None)], 0)
+    durations = np.diff(np.append(instants, end))
+    return instants, matrix, durations
+
+
+def _type_accounts(policy, t, type_name, log, start, end, edges, day_edges) -> dict[str, Any]:
+    """Own / borrowed / lent / idle / stranded of every share for one instance type."""
+    shares = policy.shares
+    n_types = log.n_types
+    keys = [s * n_types + t for s in range(len(shares))]
+    instants, usage, durations = _step_matrix(
+        log.usage_time, log.usage_key, log.usage_value, keys, start, end
+    )
+    p_instants, pending_steps, _ = _step_matrix(
+        log.pending_time, log.pending_key, log.pending_value, keys, start, end
+    )
+    # Pending on the usage instants (the union of both, so both step functions stay exact).
+    all_instants = np.union1d(instants, p_instants)
+    usage = usage[np.searchsorted(instants, all_instants, side="right") - 1]
+    pending = pending_steps[np.searchsorted(p_instants, all_instants, side="right") - 1]
+    instants = all_instants
+    durations = np.diff(np.append(instants, end))
+
+    quota = np.array([s.quota(type_name) for s in shares], dtype=float)
+    lend_limit = np.array([s.lend_limit(type_name) for s in shares], dtype=float)
+    unassigned = policy.unassigned(type_name)
+    own = np.minimum(usage, quota)
+    borrowed = np.maximum(usage - quota, 0)
+    idle_quota = np.maximum(quota - usage, 0)
+    lendable = np.minimum(idle_quota, lend_limit)
+    from_unassigned, lent = attribute_lent(borrowed.sum(axis=1), unassigned, lendable)
+    idle = idle_quota - lent
+    stranded = stranded_idle(idle_quota - lendable, pending)
+    per_instant = {
+        "own": own,
+        "borrowed": borrowed,
+        "lent": lent,
+        "idle": idle,
+        "stranded": stranded,
+        "unassigned_lent": from_unassigned[:, None],
+        "unassigned_idle": (unassigned - from_unassigned)[:, None],
+    }
+    integral = {name: (values * durations[:, None]).sum(axis=0) for name, values in per_instant.items()}
+    return {
+        "capacity": float(policy.capacity.get(type_name, 0)) * (end - start),
+        "quota_seconds": quota * (end - start),
+        "busy": float(usage.sum(axis=1) @ durations),
+        "total": integral,
+        "buckets": {name: _integrate(instants, values, durations, edges) for name, values in per_instant.items()},
+        "days": {name: _integrate(instants, values, durations, day_edges) for name, values in per_instant.items()},
+        "unassigned": unassigned,
+    }
+
+
+def _integrate(instants, values, durations, edges) -> np.ndarray:
+    """Integral of each column's step function over each [edges[i], edges[i+1]) interval."""
+    area = np.vstack([np.zeros((1, values.shape[1])), np.cumsum(values * durations[:, None], axis=0)])
+    points = np.append(instants, instants[-1] + durations[-1] if len(durations) else instants[-1])
+    out = np.empty((len(edges) - 1, values.shape[1]))
+    for c in range(values.shape[1]):
+        at_edges = np.interp(edges, points, area[:, c])
+        out[:, c] = np.diff(at_edges)
+    return out
+
+
+def distribution(values: np.ndarray) -> dict[str, float | None]:
+    """Mean, percentiles (numpy's linear interpolation) and max of the finite values."""
+    finite = values[np.isfinite(values)]
+    if not len(finite):
+        return {"count": 0, "mean": None, "p50": None, "p90": None, "p95": None, "p99": None, "max": None}
+    p50, p90, p95, p99 = np.percentile(finite, [50, 90, 95, 99]).tolist()
+    return {
+        "count": len(finite),
+        "mean": float(finite.mean()),
+        "p50": p50,
+        "p90": p90,
+        "p95": p95,
+        "p99": p99,
+        "max": float(finite.max()),
+    }
+
+
+def cdf(values: np.ndarray, max_points: int = MAX_CDF_POINTS) -> dict[str, Any]:
+    """The empirical CDF, exact at at most ``max_points`` points (always including the max)."""
+    finite = np.sort(values[np.isfinite(values)])
+    n = len(finite)
+    if not n:
+        return {"x": [], "y": [], "n": 0}
+    # Last index of each distinct value: the CDF's value there is (index + 1) / n.
+    last = np.flatnonzero(np.append(finite[1:] != finite[:-1], True))
+    if len(last) > max_points:
+        picks = np.unique(np.linspace(0, len(last) - 1, max_points).round().astype(int))
+        last = last[picks]
+    return {"x": finite[last].tolist(), "y": ((last + 1) / n).tolist(), "n": n}
+
+
+def _cdfs(policy, values, share_of_job) -> dict[str, Any]:
+    return {
+        "all": cdf(values),
+        "shares": {s.name: cdf(values[share_of_job == i]) for i, s in enumerate(policy.shares)},
+    }
+
+
+def _ratio(a: float, b: float) -> float:
+    return float(a / b) if b > 0 else 0.0
+
+
+def _sum_type(table, t: int) -> float:
+    return float(sum(row[t] for row in table))
+
+
+def _job_counts(outcomes: JobOutcomes, mask=None) -> dict[str, Any]:
+    state = outcomes.state if mask is None else outcomes.state[mask]
+    reason = outcomes.reason if mask is None else outcomes.reason[mask]
+    by_reason = np.bincount(reason, minlength=len(REASONS))
+    return {
+        "jobs": len(state),
+        "succeeded": int((state == State.SUCCEEDED).sum()),
+        "failed": int((state == State.FAILED).sum()),
+        "unschedulable": int((state == State.UNSCHEDULABLE).sum()),
+        "unschedulable_by_reason": {REASONS[i]: int(n) for i, n in enumerate(by_reason) if i and n},
+    }
+
+
+def _summary(policy, bound, outcomes, totals, accounts, gpus, price, wait, jct, start, end) -> dict:
+    n_types = len(gpus)
+    busy = np.array([a["busy"] for a in accounts])
+    capacity = np.array([a["capacity"] for a in accounts])
+    lost = np.array([_sum_type(totals.lost, t) for t in range(n_types)])
+    startup = np.array([_sum_type(totals.startup, t) for t in range(n_types)])
+    rerun = lost + np.array([_sum_type(totals.rerun_startup, t) for t in range(n_types)])
+    preemptions = {cause.value: sum(p[cause] for p in totals.preemptions) for cause in Cause}
+    return {
+        **_job_counts(outcomes),
+        "utilization": _ratio(busy @ gpus, capacity @ gpus),
+        "useful_utilization": _ratio((busy - lost - startup) @ gpus, capacity @ gpus),
+        "preemptions": preemptions,
+        "lost_instance_seconds": float(lost.sum()),
+        "startup_instance_seconds": float(startup.sum()),
+        "rerun_instance_seconds": float(rerun.sum()),
+        "rerun_gpu_hours": float(rerun @ gpus / 3600),
+        "rerun_cost_usd": float(rerun @ price / 3600),
+        "wait_seconds": distribution(wait),
+        "queued_seconds": distribution(np.where(np.isnan(outcomes.first_start), np.nan, outcomes.queued)),
+        "jct_seconds": distribution(jct),
+        "horizon": {"start": start, "end": end, "seconds": end - start},
+        "ignored_priority_updates": outcomes.ignored_updates,
+        "epoch_times": bound.trace.epoch_times,
+    }
+
+
+def _share_metrics(policy, s, bound, outcomes, totals, accounts, gpus, price, wait, jct, mask) -> dict:
+    share = policy.shares[s]
+    n_types = len(gpus)
+    by_type = {}
+    gpu_seconds = dict.fromkeys(("capacity",) + ACCOUNTS, 0.0)
+    usd = dict.fromkeys(("capacity",) + ACCOUNTS, 0.0)
+    for t, name in enumerate(bound.type_names):
+        row = {"capacity": float(accounts[t]["quota_seconds"][s])}
+        row.update({k: float(accounts[t]["total"][k][s]) for k in ACCOUNTS})
+        by_type[name] = row
+        for k, v in row.items():
+            gpu_seconds[k] += v * gpus[t]
+            usd[k] += v * price[t] / 3600
+    lost = np.array([totals.lost[s][t] for t in range(n_types)])
+    rerun = lost + np.array([totals.rerun_startup[s][t] for t in range(n_types)])
+    out = {
+        "name": share.name,
+        "strategy": share.strategy.value,
+        **_job_counts(outcomes, mask),
+        "preemptions": {cause.value: totals.preemptions[s][cause] for cause in Cause},
+        "lost_instance_seconds": float(lost.sum()),
+        "rerun_instance_seconds": float(rerun.sum()),
+        "rerun_gpu_hours": float(rerun @ gpus / 3600),
+        "rerun_cost_usd": float(rerun @ price / 3600),
+        "wait_seconds": distribution(wait[mask]),
+        "queued_seconds": distribution(np.where(np.isnan(outcomes.first_start[mask]), np.nan, outcomes.queued[mask])),
+        "jct_seconds": distribution(jct[mask]),
+        "by_type": by_type,
+    }
+    for k in ("capacity",) + ACCOUNTS:
+        out[f"{k}_gpu_hours"] = gpu_seconds[k] / 3600
+        out[f"{k}_usd"] = usd[k]
+        out[f"{k}_instance_seconds"] = sum(row[k] for row in by_type.values())
+    return out
+
+
+def _pool(accounts, gpus, price) -> dict[str, float]:
+    def gpu_hours(values):
+        return float(sum(v * g for v, g in zip(values, gpus)) / 3600)
+
+    def dollars(values):
+        return float(sum(v * p for v, p in zip(values, price)) / 3600)
+
+    capacity = [a["capacity"] for a in accounts]
+    busy = [a["busy"] for a in accounts]
+    unassigned_lent = [float(a["total"]["unassigned_lent"][0]) for a in accounts]
+    unassigned_idle = [float(a["total"]["unassigned_idle"][0]) for a in accounts]
+    return {
+        "capacity_gpu_hours": gpu_hours(capacity),
+        "busy_gpu_hours": gpu_hours(busy),
+        "idle_gpu_hours": gpu_hours(capacity) - gpu_hours(busy),
+        "unassigned_lent_gpu_hours": gpu_hours(unassigned_lent),
+        "unassigned_idle_gpu_hours": gpu_hours(unassigned_idle),
+        "capacity_usd": dollars(capacity),
+        "busy_usd": dollars(busy),
+        "idle_usd": dollars(capacity) - dollars(busy),
+    }
+
+
+def _series(policy, accounts, gpus, edges) -> dict[str, Any]:
+    """Average GPUs per bucket, per share and account."""
+    width = float(edges[1] - edges[0])
+    shares = {}
+    for s, share in enumerate(policy.shares):
+        row = {}
+        for k in ACCOUNTS:
+            total = sum(a["buckets"][k][:, s] * g for a, g in zip(accounts, gpus))
+            row[k] = (np.asarray(total) / width).round(4).tolist()
+        row["quota"] = float(sum(share.quota(t) * g for t, g in zip(policy.instance_types, gpus)))
+        shares[share.name] = row
+    unassigned = {
+        k: (np.asarray(sum(a["buckets"][f"unassigned_{k}"][:, 0] * g for a, g in zip(accounts, gpus))) / width)
+        .round(4)
+        .tolist()
+        for k in ("lent", "idle")
+    }
+    return {
+        "t": edges[:-1].tolist(),
+        "width": width,
+        "shares": shares,
+        "unassigned": unassigned,
+        "pool_capacity": float(sum(policy.capacity.get(t, 0) * g for t, g in zip(policy.instance_types, gpus))),
+    }
+
+
+def _periods(policy, accounts, gpus, price, day_edges, log) -> dict[str, Any]:
+    """GPU-hours and $ per calendar day of the trace, per share: finance sums them by week or month."""
+    n_days = len(day_edges) - 1
+    width = np.diff(day_edges)
+    shares = {}
+    for s, share in enumerate(policy.shares):
+        row: dict[str, Any] = {"usd": {}}
+        capacity = sum(share.quota(t) * g * width for t, g in zip(policy.instance_types, gpus)) / 3600
+        capacity_usd = sum(share.quota(t) * p * width for t, p in zip(policy.instance_types, price)) / 3600
+        row["capacity"] = np.asarray(capacity).round(6).tolist()
+        row["usd"]["capacity"] = np.asarray(capacity_usd).round(6).tolist()
+        for k in ACCOUNTS:
+            row[k] = (sum(a["days"][k][:, s] * g for a, g in zip(accounts, gpus)) / 3600).round(6).tolist()
+            row["usd"][k] = (sum(a["days"][k][:, s] * p for a, p in zip(accounts, price)) / 3600).round(6).tolist()
+        rerun, rerun_usd = _rerun_by_day(s, day_edges, log, gpus, price)
+        row["rerun"] = rerun
+        row["usd"]["rerun"] = rerun_usd
+        shares[share.name] = row
+    unassigned = {
+        "capacity": (
+            np.asarray(sum(a["unassigned"] * g * width for a, g in zip(accounts, gpus))) / 3600 + np.zeros(n_days)
+        ).round(6).tolist(),
+        "lent": (sum(a["days"]["unassigned_lent"][:, 0] * g for a, g in zip(accounts, gpus)) / 3600).round(6).tolist(),
+        "idle": (sum(a["days"]["unassigned_idle"][:, 0] * g for a, g in zip(accounts, gpus)) / 3600).round(6).tolist(),
+    }
+    return {"day": day_edges[:-1].tolist(), "shares": shares, "unassigned": unassigned}
+
+
+def _rerun_by_day(s, day_edges, log, gpus, price) -> tuple[list, list]:
+    """Rerun cost (lost work + start-up) of share s per day, by the day of each preemption."""
+    if not log.rerun_time:
+        zeros = [0.0] * (len(day_edges) - 1)
+        return zeros, zeros
+    time = np.frombuffer(log.rerun_time, dtype=np.float64)
+    key = np.frombuffer(log.rerun_key, dtype=np.int64)
+    amount = np.frombuffer(log.rerun_amount, dtype=np.float64)
+    mine = key // log.n_types == s
+    t = key[mine] % log.n_types
+    day = np.clip(np.searchsorted(day_edges, time[mine], side="right") - 1, 0, len(day_edges) - 2)
+    n_days = len(day_edges) - 1
+    gpu_hours = np.bincount(day, weights=amount[mine] * gpus[t], minlength=n_days) / 3600
+    usd = np.bincount(day, weights=amount[mine] * price[t], minlength=n_days) / 3600
+    return gpu_hours.round(6).tolist(), usd.round(6).tolist()

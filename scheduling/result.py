@@ -1,0 +1,203 @@
+"""What a replay returns: per-job outcomes as columns, bounded metrics, and the event list.
+
+``ReplayResult.to_dict()`` is the RESULT.json of SEMANTICS.md section 7; ``metrics`` is what
+pages and the database keep (its size does not grow with the number of jobs).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from dataclasses import dataclass
+from enum import Enum, IntEnum
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from scheduling.model import Cause, JobState, Policy, UnschedulableReason
+from scheduling.trace import Trace
+
+
+class State(IntEnum):
+    """Job states as small integers for the hot loop (STARTING and RUNNING share one code: both
+    hold capacity and both can be preempted; progress is derived from the start time)."""
+
+    PENDING_SUBMIT = 0
+    RUNNABLE = 1
+    RUNNING = 2
+    SUCCEEDED = 3
+    FAILED = 4
+    UNSCHEDULABLE = 5
+
+
+STATE_NAMES = {
+    State.PENDING_SUBMIT: JobState.RUNNABLE.value,
+    State.RUNNABLE: JobState.RUNNABLE.value,
+    State.RUNNING: JobState.RUNNING.value,
+    State.SUCCEEDED: JobState.SUCCEEDED.value,
+    State.FAILED: JobState.FAILED.value,
+    State.UNSCHEDULABLE: JobState.UNSCHEDULABLE.value,
+}
+REASONS = [None] + [reason.value for reason in UnschedulableReason]
+
+
+class EventKind(str, Enum):
+    START = "start"
+    PREEMPT = "preempt"
+    FINISH = "finish"
+    FAIL = "fail"
+    UNSCHEDULABLE = "unschedulable"
+
+
+@dataclass
+class JobOutcomes:
+    """One entry per job, in the trace's row order. Times are nan where they do not apply."""
+
+    state: np.ndarray  # int8 State
+    first_start: np.ndarray  # float64
+    end: np.ndarray  # float64
+    queued: np.ndarray  # float64 seconds spent RUNNABLE
+    preemptions: np.ndarray  # int32
+    lost: np.ndarray  # float64 seconds of work lost (not times instance_count)
+    reason: np.ndarray  # int8 index into REASONS
+    ignored_updates: int = 0
+
+    @classmethod
+    def from_lists(cls, *, state, first_start, end, queued, preemptions, lost, reason, ignored_updates):
+        reason_codes = [0 if r is None else REASONS.index(r.value) for r in reason]
+        return cls(
+            state=np.array(state, dtype=np.int8),
+            first_start=np.array(first_start, dtype=np.float64),
+            end=np.array(end, dtype=np.float64),
+            queued=np.array(queued, dtype=np.float64),
+            preemptions=np.array(preemptions, dtype=np.int32),
+            lost=np.array(lost, dtype=np.float64),
+            reason=np.array(reason_codes, dtype=np.int8),
+            ignored_updates=ignored_updates,
+        )
+
+    def wait(self, submit: np.ndarray) -> np.ndarray:
+        return self.first_start - submit
+
+    def jct(self, submit: np.ndarray) -> np.ndarray:
+        """End minus submit, for SUCCEEDED jobs only (nan otherwise)."""
+        return np.where(self.state == State.SUCCEEDED, self.end - submit, np.nan)
+
+
+class ReplayResult:
+    def __init__(
+        self,
+        policy: Policy,
+        trace: Trace,
+        outcomes: JobOutcomes,
+        metrics: dict[str, Any],
+        events: list[tuple] | None,
+    ):
+        self.policy = policy
+        self.trace = trace
+        self.outcomes = outcomes
+        self.metrics = metrics
+        self.events = events
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        return self.metrics["summary"]
+
+    @property
+    def shares(self) -> list[dict[str, Any]]:
+        return self.metrics["shares"]
+
+    def to_dict(self, include_jobs: bool = True, include_events: bool = True) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "policy": self.policy.name,
+            "summary": self.metrics["summary"],
+            "shares": self.metrics["shares"],
+            "types": self.metrics["types"],
+            "pool": self.metrics["pool"],
+        }
+        if include_jobs:
+            out["jobs"] = list(self.iter_jobs())
+        if include_events and self.events is not None:
+            out["events"] = list(self.iter_events())
+        return out
+
+    def iter_jobs(self):
+        trace, o = self.trace, self.outcomes
+        share_names = [trace.share_names[c] for c in trace.share.tolist()]
+        submit = trace.submit_time.tolist()
+        first_start = o.first_start.tolist()
+        end = o.end.tolist()
+        for i, job_id in enumerate(trace.job_id):
+            start = _time(first_start[i])
+            finish = _time(end[i])
+            yield {
+                "job_id": job_id,
+                "share": share_names[i],
+                "state": STATE_NAMES[State(int(o.state[i]))],
+                "submit_time": submit[i],
+                "first_start": start,
+                "end": finish,
+                "wait": None if start is None else start - submit[i],
+                "queued": float(o.queued[i]),
+                "preemptions": int(o.preemptions[i]),
+                "lost_seconds": float(o.lost[i]),
+                "reason": REASONS[int(o.reason[i])],
+            }
+
+    def iter_events(self):
+        job_ids = self.trace.job_id
+        for time, job, kind, cause, by in self.events or ():
+            yield {
+                "time": time,
+                "job_id": job_ids[job],
+                "event": kind.value,
+                "cause": cause.value if isinstance(cause, Cause) else None,
+                "by": job_ids[by] if by >= 0 else None,
+            }
+
+    def write_json(self, path: str | Path, include_jobs: bool = True, include_events: bool = True) -> None:
+        """Write RESULT.json atomically: a reader never sees half a file."""
+        path = Path(path)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w") as f:
+                json.dump(self.to_dict(include_jobs, include_events), f, separators=(",", ":"))
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+
+    def save_outcomes(self, target) -> None:
+        o = self.outcomes
+        np.savez_compressed(
+            target,
+            state=o.state,
+            first_start=o.first_start,
+            end=o.end,
+            queued=o.queued,
+            preemptions=o.preemptions,
+            lost=o.lost,
+            reason=o.reason,
+            ignored_updates=np.array([o.ignored_updates]),
+        )
+
+    @staticmethod
+    def load_outcomes(source) -> JobOutcomes:
+        with np.load(source, allow_pickle=False) as data:
+            return JobOutcomes(
+                state=data["state"],
+                first_start=data["first_start"],
+                end=data["end"],
+                queued=data["queued"],
+                preemptions=data["preemptions"],
+                lost=data["lost"],
+                reason=data["reason"],
+                ignored_updates=int(data["ignored_updates"][0]),
+            )
+
+
+def _time(value: float) -> float | None:
+    return None if math.isnan(value) else value
