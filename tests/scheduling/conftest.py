@@ -1,0 +1,112 @@
+"""Shared pieces of the replay tests: traces built straight into columns, and runners.
+
+``run`` replays a scenario with the reference model and with the engine (each test runs twice);
+``engine_run`` uses only the engine, for the metrics the reference does not compute.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
+
+import numpy as np
+import pytest
+
+from reference import reference_replay
+from scheduling.model import Policy
+from scheduling.trace import NO_TYPE, UNLIMITED_RETRIES, PriorityUpdates, Trace
+
+JOB_FIELDS = ("job_id", "share", "state", "first_start", "end", "wait", "queued", "preemptions", "lost_seconds",
+              "reason")
+
+
+def make_trace(jobs: list[dict], updates: Iterable[dict] = ()) -> Trace:
+    """A trace from job dicts with the CSV column names (job_id, submit_time, share, duration and optional
+    priority, instance_type, instance_count, checkpoint_interval, preemption_retries) and priority updates
+    ({time, job_id, priority})."""
+    share_names: list[str] = []
+    type_names: list[str] = []
+    for job in jobs:
+        if job["share"] not in share_names:
+            share_names.append(job["share"])
+        if job.get("instance_type") is not None and job["instance_type"] not in type_names:
+            type_names.append(job["instance_type"])
+    updates = list(updates)
+    checkpoint = [job.get("checkpoint_interval") for job in jobs]
+    retries = [job.get("preemption_retries") for job in jobs]
+    return Trace(
+        job_id=[str(job["job_id"]) for job in jobs],
+        submit_time=np.array([job["submit_time"] for job in jobs], dtype=np.float64),
+        share=np.array([share_names.index(job["share"]) for job in jobs], dtype=np.int32),
+        share_names=share_names,
+        priority=np.array([job.get("priority", 0) for job in jobs], dtype=np.int32),
+        instance_type=np.array(
+            [NO_TYPE if job.get("instance_type") is None else type_names.index(job["instance_type"]) for job in jobs],
+            dtype=np.int32,
+        ),
+        type_names=type_names,
+        instance_count=np.array([job.get("instance_count", 1) for job in jobs], dtype=np.int32),
+        duration=np.array([job["duration"] for job in jobs], dtype=np.float64),
+        checkpoint_interval=np.array([math.nan if c is None else c for c in checkpoint], dtype=np.float64),
+        preemption_retries=np.array([UNLIMITED_RETRIES if r is None else r for r in retries], dtype=np.int32),
+        updates=PriorityUpdates(
+            np.array([u["time"] for u in updates], dtype=np.float64),
+            [str(u["job_id"]) for u in updates],
+            np.array([u["priority"] for u in updates], dtype=np.int32),
+        ),
+    )
+
+
+@dataclass
+class Outcome:
+    """A replay's jobs and events, in forms that compare well with hand-written expectations."""
+
+    raw: dict[str, Any]
+
+    @property
+    def events(self) -> list[tuple]:
+        """(time, job_id, event, cause, by) in the order they happened."""
+        return [(e["time"], e["job_id"], e["event"], e["cause"], e["by"]) for e in self.raw["events"]]
+
+    def job(self, job_id: str) -> dict[str, Any]:
+        for job in self.raw["jobs"]:
+            if job["job_id"] == job_id:
+                return {key: job[key] for key in JOB_FIELDS if key != "job_id"}
+        raise KeyError(job_id)
+
+    def starts(self) -> list[tuple]:
+        return [(e[0], e[1]) for e in self.events if e[2] == "start"]
+
+
+def engine_result(policy: Policy, trace: Trace) -> dict[str, Any]:
+    from scheduling.engine import replay
+
+    return replay(policy, trace, record_events=True).to_dict(include_jobs=True, include_events=True)
+
+
+RUNNERS: dict[str, Callable[[Policy, Trace], dict[str, Any]]] = {
+    "reference": reference_replay,
+    "engine": engine_result,
+}
+
+
+@pytest.fixture(params=sorted(RUNNERS))
+def run(request) -> Callable[..., Outcome]:
+    """run(policy_dict, jobs, updates=()) with the reference model, then with the engine."""
+    runner = RUNNERS[request.param]
+
+    def replay_scenario(policy: dict, jobs: list[dict], updates: Iterable[dict] = ()) -> Outcome:
+        return Outcome(runner(Policy.from_dict(policy), make_trace(jobs, updates)))
+
+    return replay_scenario
+
+
+@pytest.fixture
+def engine_run() -> Callable[..., Outcome]:
+    """run(policy_dict, jobs, updates=()) with the engine only: for metrics."""
+
+    def replay_scenario(policy: dict, jobs: list[dict], updates: Iterable[dict] = ()) -> Outcome:
+        return Outcome(engine_result(Policy.from_dict(policy), make_trace(jobs, updates)))
+
+    return replay_scenario
