@@ -7,18 +7,21 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import numpy as np
 import pytest
-
 from reference import reference_replay
+
 from scheduling.model import Policy
 from scheduling.trace import NO_TYPE, UNLIMITED_RETRIES, PriorityUpdates, Trace
 
 JOB_FIELDS = ("job_id", "share", "state", "first_start", "end", "wait", "queued", "preemptions", "lost_seconds",
               "reason")
+
+JOB_ROW = ("state", "first_start", "end", "wait", "queued", "preemptions", "lost_seconds", "reason")
 
 
 def make_trace(jobs: list[dict], updates: Iterable[dict] = ()) -> Trace:
@@ -58,11 +61,45 @@ def make_trace(jobs: list[dict], updates: Iterable[dict] = ()) -> Trace:
     )
 
 
+def table(text: str) -> list[dict]:
+    """Rows of a whitespace-separated table with a header line; ``-`` leaves a column out of that row.
+    Numbers become numbers, except job ids, which stay strings."""
+    lines = [line.split() for line in text.strip().splitlines() if line.strip()]
+    header, rows = lines[0], lines[1:]
+    out = []
+    for row in rows:
+        assert len(row) == len(header), f"row {row} does not match header {header}"
+        record: dict[str, Any] = {}
+        for key, cell in zip(header, row, strict=True):
+            if cell == "-":
+                continue
+            record[key] = cell if key in ("job_id", "share", "instance_type") else _number(cell)
+        out.append(record)
+    return out
+
+
+def _number(cell: str) -> float | int:
+    value = float(cell)
+    return int(value) if value.is_integer() else value
+
+
+def _scenario(jobs: list[dict] | str, updates: Iterable[dict] | str) -> Trace:
+    jobs = table(jobs) if isinstance(jobs, str) else jobs
+    updates = table(updates) if isinstance(updates, str) else updates
+    return make_trace(jobs, updates)
+
+
 @dataclass
 class Outcome:
     """A replay's jobs and events, in forms that compare well with hand-written expectations."""
 
     raw: dict[str, Any]
+
+    @property
+    def ignored_priority_updates(self) -> int:
+        if "summary" in self.raw:
+            return self.raw["summary"]["ignored_priority_updates"]
+        return self.raw["ignored_priority_updates"]
 
     @property
     def events(self) -> list[tuple]:
@@ -74,6 +111,18 @@ class Outcome:
             if job["job_id"] == job_id:
                 return {key: job[key] for key in JOB_FIELDS if key != "job_id"}
         raise KeyError(job_id)
+
+    def at(self, time: float) -> list[tuple]:
+        """The events at one instant, in order."""
+        return [e for e in self.events if e[0] == time]
+
+    def preempts(self) -> list[tuple]:
+        return [e for e in self.events if e[2] == "preempt"]
+
+    def row(self, job_id: str) -> tuple:
+        """(state, first_start, end, wait, queued, preemptions, lost_seconds, reason) of one job."""
+        job = self.job(job_id)
+        return tuple(job[key] for key in JOB_ROW)
 
     def starts(self) -> list[tuple]:
         return [(e[0], e[1]) for e in self.events if e[2] == "start"]
@@ -93,11 +142,12 @@ RUNNERS: dict[str, Callable[[Policy, Trace], dict[str, Any]]] = {
 
 @pytest.fixture(params=sorted(RUNNERS))
 def run(request) -> Callable[..., Outcome]:
-    """run(policy_dict, jobs, updates=()) with the reference model, then with the engine."""
+    """run(policy_dict, jobs, updates=()) with the reference model, then with the engine; jobs and
+    updates are lists of dicts or ``table`` text."""
     runner = RUNNERS[request.param]
 
-    def replay_scenario(policy: dict, jobs: list[dict], updates: Iterable[dict] = ()) -> Outcome:
-        return Outcome(runner(Policy.from_dict(policy), make_trace(jobs, updates)))
+    def replay_scenario(policy: dict, jobs: list[dict] | str, updates: Iterable[dict] | str = ()) -> Outcome:
+        return Outcome(runner(Policy.from_dict(policy), _scenario(jobs, updates)))
 
     return replay_scenario
 
@@ -106,7 +156,7 @@ def run(request) -> Callable[..., Outcome]:
 def engine_run() -> Callable[..., Outcome]:
     """run(policy_dict, jobs, updates=()) with the engine only: for metrics."""
 
-    def replay_scenario(policy: dict, jobs: list[dict], updates: Iterable[dict] = ()) -> Outcome:
-        return Outcome(engine_result(Policy.from_dict(policy), make_trace(jobs, updates)))
+    def replay_scenario(policy: dict, jobs: list[dict] | str, updates: Iterable[dict] | str = ()) -> Outcome:
+        return Outcome(engine_result(Policy.from_dict(policy), _scenario(jobs, updates)))
 
     return replay_scenario

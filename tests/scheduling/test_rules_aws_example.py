@@ -4,25 +4,29 @@ from __future__ import annotations
 
 import pytest
 
+T = "ml.g5.xlarge"
 AWS_POLICY = {
     "name": "seed-demo",
-    "instance_types": {"ml.g5.xlarge": {"gpus": 1, "hourly_price": 1.41}},
-    "capacity": {"ml.g5.xlarge": 3},
+    "instance_types": {T: {"gpus": 1, "hourly_price": 1.41}},
+    "capacity": {T: 3},
     "shares": [
-        {"name": "QS1", "capacity": {"ml.g5.xlarge": 1}, "strategy": "LEND_AND_BORROW",
+        {"name": "QS1", "capacity": {T: 1}, "strategy": "LEND_AND_BORROW",
          "borrow_limit_percent": 200, "in_share_preemption": "lower_priority", "reclaim": "any"},
-        {"name": "QS2", "capacity": {"ml.g5.xlarge": 1}, "strategy": "LEND"},
-        {"name": "QS3", "capacity": {"ml.g5.xlarge": 1}, "strategy": "RESERVE"},
+        {"name": "QS2", "capacity": {T: 1}, "strategy": "LEND"},
+        {"name": "QS3", "capacity": {T: 1}, "strategy": "RESERVE"},
     ],
 }
-T = "ml.g5.xlarge"
-AWS_JOBS = [
-    dict(job_id="p3", submit_time=0, share="QS1", duration=1000, priority=3, instance_type=T),
-    dict(job_id="p2", submit_time=0, share="QS1", duration=1000, priority=2, instance_type=T),
-    dict(job_id="p1", submit_time=0, share="QS1", duration=300, priority=1, instance_type=T),
-    dict(job_id="q2", submit_time=100, share="QS2", duration=500, instance_type=T),
-]
-AWS_UPDATES = [dict(time=200, job_id="p1", priority=4)]
+AWS_JOBS = """
+job_id submit_time share duration priority
+p3     0           QS1   1000     3
+p2     0           QS1   1000     2
+p1     0           QS1   300      1
+q2     100         QS2   500      0
+"""
+AWS_UPDATES = """
+time job_id priority
+200  p1     4
+"""
 
 
 def test_aws_example_timeline(run):
@@ -45,21 +49,16 @@ def test_aws_example_timeline(run):
 
 def test_aws_example_jobs(run):
     r = run(AWS_POLICY, AWS_JOBS, AWS_UPDATES)
-    # p3 ran 0-200 (lost 200, no checkpoints), queued 200-500
-    assert r.job("p3") == dict(share="QS1", state="SUCCEEDED", first_start=0, end=1500, wait=0, queued=300,
-                               preemptions=1, lost_seconds=200, reason=None)
-    # p2 ran 0-100 (lost 100), queued 100-600
-    assert r.job("p2") == dict(share="QS1", state="SUCCEEDED", first_start=0, end=1600, wait=0, queued=500,
-                               preemptions=1, lost_seconds=100, reason=None)
-    assert r.job("p1") == dict(share="QS1", state="SUCCEEDED", first_start=200, end=500, wait=200, queued=200,
-                               preemptions=0, lost_seconds=0, reason=None)
-    assert r.job("q2") == dict(share="QS2", state="SUCCEEDED", first_start=100, end=600, wait=0, queued=0,
-                               preemptions=0, lost_seconds=0, reason=None)
+    # (state, first_start, end, wait, queued, preemptions, lost_seconds, reason)
+    assert r.row("p3") == ("SUCCEEDED", 0, 1500, 0, 300, 1, 200, None)  # ran 0-200, lost 200, queued 200-500
+    assert r.row("p2") == ("SUCCEEDED", 0, 1600, 0, 500, 1, 100, None)  # ran 0-100, lost 100, queued 100-600
+    assert r.row("p1") == ("SUCCEEDED", 200, 500, 200, 200, 0, 0, None)
+    assert r.row("q2") == ("SUCCEEDED", 100, 600, 0, 0, 0, 0, None)
+    assert r.job("q2")["share"] == "QS2"
 
 
 def test_aws_example_metrics(engine_run):
-    out = engine_run(AWS_POLICY, AWS_JOBS, AWS_UPDATES).raw
-    summary = out["summary"]
+    summary = engine_run(AWS_POLICY, AWS_JOBS, AWS_UPDATES).raw["summary"]
     assert (summary["jobs"], summary["succeeded"], summary["failed"], summary["unschedulable"]) == (4, 4, 0, 0)
     assert summary["preemptions"] == {"cross_share": 1, "in_share": 1}
     assert summary["lost_instance_seconds"] == pytest.approx(300)
@@ -80,8 +79,11 @@ def test_aws_example_share_accounting(engine_run):
     out = engine_run(AWS_POLICY, AWS_JOBS, AWS_UPDATES).raw
     by_name = {share["name"]: share["by_type"][T] for share in out["shares"]}
     # QS1 holds 2 instances in [0, 100) and [600, 1500): 1 own + 1 borrowed; 1 own at other times
-    assert by_name["QS1"] == pytest.approx(dict(capacity=1600, own=1600, borrowed=1000, lent=0, idle=0, stranded=0))
+    assert by_name["QS1"] == pytest.approx(
+        {"capacity": 1600, "own": 1600, "borrowed": 1000, "lent": 0, "idle": 0, "stranded": 0})
     # QS2: own q2 [100, 600); lent to QS1 [0, 100) and [600, 1500); idle [1500, 1600)
-    assert by_name["QS2"] == pytest.approx(dict(capacity=1600, own=500, borrowed=0, lent=1000, idle=100, stranded=0))
+    assert by_name["QS2"] == pytest.approx(
+        {"capacity": 1600, "own": 500, "borrowed": 0, "lent": 1000, "idle": 100, "stranded": 0})
     # QS3 idle throughout; stranded while QS1 had a job pending that could borrow it: [0, 600)
-    assert by_name["QS3"] == pytest.approx(dict(capacity=1600, own=0, borrowed=0, lent=0, idle=1600, stranded=600))
+    assert by_name["QS3"] == pytest.approx(
+        {"capacity": 1600, "own": 0, "borrowed": 0, "lent": 0, "idle": 1600, "stranded": 600})
