@@ -11,6 +11,7 @@ from typing import Any
 
 from scheduling.errors import InputError
 from scheduling.trace import Trace
+from scheduling.traces import helios, itp, openb, pai, sacct
 from scheduling.traces.fields import TraceInput, TraceSource, open_source
 from scheduling.traces.planner import read_planner_csv, read_planner_json
 
@@ -19,6 +20,12 @@ TraceReader = Callable[..., Trace]
 FORMATS: dict[str, TraceReader] = {
     "planner-csv": read_planner_csv,
     "planner-json": read_planner_json,
+    "slurm-sacct": sacct.read,
+    "itp-2021": itp.read,
+    "alibaba-openb-2023": openb.read,
+    "helios": helios.read,
+    "philly": helios.read_philly,
+    "alibaba-pai-2020": pai.read,
 }
 
 

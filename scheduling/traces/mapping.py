@@ -70,6 +70,13 @@ class TraceMapping:
     user_column: str | None = None
     name_column: str | None = None
 
+    def __post_init__(self) -> None:
+        # accept the enums' plain values too (TraceMapping(priority_mode="rank"))
+        object.__setattr__(self, "priority_mode", _enum(PriorityMode, self.priority_mode, "mapping.priority_mode"))
+        object.__setattr__(
+            self, "fractional_gpus", _enum(FractionalGpus, self.fractional_gpus, "mapping.fractional_gpus")
+        )
+
     # -- storage ---------------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
@@ -162,14 +169,20 @@ class TraceMapping:
             return self.default_instance_type
         return TENTH_GPU_TYPE if self.fractional_gpus is FractionalGpus.TENTHS else WHOLE_GPU_TYPE
 
-    def instances_for(self, gpus: float) -> int:
-        """Instances holding ``gpus`` GPUs (fractions per ``fractional_gpus``); 0 for no GPU."""
+    def gpu_units(self, gpus: float) -> int:
+        """``gpus`` in the units instances are counted in: whole GPUs, or tenths with
+        ``fractional_gpus="tenths"``, rounding a fraction up (0.46 GPU -> 1 GPU, or 5 tenths)."""
         if gpus <= 0:
             return 0
-        if self.fractional_gpus is FractionalGpus.TENTHS:
-            # round first: 0.3 GPU is 3 tenths, not 3.0000000000000004
-            return max(1, math.ceil(round(gpus * 10, 6) / self.gpus_per_instance))
-        return max(1, math.ceil(round(gpus, 6) / self.gpus_per_instance))
+        scaled = gpus * 10 if self.fractional_gpus is FractionalGpus.TENTHS else gpus
+        return max(1, math.ceil(round(scaled, 6)))  # round first: 0.3 x 10 is not 3.0000000000000004
+
+    def instances_for_units(self, units: int) -> int:
+        return 0 if units <= 0 else math.ceil(units / self.gpus_per_instance)
+
+    def instances_for(self, gpus: float) -> int:
+        """Instances holding ``gpus`` GPUs (fractions per ``fractional_gpus``); 0 for no GPU."""
+        return self.instances_for_units(self.gpu_units(gpus))
 
 
 # -- priorities ------------------------------------------------------------------------------
