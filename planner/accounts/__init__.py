@@ -1,0 +1,1 @@
+"""Roles (admin, finance, viewer), the permission checks built on them, and API tokens."""

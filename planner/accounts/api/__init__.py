@@ -1,0 +1,1 @@
+"""REST API of the accounts app: serializers, views and routes."""

@@ -1,0 +1,1 @@
+"""The REST API root: routes of every app under /api/, the OpenAPI schema and Swagger UI."""

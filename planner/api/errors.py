@@ -1,0 +1,41 @@
+"""How the API reports errors: DRF's shapes, plus Django validation and protected deletes.
+
+Bad input of a trace upload is ``{"error": {"row", "field", "message"}}`` (``input_error``).
+"""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db.models import ProtectedError
+from rest_framework import serializers, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+from scheduling.errors import InputError
+
+
+def as_drf(error: DjangoValidationError) -> serializers.ValidationError:
+    """A Django ValidationError (from a model's clean) as DRF's, keeping the field names."""
+    if hasattr(error, "error_dict"):
+        detail = {
+            ("non_field_errors" if field == "__all__" else field): messages
+            for field, messages in error.message_dict.items()
+        }
+        return serializers.ValidationError(detail)
+    return serializers.ValidationError({"non_field_errors": error.messages})
+
+
+def input_error(error: InputError, http_status: int = status.HTTP_400_BAD_REQUEST) -> Response:
+    return Response({"error": error.as_dict()}, status=http_status)
+
+
+def exception_handler(exc, context):
+    if isinstance(exc, DjangoValidationError):
+        exc = as_drf(exc)
+    if isinstance(exc, ProtectedError):
+        names = ", ".join(sorted({str(obj) for obj in exc.protected_objects})[:5])
+        return Response(
+            {"detail": f"still in use by {names}: delete or change those first"},
+            status=status.HTTP_409_CONFLICT,
+        )
+    return drf_exception_handler(exc, context)

@@ -1,0 +1,1 @@
+"""Capacity: instance types, pools, policies and their quota shares."""

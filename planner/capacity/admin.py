@@ -1,0 +1,152 @@
+"""Raw edits of pools, instance types, policies and shares; every change goes through the
+engine's validator (model ``clean()`` and the formsets below)."""
+
+from django.contrib import admin
+from django.core.exceptions import ValidationError
+from django.forms.models import BaseInlineFormSet
+from django.urls import reverse
+from django.utils.html import format_html
+
+from planner.capacity.models import InstanceType, Policy, Pool, PoolCapacity, Share, ShareLimit
+
+
+class PoolCapacityFormSet(BaseInlineFormSet):
+    """Checks the pool's new capacity against every policy of the pool, all rows at once."""
+
+    def clean(self) -> None:
+        super().clean()
+        if any(self.errors) or self.instance.pk is None:
+            return
+        capacity = {}
+        for form in self.forms:
+            data = form.cleaned_data
+            if not data or data.get("DELETE") or data.get("instance_type") is None:
+                continue
+            capacity[data["instance_type"].name] = data["count"]
+        self.instance.check_capacity(capacity)
+
+
+class PoolCapacityInline(admin.TabularInline):
+    model = PoolCapacity
+    formset = PoolCapacityFormSet
+    extra = 1
+
+
+@admin.register(InstanceType)
+class InstanceTypeAdmin(admin.ModelAdmin):
+    list_display = ["name", "gpus", "hourly_price"]
+    search_fields = ["name"]
+
+
+@admin.register(Pool)
+class PoolAdmin(admin.ModelAdmin):
+    list_display = ["name", "capacity_summary", "policy_count", "updated_at"]
+    search_fields = ["name", "description"]
+    inlines = [PoolCapacityInline]
+
+    @admin.display(description="capacity")
+    def capacity_summary(self, pool: Pool) -> str:
+        return ", ".join(f"{count} x {name}" for name, count in pool.capacity_dict().items())
+
+    @admin.display(description="policies")
+    def policy_count(self, pool: Pool) -> int:
+        return pool.policies.count()
+
+
+class ShareInline(admin.TabularInline):
+    model = Share
+    extra = 0
+    fields = [
+        "position",
+        "name",
+        "strategy",
+        "borrow_limit_percent",
+        "in_share_preemption",
+        "reclaim",
+        "quota",
+    ]
+    readonly_fields = ["quota"]
+    show_change_link = True
+
+    @admin.display(description="quota per type (edit on the share)")
+    def quota(self, share: Share) -> str:
+        return ", ".join(f"{limit.quota} x {limit.instance_type}" for limit in share.limits.all()) or "-"
+
+
+@admin.register(Policy)
+class PolicyAdmin(admin.ModelAdmin):
+    list_display = ["name", "pool", "queueing", "startup_seconds", "share_count", "parent_link", "updated_at"]
+    list_filter = ["pool", "queueing"]
+    search_fields = ["name", "description"]
+    inlines = [ShareInline]
+    actions = ["duplicate_policies"]
+
+    @admin.display(description="shares")
+    def share_count(self, policy: Policy) -> int:
+        return policy.shares.count()
+
+    @admin.display(description="variant of")
+    def parent_link(self, policy: Policy) -> str:
+        if policy.parent is None:
+            return "-"
+        url = reverse("admin:capacity_policy_change", args=[policy.parent_id])
+        return format_html('<a href="{}">{}</a>', url, policy.parent.name)
+
+    @admin.action(description="Duplicate into a variant")
+    def duplicate_policies(self, request, queryset) -> None:
+        for policy in queryset:
+            name = f"{policy.name} (copy)"
+            suffix = 2
+            while Policy.objects.filter(name=name).exists():
+                name = f"{policy.name} (copy {suffix})"
+                suffix += 1
+            policy.duplicate(name)
+        self.message_user(request, f"Duplicated {queryset.count()} policies.")
+
+
+class ShareLimitFormSet(BaseInlineFormSet):
+    """Checks the share's per-type numbers together, through the engine's validator."""
+
+    def clean(self) -> None:
+        super().clean()
+        if any(self.errors) or self.instance.policy_id is None:
+            return
+        rows = []
+        for form in self.forms:
+            data = form.cleaned_data
+            if not data or data.get("DELETE") or data.get("instance_type") is None:
+                continue
+            rows.append(
+                ShareLimit(
+                    instance_type=data["instance_type"],
+                    quota=data.get("quota") or 0,
+                    borrowing_limit=data.get("borrowing_limit"),
+                    lending_limit=data.get("lending_limit"),
+                )
+            )
+        try:
+            self.instance.check_in_policy(self.instance.spec(limits=rows))
+        except ValidationError as error:
+            raise ValidationError(error.messages) from None
+
+
+class ShareLimitInline(admin.TabularInline):
+    model = ShareLimit
+    formset = ShareLimitFormSet
+    extra = 1
+
+
+@admin.register(Share)
+class ShareAdmin(admin.ModelAdmin):
+    list_display = [
+        "name",
+        "policy",
+        "strategy",
+        "borrow_limit_percent",
+        "in_share_preemption",
+        "reclaim",
+        "position",
+    ]
+    list_filter = ["strategy", "in_share_preemption", "reclaim", "policy__pool", "policy"]
+    search_fields = ["name", "policy__name"]
+    inlines = [ShareLimitInline]

@@ -1,0 +1,1 @@
+"""REST API of the capacity app: serializers, views and routes."""

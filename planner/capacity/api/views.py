@@ -1,0 +1,84 @@
+"""CRUD for instance types, pools, policies (+ duplicate, export) and shares."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
+from rest_framework import status, viewsets
+from rest_framework.decorators import action
+from rest_framework.response import Response
+
+from planner.api.errors import as_drf
+from planner.capacity.api.serializers import (
+    InstanceTypeSerializer,
+    PolicyDuplicateSerializer,
+    PolicySerializer,
+    PoolSerializer,
+    ShareSerializer,
+)
+from planner.capacity.models import InstanceType, Policy, Pool, Share
+
+
+class InstanceTypeViewSet(viewsets.ModelViewSet):
+    queryset = InstanceType.objects.all()
+    serializer_class = InstanceTypeSerializer
+    filterset_fields = ["name"]
+    search_fields = ["name", "description"]
+    ordering_fields = ["name", "gpus", "hourly_price"]
+
+
+class PoolViewSet(viewsets.ModelViewSet):
+    queryset = Pool.objects.prefetch_related("capacities__instance_type")
+    serializer_class = PoolSerializer
+    filterset_fields = ["name"]
+    search_fields = ["name", "description"]
+    ordering_fields = ["name", "created_at", "updated_at"]
+
+
+class PolicyViewSet(viewsets.ModelViewSet):
+    queryset = Policy.objects.select_related("pool", "parent")
+    serializer_class = PolicySerializer
+    filterset_fields = ["pool", "parent", "queueing", "name"]
+    search_fields = ["name", "description"]
+    ordering_fields = ["name", "created_at", "updated_at"]
+
+    @extend_schema(request=PolicyDuplicateSerializer, responses={201: PolicySerializer})
+    @action(detail=True, methods=["post"])
+    def duplicate(self, request, pk=None):
+        """Copy the policy with all its shares into a new variant (its ``parent`` is this one)."""
+        policy = self.get_object()
+        form = PolicyDuplicateSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        copy = policy.duplicate(form.validated_data["name"], form.validated_data.get("description"))
+        return Response(PolicySerializer(copy, context=self.get_serializer_context()).data, status=201)
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @action(detail=True, methods=["get"])
+    def export(self, request, pk=None):
+        """The policy as the JSON of SEMANTICS.md section 7 (what ``python -m scheduling replay`` reads)."""
+        policy = self.get_object()
+        try:
+            engine_policy = policy.engine_policy()
+        except DjangoValidationError as error:
+            raise as_drf(error) from None
+        data = engine_policy.to_dict()
+        if policy.description:
+            data["description"] = policy.description
+        return Response(data, status=status.HTTP_200_OK)
+
+
+class ShareViewSet(viewsets.ModelViewSet):
+    queryset = Share.objects.select_related("policy").prefetch_related("limits__instance_type")
+    serializer_class = ShareSerializer
+    filterset_fields = ["policy", "strategy", "in_share_preemption", "reclaim", "name"]
+    search_fields = ["name", "policy__name"]
+    ordering_fields = ["position", "name"]
+
+    def perform_destroy(self, share: Share) -> None:
+        remaining = [s.spec() for s in share.policy.shares.exclude(pk=share.pk).order_by("position", "id")]
+        if not remaining:
+            raise as_drf(
+                DjangoValidationError("a policy needs at least one share: delete the policy instead")
+            )
+        share.delete()

@@ -1,0 +1,88 @@
+"""Studies and runs as JSON; a run's detail carries its headline summary, not its full metrics."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from planner.capacity.models import Policy
+from planner.studies.models import Run, RunStatus, Study
+from planner.traces.models import Trace
+
+
+class RunSerializer(serializers.ModelSerializer):
+    summary = serializers.SerializerMethodField(help_text="metrics.summary once the run succeeded")
+    status = serializers.ChoiceField(choices=RunStatus.choices, read_only=True)
+
+    class Meta:
+        model = Run
+        fields = [
+            "id",
+            "study",
+            "policy",
+            "policy_name",
+            "status",
+            "progress",
+            "error",
+            "attempts",
+            "worker",
+            "heartbeat",
+            "created_at",
+            "started_at",
+            "finished_at",
+            "summary",
+        ]
+        read_only_fields = fields
+
+    def get_summary(self, run: Run) -> dict | None:
+        return (run.metrics or {}).get("summary")
+
+
+class RunDetailSerializer(RunSerializer):
+    class Meta(RunSerializer.Meta):
+        fields = [*RunSerializer.Meta.fields, "policy_snapshot"]
+        read_only_fields = fields
+
+
+class StudySerializer(serializers.ModelSerializer):
+    trace = serializers.PrimaryKeyRelatedField(queryset=Trace.objects.all())
+    policies = serializers.PrimaryKeyRelatedField(
+        queryset=Policy.objects.all(), many=True, help_text="one run per policy, replayed in parallel"
+    )
+    baseline = serializers.PrimaryKeyRelatedField(
+        queryset=Policy.objects.all(),
+        required=False,
+        allow_null=True,
+        help_text="one of the policies; the first one when omitted",
+    )
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    status = serializers.SerializerMethodField()
+    progress = serializers.SerializerMethodField()
+    runs = RunSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = Study
+        fields = [
+            "id",
+            "name",
+            "description",
+            "trace",
+            "policies",
+            "baseline",
+            "created_by",
+            "created_at",
+            "status",
+            "progress",
+            "runs",
+        ]
+        read_only_fields = ["created_at"]
+
+    def get_status(self, study: Study) -> str:
+        return study.status
+
+    def get_progress(self, study: Study) -> float:
+        return study.progress
+
+    def to_representation(self, study: Study) -> dict:
+        data = super().to_representation(study)
+        data["policies"] = [run.policy_id for run in study.runs.all()]
+        return data

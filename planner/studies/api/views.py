@@ -1,0 +1,124 @@
+"""Create a study (one run per policy, enqueued on Celery) and poll it; read run metrics,
+CDFs, time series and the finance view."""
+
+from __future__ import annotations
+
+from django.db.models import Prefetch
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.response import Response
+
+from planner.accounts.permissions import IsFinanceReader
+from planner.studies.api.serializers import RunDetailSerializer, RunSerializer, StudySerializer
+from planner.studies.launch import launch_study
+from planner.studies.models import Run, RunStatus, Study
+from planner.studies.reaper import reap_stale_runs
+
+
+class StudyViewSet(
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    mixins.DestroyModelMixin,
+    viewsets.GenericViewSet,
+):
+    queryset = Study.objects.select_related("trace", "created_by").prefetch_related(
+        Prefetch("runs", queryset=Run.objects.order_by("id"))
+    )
+    serializer_class = StudySerializer
+    filterset_fields = ["trace", "created_by", "baseline"]
+    search_fields = ["name", "description"]
+    ordering_fields = ["name", "created_at"]
+
+    def get_object(self) -> Study:
+        study = super().get_object()
+        # Reading a study is when someone waits for it: runs whose worker died go back to the queue.
+        outcome = reap_stale_runs(runs=Run.objects.filter(study=study))
+        if outcome["requeued"] or outcome["failed"]:
+            study = super().get_object()
+        return study
+
+    def perform_create(self, serializer: StudySerializer) -> None:
+        data = serializer.validated_data
+        serializer.instance = launch_study(
+            name=data["name"],
+            description=data.get("description", ""),
+            trace=data["trace"],
+            policies=data["policies"],
+            baseline=data.get("baseline"),
+            created_by=self.request.user,
+        )
+
+
+def finished_metrics(run: Run) -> dict:
+    if run.status != RunStatus.SUCCEEDED or not run.metrics:
+        raise NotFound(f"run {run.pk} has no metrics: it is {run.status}")
+    return run.metrics
+
+
+class RunViewSet(viewsets.ReadOnlyModelViewSet):
+    queryset = Run.objects.select_related("study")
+    filterset_fields = ["study", "status", "policy", "worker"]
+    search_fields = ["policy_name", "error"]
+    ordering_fields = ["id", "created_at", "finished_at", "progress"]
+
+    def get_serializer_class(self):
+        return RunDetailSerializer if self.action == "retrieve" else RunSerializer
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @action(detail=True, methods=["get"])
+    def metrics(self, request, pk=None):
+        """Every aggregate of the run (``ReplayResult.metrics``): summary, shares, pool, series, CDFs."""
+        return Response(finished_metrics(self.get_object()))
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("kind", str, enum=["wait", "jct"], default="wait"),
+            OpenApiParameter("share", str, required=False, description="a share name; all jobs when omitted"),
+        ],
+        responses={200: OpenApiTypes.OBJECT},
+    )
+    @action(detail=True, methods=["get"])
+    def cdf(self, request, pk=None):
+        """A downsampled CDF ``{"x": [seconds], "y": [fraction], "n": jobs}`` of wait or JCT."""
+        metrics = finished_metrics(self.get_object())
+        kind = request.query_params.get("kind", "wait")
+        if kind not in ("wait", "jct"):
+            raise ValidationError({"kind": "must be wait or jct"})
+        cdfs = metrics.get("cdfs", {}).get(kind, {})
+        share = request.query_params.get("share")
+        if share:
+            curve = cdfs.get("shares", {}).get(share)
+            if curve is None:
+                raise NotFound(f"no share named {share!r} in this run")
+        else:
+            curve = cdfs.get("all", {"x": [], "y": [], "n": 0})
+        return Response({"kind": kind, "share": share, **curve})
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @action(detail=True, methods=["get"])
+    def series(self, request, pk=None):
+        """Usage over time per share (own / borrowed / lent / idle / stranded GPUs per bucket)."""
+        return Response(finished_metrics(self.get_object()).get("series", {}))
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @action(detail=True, methods=["get"], permission_classes=[IsFinanceReader])
+    def finance(self, request, pk=None):
+        """Finance view: GPU-hours and $ per share (capacity, own, borrowed, lent, idle, stranded,
+        rerun), per day, and the pool's unassigned capacity. Finance and admin roles only."""
+        metrics = finished_metrics(self.get_object())
+        money = ("capacity", "own", "borrowed", "lent", "idle", "stranded", "rerun")
+        shares = [
+            {
+                "name": share["name"],
+                **{key: value for key, value in share.items() if any(key.startswith(f"{m}_") for m in money)},
+            }
+            for share in metrics.get("shares", [])
+        ]
+        return Response(
+            {"shares": shares, "pool": metrics.get("pool", {}), "periods": metrics.get("periods", {})},
+            status=status.HTTP_200_OK,
+        )

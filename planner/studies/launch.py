@@ -1,0 +1,81 @@
+"""Creating a study: one Run per policy, each with the exact policy it will replay, enqueued
+as one Celery group once the transaction that created them has committed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from celery import group
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from planner.capacity.models import Policy
+from planner.studies.models import Run, RunStatus, Study
+from planner.traces.models import Trace
+
+
+def enqueue_runs(run_ids: Iterable[int]) -> None:
+    """Send one ``replay_run`` task per run after the current transaction commits."""
+    from planner.studies.tasks import replay_run
+
+    ids = list(run_ids)
+    if ids:
+        transaction.on_commit(lambda: group(replay_run.s(run_id) for run_id in ids).apply_async())
+
+
+@transaction.atomic
+def launch_study(
+    *,
+    name: str,
+    trace: Trace,
+    policies: Sequence[Policy],
+    baseline: Policy | None = None,
+    description: str = "",
+    created_by=None,
+) -> Study:
+    """Snapshot each policy (validated by the engine) and enqueue its replay.
+
+    Raises ValidationError naming the policy when one is not a valid policy.
+    """
+    if not policies:
+        raise ValidationError({"policies": "choose at least one policy"})
+    if len({p.pk for p in policies}) != len(policies):
+        raise ValidationError({"policies": "a policy appears twice"})
+    if baseline is not None and baseline.pk not in {p.pk for p in policies}:
+        raise ValidationError({"baseline": "the baseline must be one of the study's policies"})
+    snapshots = []
+    for policy in policies:
+        try:
+            snapshots.append(policy.engine_policy().to_dict())
+        except ValidationError as error:
+            raise ValidationError({"policies": f"{policy.name}: {' '.join(error.messages)}"}) from None
+    study = Study.objects.create(
+        name=name,
+        description=description,
+        trace=trace,
+        baseline=baseline or policies[0],
+        created_by=created_by,
+    )
+    runs = [
+        Run.objects.create(study=study, policy=policy, policy_name=policy.name, policy_snapshot=snapshot)
+        for policy, snapshot in zip(policies, snapshots, strict=True)
+    ]
+    enqueue_runs(run.pk for run in runs)
+    return study
+
+
+def rerun(run: Run) -> None:
+    """Replay a finished run again from scratch (same snapshot)."""
+    with transaction.atomic():
+        Run.objects.filter(pk=run.pk).update(
+            status=RunStatus.QUEUED,
+            progress=0,
+            error="",
+            attempts=0,
+            heartbeat=None,
+            metrics=None,
+            result_file="",
+            started_at=None,
+            finished_at=None,
+        )
+        enqueue_runs([run.pk])

@@ -1,0 +1,140 @@
+"""Studies: one trace replayed under several policies, one Run per policy.
+
+Run state lives in the database (status, progress, heartbeat, error, metrics), not in a
+Celery result backend, so pages and the API read it directly and a run whose worker died
+can be recognised by its stale heartbeat (see ``planner.studies.reaper``).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from planner.capacity.models import Policy
+from planner.traces.models import Trace
+
+
+class Study(models.Model):
+    """A what-if question: the same trace under several policies, compared with a baseline."""
+
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    trace = models.ForeignKey(Trace, on_delete=models.PROTECT, related_name="studies")
+    policies = models.ManyToManyField(Policy, through="Run", related_name="studies")
+    baseline = models.ForeignKey(
+        Policy,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="baseline_of",
+        help_text="the policy the others are compared with",
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="studies"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name_plural = "studies"
+        permissions = [("view_finance_report", "Can read finance reports")]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def baseline_run(self) -> Run | None:
+        if self.baseline_id is None:
+            return None
+        return self.runs.filter(policy_id=self.baseline_id).first()
+
+    @property
+    def status(self) -> str:
+        """``succeeded`` when every run did, ``failed`` when any failed and none is left, else the
+        furthest state reached: ``running`` or ``queued``."""
+        statuses = set(self.runs.values_list("status", flat=True))
+        if not statuses:
+            return RunStatus.QUEUED
+        if statuses == {RunStatus.SUCCEEDED}:
+            return RunStatus.SUCCEEDED
+        if statuses <= {RunStatus.SUCCEEDED, RunStatus.FAILED}:
+            return RunStatus.FAILED
+        return (
+            RunStatus.RUNNING
+            if RunStatus.RUNNING in statuses or RunStatus.SUCCEEDED in statuses
+            else RunStatus.QUEUED
+        )
+
+    @property
+    def progress(self) -> float:
+        values = list(self.runs.values_list("progress", flat=True))
+        return sum(values) / len(values) if values else 0.0
+
+
+class RunStatus(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+
+
+FINISHED = (RunStatus.SUCCEEDED, RunStatus.FAILED)
+
+
+class Run(models.Model):
+    """One policy replayed over the study's trace.
+
+    ``policy_snapshot`` is the exact policy dict replayed (policies change later);
+    ``attempts`` counts the times a worker started it; ``heartbeat`` is refreshed while a
+    worker runs it; ``metrics`` is ``ReplayResult.metrics``; ``result_file`` holds the
+    per-job outcomes (``.npz``, job order of the trace).
+    """
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="runs")
+    policy = models.ForeignKey(Policy, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs")
+    policy_name = models.CharField(max_length=100, help_text="the policy's name when the study was made")
+    policy_snapshot = models.JSONField()
+    status = models.CharField(
+        max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED, db_index=True
+    )
+    progress = models.FloatField(default=0)
+    error = models.TextField(blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    worker = models.CharField(max_length=255, blank=True, help_text="the worker that ran the last attempt")
+    heartbeat = models.DateTimeField(null=True, blank=True)
+    metrics = models.JSONField(null=True, blank=True)
+    result_file = models.FileField(upload_to="runs/", max_length=255, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["study", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "policy"], name="unique_run_per_study_policy")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.study} / {self.policy_name}"
+
+    @property
+    def finished(self) -> bool:
+        return self.status in FINISHED
+
+    @property
+    def duration_seconds(self) -> float | None:
+        if self.started_at is None or self.finished_at is None:
+            return None
+        return (self.finished_at - self.started_at).total_seconds()
+
+    def heartbeat_is_stale(self, now=None) -> bool:
+        """True when a running run has not reported for longer than the stale limit."""
+        if self.status != RunStatus.RUNNING:
+            return False
+        if self.heartbeat is None:
+            return True
+        limit = timedelta(seconds=settings.PLANNER_HEARTBEAT_STALE_SECONDS)
+        return (now or timezone.now()) - self.heartbeat > limit

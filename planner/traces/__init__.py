@@ -1,0 +1,1 @@
+"""Traces: what teams actually ran, stored once as a columnar ``.npz`` file with its summary."""

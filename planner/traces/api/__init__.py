@@ -1,0 +1,1 @@
+"""REST API of the traces app: serializers, views and routes."""

@@ -1,0 +1,133 @@
+"""A workload trace: metadata and summary in the database, the jobs in one ``.npz`` file.
+
+Jobs are never stored one row per job: ``scheduling.trace.Trace.save`` writes the columns
+once, and ``Trace.load_jobs`` reads them back for a replay in well under a second.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import tempfile
+import uuid
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+from django.conf import settings
+from django.db import models
+
+from scheduling.errors import InputError
+from scheduling.trace import NO_TYPE
+from scheduling.trace import Trace as TraceColumns
+from scheduling.traces import FORMATS, read_trace
+
+
+def trace_summary(trace: TraceColumns) -> dict[str, Any]:
+    """What a trace holds, for lists and pages: sizes per share and instance type, time span."""
+    jobs = len(trace)
+    instance_seconds = trace.duration * trace.instance_count
+    share_jobs = np.bincount(trace.share, minlength=len(trace.share_names)) if jobs else []
+    share_work = (
+        np.bincount(trace.share, weights=instance_seconds, minlength=len(trace.share_names)) if jobs else []
+    )
+    types: dict[str, dict[str, float]] = {}
+    for code, name in [(NO_TYPE, "(pool's only type)"), *enumerate(trace.type_names)]:
+        chosen = trace.instance_type == code
+        if chosen.any():
+            types[name] = {
+                "jobs": int(chosen.sum()),
+                "instance_seconds": float(instance_seconds[chosen].sum()),
+                "max_instance_count": int(trace.instance_count[chosen].max()),
+            }
+    start = float(trace.submit_time.min()) if jobs else 0.0
+    end = float(trace.submit_time.max()) if jobs else 0.0
+    return {
+        "jobs": jobs,
+        "shares": {
+            name: {"jobs": int(share_jobs[i]), "instance_seconds": float(share_work[i])}
+            for i, name in enumerate(trace.share_names)
+        },
+        "instance_types": types,
+        "first_submit": start,
+        "last_submit": end,
+        "span_seconds": end - start,
+        "epoch_times": trace.epoch_times,
+        "instance_seconds": float(instance_seconds.sum()) if jobs else 0.0,
+        "priority_updates": len(trace.updates),
+    }
+
+
+def read_upload(
+    source: IO[bytes] | str | Path, *, format: str = "auto", mapping: dict | None = None
+) -> TraceColumns:
+    """Parse a trace through ``scheduling.traces`` with the configured row limit; raises InputError."""
+    options: dict[str, Any] = {"max_rows": settings.PLANNER_MAX_TRACE_ROWS}
+    if mapping:
+        reader = FORMATS.get(format)
+        if reader is None or "mapping" not in inspect.signature(reader).parameters:
+            raise InputError(f"the format {format!r} takes no column mapping", field="mapping")
+        options["mapping"] = mapping
+    return read_trace(source, format=format, **options)
+
+
+class Trace(models.Model):
+    """An uploaded or generated workload trace."""
+
+    name = models.CharField(max_length=200, unique=True)
+    description = models.TextField(blank=True)
+    format = models.CharField(max_length=40, default="auto", help_text="the reader it was read with")
+    source_name = models.CharField(max_length=255, blank=True, help_text="the uploaded file's name")
+    mapping = models.JSONField(null=True, blank=True, help_text="column mapping used by the reader")
+    summary = models.JSONField(default=dict, blank=True)
+    job_count = models.PositiveIntegerField(default=0)
+    jobs_file = models.FileField(upload_to="traces/", max_length=255, help_text="the jobs as columns (.npz)")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="traces"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @classmethod
+    def store(cls, columns: TraceColumns, *, name: str, **fields: Any) -> Trace:
+        """Save the columns as one ``.npz`` file (written atomically) and create the row."""
+        folder = Path(settings.MEDIA_ROOT) / "traces"
+        folder.mkdir(parents=True, exist_ok=True)
+        descriptor, temporary = tempfile.mkstemp(dir=folder, prefix=".upload-", suffix=".npz")
+        try:
+            with os.fdopen(descriptor, "wb") as out:
+                columns.save(out)
+            final = folder / f"trace-{uuid.uuid4().hex}.npz"
+            os.replace(temporary, final)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+        relative = final.relative_to(Path(settings.MEDIA_ROOT)).as_posix()
+        try:
+            return cls.objects.create(
+                name=name,
+                summary=trace_summary(columns),
+                job_count=len(columns),
+                jobs_file=relative,
+                **fields,
+            )
+        except BaseException:
+            final.unlink(missing_ok=True)
+            raise
+
+    def load_jobs(self) -> TraceColumns:
+        """The jobs as columns, ready for ``scheduling.engine.replay``."""
+        with self.jobs_file.open("rb") as stream:
+            return TraceColumns.load(stream)
+
+    def delete(self, *args: Any, **kwargs: Any):
+        stored = self.jobs_file.name
+        outcome = super().delete(*args, **kwargs)
+        if stored:
+            self.jobs_file.storage.delete(stored)
+        return outcome

@@ -1,0 +1,15 @@
+"""Top-level routes: the Django admin, the REST API under /api/, and the browser pages
+(``planner.web``, included at the site root when that app is present)."""
+
+from importlib.util import find_spec
+
+from django.contrib import admin
+from django.urls import include, path
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("api/", include("planner.api.urls")),
+    path("api-auth/", include("rest_framework.urls")),
+]
+if find_spec("planner.web") is not None and find_spec("planner.web.urls") is not None:
+    urlpatterns.append(path("", include("planner.web.urls")))
