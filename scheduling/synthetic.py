@@ -56,7 +56,9 @@ class TeamSpec:
         mean_count = float((counts * weights).sum() / weights.sum())
         normal = NormalDist()
         quantiles = np.array([normal.inv_cdf((i + 0.5) / 4000) for i in range(4000)])
-        durations = np.clip(self.median_minutes * 60 * np.exp(self.sigma * quantiles), MIN_DURATION, MAX_DURATION)
+        durations = np.clip(
+            self.median_minutes * 60 * np.exp(self.sigma * quantiles), MIN_DURATION, MAX_DURATION
+        )
         return mean_count * float(durations.mean())
 
 
@@ -201,7 +203,9 @@ def _arrivals(rng: np.random.Generator, team: TeamSpec, n: int, horizon: float) 
     cumulative = np.cumsum(rate)
 
     def at_rate(k: int) -> np.ndarray:
-        hour = np.searchsorted(cumulative, rng.random(k) * cumulative[-1], side="right").clip(0, len(rate) - 1)
+        hour = np.searchsorted(cumulative, rng.random(k) * cumulative[-1], side="right").clip(
+            0, len(rate) - 1
+        )
         return np.minimum((hour + rng.random(k)) * 3600, horizon)
 
     in_sweep = rng.random(n) < team.sweep_fraction
@@ -212,7 +216,9 @@ def _arrivals(rng: np.random.Generator, team: TeamSpec, n: int, horizon: float) 
     if swept:
         sweeps = max(1, round(swept / team.sweep_size))
         starts = at_rate(sweeps)
-        times[in_sweep] = np.minimum(starts[rng.integers(0, sweeps, swept)] + rng.exponential(120.0, swept), horizon)
+        times[in_sweep] = np.minimum(
+            starts[rng.integers(0, sweeps, swept)] + rng.exponential(120.0, swept), horizon
+        )
     return times
 
 
@@ -226,7 +232,9 @@ def demo_pool_gpus(trace: Trace, *, load: float = DEMO_LOAD, days: float | None 
     ``load`` on average over its submission window (``days``, default: from the trace)."""
     if not 0 < load <= 1:
         raise InputError(f"{load!r} is not a load in (0, 1]", field="load")
-    window = days * DAY if days is not None else math.ceil(max(float(trace.submit_time.max()), 1.0) / DAY) * DAY
+    window = (
+        days * DAY if days is not None else math.ceil(max(float(trace.submit_time.max()), 1.0) / DAY) * DAY
+    )
     gpus = demand_gpu_seconds(trace) / (load * window)
     return max(MIN_DEMO_GPUS, 8 * math.ceil(gpus / 8))
 

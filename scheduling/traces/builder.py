@@ -91,7 +91,9 @@ class TraceBuilder:
     def _whole(self, value: int, row: int | None, name: str) -> int:
         if isinstance(value, bool) or not isinstance(value, (int, np.integer, float, np.floating)):
             raise self._fail(f"{value!r} is not a whole number", row, name)
-        if isinstance(value, (float, np.floating)) and not (math.isfinite(value) and float(value).is_integer()):
+        if isinstance(value, (float, np.floating)) and not (
+            math.isfinite(value) and float(value).is_integer()
+        ):
             raise self._fail(f"{value!r} is not a whole number", row, name)
         return int(value)
 
@@ -239,7 +241,9 @@ class TraceBuilder:
             name=list(self._name) if self._any_name else None,
             recorded_start=_column(self._recorded, np.float64) if self._any_recorded else None,
             updates=PriorityUpdates(
-                _column(self._update_time, np.float64), list(self._update_job), _column(self._update_priority, np.int32)
+                _column(self._update_time, np.float64),
+                list(self._update_job),
+                _column(self._update_priority, np.int32),
             ),
             epoch_times=bool(self._epoch),
         )

@@ -77,7 +77,9 @@ def _add_job(builder: TraceBuilder, row: int, get: Callable[[str], Any]) -> None
         checkpoint_interval=parse_optional_seconds(
             get("checkpoint_interval"), row, "checkpoint_interval", allow_zero=False
         ),
-        preemption_retries=parse_optional_int(get("preemption_retries"), row, "preemption_retries", minimum=0),
+        preemption_retries=parse_optional_int(
+            get("preemption_retries"), row, "preemption_retries", minimum=0
+        ),
         user=parse_optional_text(get("user"), row, "user"),
         name=parse_optional_text(get("name"), row, "name"),
         recorded_start=None if recorded is None else recorded[0],
@@ -189,7 +191,9 @@ def read_planner_json(source: TraceInput | TraceSource, *, max_rows: int | None 
             raise InputError("must be an object with time, job_id and priority", field=where)
         for key in update:
             if key not in UPDATE_FIELDS:
-                raise InputError(f"unknown field {key!r}: the fields are time, job_id, priority", field=f"{where}.{key}")
+                raise InputError(
+                    f"unknown field {key!r}: the fields are time, job_id, priority", field=f"{where}.{key}"
+                )
         for key in UPDATE_FIELDS:
             if update.get(key) is None:
                 raise InputError("is missing", field=f"{where}.{key}")

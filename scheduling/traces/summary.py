@@ -19,7 +19,13 @@ DURATION_BINS_PER_DECADE = 4
 
 def summarize(trace: Trace, *, buckets: int = 200, gpus_per_type: Mapping[str, float] | None = None) -> dict:
     """The summary of a trace. ``gpus_per_type`` gives GPUs per instance of each type
-    (default 1; jobs without a type use the only type given, else 1)."""
+    (default 1; jobs without a type use the only type given, else 1).
+
+    ``span`` runs from the first to the last submission and is cut into ``buckets`` equal
+    buckets. Per share and bucket: ``arrivals`` counts submissions; ``demand`` has the GPUs
+    requested by the jobs submitted in it (``gpus_requested``) and the GPU-seconds that would
+    run in it if every job started when submitted (``gpu_seconds``, cut at the span's end;
+    divide by ``width`` for average GPUs)."""
     buckets = max(1, min(int(buckets), MAX_BUCKETS))
     gpus = job_gpus(trace, gpus_per_type)
     gpu_seconds = gpus * trace.duration
@@ -81,7 +87,9 @@ def job_gpus(trace: Trace, gpus_per_type: Mapping[str, float] | None = None) -> 
     return trace.instance_count * per_code[codes]
 
 
-def _busy_per_bucket(starts: np.ndarray, durations: np.ndarray, gpus: np.ndarray, edges: np.ndarray) -> np.ndarray:
+def _busy_per_bucket(
+    starts: np.ndarray, durations: np.ndarray, gpus: np.ndarray, edges: np.ndarray
+) -> np.ndarray:
     """GPU-seconds inside each bucket if every job started when submitted: the difference of
     F(t) = sum of gpus x (time run by t), computed from sorted starts and ends."""
 
@@ -140,7 +148,7 @@ def _duration_histogram(durations: np.ndarray) -> dict:
         decades += 1
     powers = 10.0 ** (np.arange(decades * DURATION_BINS_PER_DECADE + 1) / DURATION_BINS_PER_DECADE)
     edges = np.concatenate([[0.0], powers])
-    jobs = np.bincount(
-        np.searchsorted(edges, durations, side="right") - 1, minlength=len(edges) - 1
-    )[: len(edges) - 1]
+    jobs = np.bincount(np.searchsorted(edges, durations, side="right") - 1, minlength=len(edges) - 1)[
+        : len(edges) - 1
+    ]
     return {"edges": edges.tolist(), "jobs": jobs.tolist()}

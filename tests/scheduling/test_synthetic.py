@@ -72,8 +72,10 @@ def test_synthetic_trace_sizes_priorities_and_checkpoints_are_mixed(trace):
     low = np.mean(trace.priority == PRIORITY_LOW)
     urgent = np.mean(trace.priority == PRIORITY_URGENT)
     assert low > 0.6 and 0.01 < urgent < 0.1
-    checkpointing = {name: bool(np.any(~np.isnan(trace.checkpoint_interval[trace.share == code])))
-                     for code, name in enumerate(trace.share_names)}
+    checkpointing = {
+        name: bool(np.any(~np.isnan(trace.checkpoint_interval[trace.share == code])))
+        for code, name in enumerate(trace.share_names)
+    }
     assert checkpointing == {"research": False, "prod-training": True, "nlp": True, "vision": False}
     assert set(np.unique(trace.checkpoint_interval[~np.isnan(trace.checkpoint_interval)])) == {1800, 3600}
 
@@ -127,7 +129,9 @@ def test_synthetic_trace_demo_policy_is_valid_with_each_strategy():
 
 
 def test_synthetic_trace_instance_type_and_custom_teams():
-    teams = [TeamSpec("solo", demand=1, median_minutes=10, sigma=0.5, sizes=((2, 1.0),), checkpoint_interval=900)]
+    teams = [
+        TeamSpec("solo", demand=1, median_minutes=10, sigma=0.5, sizes=((2, 1.0),), checkpoint_interval=900)
+    ]
     trace = generate(100, teams=teams, days=2, seed=1, instance_type="ml.g5.xlarge")
     assert trace.type_names == ["ml.g5.xlarge"] and np.all(trace.instance_type == 0)
     assert trace.share_names == ["solo"] and np.all(trace.instance_count == 2)

@@ -27,8 +27,19 @@ def rejected(builder: TraceBuilder, row: int = 7, **overrides) -> InputError:
 def test_builds_columns_with_codes_and_defaults():
     builder = TraceBuilder()
     builder.add_job(1, **job(job_id="a", share="QS1", instance_type="ml.g5.xlarge", user="ana"))
-    builder.add_job(2, **job(job_id="b", share="QS2", submit_time=5.0, priority=3, instance_count=2,
-                             checkpoint_interval=600.0, preemption_retries=0, recorded_start=9.0))
+    builder.add_job(
+        2,
+        **job(
+            job_id="b",
+            share="QS2",
+            submit_time=5.0,
+            priority=3,
+            instance_count=2,
+            checkpoint_interval=600.0,
+            preemption_retries=0,
+            recorded_start=9.0,
+        ),
+    )
     builder.add_job(3, **job(job_id="c", share="QS1", instance_type="ml.g5.xlarge"))
     trace = builder.build()
     assert trace.job_id == ["a", "b", "c"]
@@ -124,7 +135,9 @@ def test_priority_updates_are_validated_and_kept_for_unknown_jobs():
     builder.add_priority_update(1, time=30.0, job_id="a", priority=5)
     builder.add_priority_update(2, time=40.0, job_id="not-submitted", priority=1)  # the replay ignores it
     with pytest.raises(InputError) as caught:
-        builder.add_priority_update(None, time=50.0, job_id="a", priority=10000, field_prefix="priority_updates[2].")
+        builder.add_priority_update(
+            None, time=50.0, job_id="a", priority=10000, field_prefix="priority_updates[2]."
+        )
     assert caught.value.field == "priority_updates[2].priority"
     assert caught.value.row is None
     updates = builder.build().updates

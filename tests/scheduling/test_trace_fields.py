@@ -63,8 +63,13 @@ def test_seconds():
     assert parse_seconds(0, 1, "duration") == 0.0
     assert str(error(parse_seconds, "-5", 12, "duration")) == "row 12, duration: -5 is negative"
     assert str(error(parse_seconds, -2.5, 12, "duration")) == "row 12, duration: -2.5 is negative"
-    assert str(error(parse_seconds, "ten", 12, "duration")) == "row 12, duration: 'ten' is not a number of seconds"
-    assert str(error(parse_seconds, "inf", 12, "duration")) == "row 12, duration: 'inf' is not a finite number"
+    assert (
+        str(error(parse_seconds, "ten", 12, "duration"))
+        == "row 12, duration: 'ten' is not a number of seconds"
+    )
+    assert (
+        str(error(parse_seconds, "inf", 12, "duration")) == "row 12, duration: 'inf' is not a finite number"
+    )
     caught = error(parse_seconds, "0", 4, "checkpoint_interval", allow_zero=False)
     assert str(caught) == "row 4, checkpoint_interval: 0 must be more than 0"
 
@@ -73,8 +78,14 @@ def test_whole_numbers():
     assert parse_int("3", 1, "instance_count", minimum=1) == 3
     assert parse_int("4.0", 1, "instance_count", minimum=1) == 4
     assert parse_int(7, 1, "priority", minimum=0, maximum=9999) == 7
-    assert str(error(parse_int, "3.5", 2, "instance_count", minimum=1)) == "row 2, instance_count: 3.5 is not a whole number"
-    assert str(error(parse_int, "0", 2, "instance_count", minimum=1)) == "row 2, instance_count: 0 is below the minimum 1"
+    assert (
+        str(error(parse_int, "3.5", 2, "instance_count", minimum=1))
+        == "row 2, instance_count: 3.5 is not a whole number"
+    )
+    assert (
+        str(error(parse_int, "0", 2, "instance_count", minimum=1))
+        == "row 2, instance_count: 0 is below the minimum 1"
+    )
     assert str(error(parse_int, "10000", 2, "priority", minimum=0, maximum=9999)) == (
         "row 2, priority: 10000 is outside 0..9999"
     )
@@ -97,6 +108,9 @@ def test_text_is_stripped_and_bounded():
     assert parse_text("  QS1 ", 1, "share") == "QS1"
     assert parse_text(17, 1, "job_id") == "17"
     assert str(error(parse_text, "a\x00b", 5, "job_id")) == "row 5, job_id: contains a NUL byte"
-    assert str(error(parse_text, "x" * 257, 5, "name")) == "row 5, name: is 257 characters long: the limit is 256"
+    assert (
+        str(error(parse_text, "x" * 257, 5, "name"))
+        == "row 5, name: is 257 characters long: the limit is 256"
+    )
     assert parse_text("x" * 256, 5, "name") == "x" * 256
     assert str(error(parse_text, "", 5, "share")) == "row 5, share: is empty"

@@ -41,22 +41,26 @@ def jobs_of(trace: Trace) -> list[dict]:
     rows = []
     for i, job_id in enumerate(trace.job_id):
         type_code = int(trace.instance_type[i])
-        rows.append({
-            "job_id": job_id,
-            "submit_time": float(trace.submit_time[i]),
-            "share": trace.share_names[trace.share[i]],
-            "priority": int(trace.priority[i]),
-            "instance_type": trace.type_names[type_code] if type_code >= 0 else None,
-            "instance_count": int(trace.instance_count[i]),
-            "duration": float(trace.duration[i]),
-            "checkpoint_interval": None if math.isnan(trace.checkpoint_interval[i]) else
-            float(trace.checkpoint_interval[i]),
-            "preemption_retries": int(trace.preemption_retries[i]),
-            "user": (trace.user[i] or None) if trace.user is not None else None,
-            "name": (trace.name[i] or None) if trace.name is not None else None,
-            "recorded_start": None if trace.recorded_start is None or math.isnan(trace.recorded_start[i])
-            else float(trace.recorded_start[i]),
-        })
+        rows.append(
+            {
+                "job_id": job_id,
+                "submit_time": float(trace.submit_time[i]),
+                "share": trace.share_names[trace.share[i]],
+                "priority": int(trace.priority[i]),
+                "instance_type": trace.type_names[type_code] if type_code >= 0 else None,
+                "instance_count": int(trace.instance_count[i]),
+                "duration": float(trace.duration[i]),
+                "checkpoint_interval": None
+                if math.isnan(trace.checkpoint_interval[i])
+                else float(trace.checkpoint_interval[i]),
+                "preemption_retries": int(trace.preemption_retries[i]),
+                "user": (trace.user[i] or None) if trace.user is not None else None,
+                "name": (trace.name[i] or None) if trace.name is not None else None,
+                "recorded_start": None
+                if trace.recorded_start is None or math.isnan(trace.recorded_start[i])
+                else float(trace.recorded_start[i]),
+            }
+        )
     return rows
 
 
@@ -76,9 +80,18 @@ def test_sample_csv():
     rows = jobs_of(trace)
     assert [r["job_id"] for r in rows] == ["j1", "j2", "j3", "j4"]
     assert rows[1] == {
-        "job_id": "j2", "submit_time": 60.0, "share": "research", "priority": 50, "instance_type": None,
-        "instance_count": 2, "duration": 600.0, "checkpoint_interval": 300.0, "preemption_retries": -1,
-        "user": "ana", "name": "sweep-1", "recorded_start": None,
+        "job_id": "j2",
+        "submit_time": 60.0,
+        "share": "research",
+        "priority": 50,
+        "instance_type": None,
+        "instance_count": 2,
+        "duration": 600.0,
+        "checkpoint_interval": 300.0,
+        "preemption_retries": -1,
+        "user": "ana",
+        "name": "sweep-1",
+        "recorded_start": None,
     }
     # Empty optional cells take the defaults.
     assert rows[3]["priority"] == 0 and rows[3]["instance_count"] == 1 and rows[3]["user"] is None
@@ -99,9 +112,9 @@ def test_csv_from_path_string_binary_and_text_objects():
 
 
 def test_csv_with_iso_times_is_epoch():
-    trace = read_planner_csv(io.BytesIO(
-        f"{HEADER},recorded_start\na,2024-05-01T09:30:00Z,s,60,2024-05-01T09:31:00Z\n".encode()
-    ))
+    trace = read_planner_csv(
+        io.BytesIO(f"{HEADER},recorded_start\na,2024-05-01T09:30:00Z,s,60,2024-05-01T09:31:00Z\n".encode())
+    )
     assert trace.epoch_times is True
     assert trace.submit_time.tolist() == [1714555800.0]
     assert trace.recorded_start.tolist() == [1714555860.0]
@@ -116,7 +129,9 @@ def test_csv_bom_and_crlf_are_handled():
 
 
 def test_csv_columns_in_any_order_and_quoted_cells():
-    trace = read_planner_csv(io.BytesIO(b'share,duration,job_id,submit_time,name\n"team, a",60,x,0,"say ""hi"""\n'))
+    trace = read_planner_csv(
+        io.BytesIO(b'share,duration,job_id,submit_time,name\n"team, a",60,x,0,"say ""hi"""\n')
+    )
     assert trace.share_names == ["team, a"]
     assert trace.name == ['say "hi"']
 
@@ -164,7 +179,10 @@ def test_csv_bad_cell_names_row_and_field():
 
 
 def test_csv_duplicate_job_id():
-    assert str(csv_error(f"{HEADER}\na,0,s,60\nb,0,s,60\na,5,s,60\n")) == "row 3, job_id: 'a' is a duplicate of row 1"
+    assert (
+        str(csv_error(f"{HEADER}\na,0,s,60\nb,0,s,60\na,5,s,60\n"))
+        == "row 3, job_id: 'a' is a duplicate of row 1"
+    )
 
 
 def test_csv_non_utf8_byte_names_the_row():
@@ -210,8 +228,10 @@ def test_sample_json_with_iso_times_and_updates():
 
 
 def test_json_job_row_is_its_index():
-    caught = json_error('{"jobs": [{"job_id": "a", "submit_time": 0, "share": "s", "duration": 1},'
-                        ' {"job_id": "b", "submit_time": 0, "share": "s", "duration": "long"}]}')
+    caught = json_error(
+        '{"jobs": [{"job_id": "a", "submit_time": 0, "share": "s", "duration": 1},'
+        ' {"job_id": "b", "submit_time": 0, "share": "s", "duration": "long"}]}'
+    )
     assert (caught.row, caught.field) == (2, "duration")
     assert str(caught) == "row 2, duration: 'long' is not a number of seconds"
 
@@ -219,20 +239,26 @@ def test_json_job_row_is_its_index():
 def test_json_missing_and_unknown_fields():
     caught = json_error('{"jobs": [{"job_id": "a", "submit_time": 0, "share": "s"}]}')
     assert (caught.row, caught.field) == (1, "duration")
-    caught = json_error('{"jobs": [{"job_id": "a", "submit_time": 0, "share": "s", "duration": 1, "gpu": 2}]}')
+    caught = json_error(
+        '{"jobs": [{"job_id": "a", "submit_time": 0, "share": "s", "duration": 1, "gpu": 2}]}'
+    )
     assert (caught.row, caught.field) == (1, "gpu")
 
 
 def test_json_null_optional_fields_take_defaults():
-    trace = read_planner_json(io.StringIO(
-        '{"jobs": [{"job_id": 7, "submit_time": 0, "share": "s", "duration": 1, "priority": null}]}'
-    ))
+    trace = read_planner_json(
+        io.StringIO(
+            '{"jobs": [{"job_id": 7, "submit_time": 0, "share": "s", "duration": 1, "priority": null}]}'
+        )
+    )
     assert trace.job_id == ["7"] and trace.priority.tolist() == [0]
 
 
 def test_json_priority_update_errors_name_the_update():
     base = '{"jobs": [{"job_id": "a", "submit_time": 0, "share": "s", "duration": 1}], "priority_updates": '
-    caught = json_error(base + '[{"time": 1, "job_id": "a", "priority": 1}, {"time": -1, "job_id": "a", "priority": 1}]}')
+    caught = json_error(
+        base + '[{"time": 1, "job_id": "a", "priority": 1}, {"time": -1, "job_id": "a", "priority": 1}]}'
+    )
     assert caught.field == "priority_updates[1].time" and caught.row is None
     assert str(caught) == "priority_updates[1].time: -1 is negative"
     caught = json_error(base + '[{"time": 1, "job_id": "a", "priority": 12000}]}')

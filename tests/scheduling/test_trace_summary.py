@@ -14,15 +14,27 @@ from scheduling.traces.summary import summarize
 def small_trace():
     builder = TraceBuilder()
     # job, submit, share, duration, instances (of g2: 2 GPUs each), priority, user
-    for row, (job_id, submit, share, duration, count, priority, user) in enumerate([
-        ("a", 0, "A", 100, 1, 0, "x"),     # 2 GPUs,   200 GPU-s
-        ("b", 50, "A", 300, 2, 5, "y"),    # 4 GPUs, 1,200 GPU-s
-        ("c", 100, "B", 10, 4, 0, "x"),    # 8 GPUs,    80 GPU-s
-        ("d", 200, "B", 1000, 1, 5, None),  # 2 GPUs, 2,000 GPU-s
-    ], start=1):
-        builder.add_job(row, job_id=job_id, submit_time=submit, share=share, duration=duration,
-                        instance_type="g2", instance_count=count, priority=priority, user=user,
-                        checkpoint_interval=600 if share == "B" else None)
+    for row, (job_id, submit, share, duration, count, priority, user) in enumerate(
+        [
+            ("a", 0, "A", 100, 1, 0, "x"),  # 2 GPUs,   200 GPU-s
+            ("b", 50, "A", 300, 2, 5, "y"),  # 4 GPUs, 1,200 GPU-s
+            ("c", 100, "B", 10, 4, 0, "x"),  # 8 GPUs,    80 GPU-s
+            ("d", 200, "B", 1000, 1, 5, None),  # 2 GPUs, 2,000 GPU-s
+        ],
+        start=1,
+    ):
+        builder.add_job(
+            row,
+            job_id=job_id,
+            submit_time=submit,
+            share=share,
+            duration=duration,
+            instance_type="g2",
+            instance_count=count,
+            priority=priority,
+            user=user,
+            checkpoint_interval=600 if share == "B" else None,
+        )
     return builder.build()
 
 
