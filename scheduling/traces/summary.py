@@ -34,7 +34,7 @@ def summarize(trace: Trace, *, buckets: int = 200, gpus_per_type: Mapping[str, f
     end = float(submit.max()) if len(trace) else 0.0
     width = max(end - start, 1.0) / buckets
     edges = start + width * np.arange(buckets + 1)
-    slot = np.minimum(((submit - start) / width).astype(np.int64), buckets - 1) if len(trace) else submit
+    slot = np.minimum(((submit - start) / width).astype(np.int64), buckets - 1)
 
     shares = []
     arrivals: dict[str, list[int]] = {}
