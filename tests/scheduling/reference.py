@@ -225,7 +225,7 @@ class ReferenceReplay:
         self.event(now, victim, "preempt", cause, by.job_id)
         if victim.retries is not None and victim.preemptions > victim.retries:
             victim.state, victim.end = "FAILED", now
-            self.event(now, victim, "fail")
+            self.event(now, victim, "fail", cause, by.job_id)  # the fail repeats the preemption's cause
         else:
             victim.state, victim.runnable_since = "RUNNABLE", now
         victim.started_at = victim.end_at = None

@@ -1,0 +1,148 @@
+"""SEMANTICS.md section 4: the order of pending jobs, rounds, strict vs best-effort FIFO and the
+order of events at one instant. One instance type ``gpu``."""
+
+from __future__ import annotations
+
+
+def policy(capacity: int, *shares: dict, **options) -> dict:
+    return {"capacity": {"gpu": capacity}, "shares": list(shares), **options}
+
+
+def share(name: str, quota: int, strategy: str = "LEND_AND_BORROW", **options) -> dict:
+    return {"name": name, "capacity": {"gpu": quota}, "strategy": strategy, **options}
+
+
+def test_jobs_not_needing_to_borrow_go_first(run):
+    # at 10 only B's instance is free: b1 (priority 0, within B's quota) goes before a2 (priority 9,
+    # would borrow). Had a2 gone first, b1 would then have reclaimed it (a preempt event).
+    r = run(policy(2, share("A", 1), share("B", 1)), """
+        job_id submit_time share duration priority
+        a1     0           A     1000     9
+        a2     10          A     100      9
+        b1     10          B     100      0
+    """)
+    assert r.events[:5] == [
+        (0, "a1", "start", None, None),
+        (10, "b1", "start", None, None),
+        (110, "b1", "finish", None, None),
+        (110, "a2", "start", None, None),  # borrows B's idle instance now
+        (210, "a2", "finish", None, None),
+    ]
+
+
+ONE_INSTANCE = policy(1, share("A", 1))
+
+
+def test_higher_priority_first(run):
+    r = run(ONE_INSTANCE, """
+        job_id submit_time share duration priority
+        a0     0           A     100      0
+        x      10          A     100      1
+        y      20          A     100      5
+    """)
+    assert r.starts() == [(0, "a0"), (100, "y"), (200, "x")]
+
+
+def test_equal_priority_earlier_submit_first(run):
+    r = run(ONE_INSTANCE, """
+        job_id submit_time share duration
+        a0     0           A     100
+        a      20          A     100
+        b      10          A     100
+    """)
+    assert r.starts() == [(0, "a0"), (100, "b"), (200, "a")]
+
+
+def test_equal_priority_and_submit_job_id_as_strings(run):
+    r = run(ONE_INSTANCE, """
+        job_id submit_time share duration
+        a0     0           A     100
+        b      10          A     100
+        a      10          A     100
+    """)
+    assert r.starts() == [(0, "a0"), (100, "a"), (200, "b")]
+
+
+def test_equal_priority_and_submit_job_id_as_numbers(run):
+    r = run(ONE_INSTANCE, """
+        job_id submit_time share duration
+        1      0           A     100
+        10     10          A     100
+        9      10          A     100
+    """)
+    assert r.starts() == [(0, "1"), (100, "9"), (200, "10")]  # 9 < 10 as numbers ("10" < "9" as strings)
+
+
+def test_job_preempted_in_a_round_is_reconsidered_next_round(run):
+    # pool 3. B (quota 2) runs V2 (2 instances, priority 1) and V1 (1 instance, priority 0) borrowing
+    # A's instance. At 100: P1 (A) reclaims V1; then P2 (B, priority 5) preempts V2 in-share and needs
+    # only one of its two instances. Next round V1, preempted in round 1, fits in the spare instance.
+    pol = policy(3, share("A", 1, reclaim="any"), share("B", 2, in_share_preemption="lower_priority"))
+    r = run(pol, """
+        job_id submit_time share duration priority instance_count
+        V1     0           B     1000     0        1
+        V2     0           B     1000     1        2
+        P1     100         A     200      0        1
+        P2     100         B     100      5        1
+    """)
+    assert r.at(100) == [
+        (100, "V1", "preempt", "cross_share", "P1"),  # round 1: P1 is within A's quota, V1 the lowest
+        (100, "P1", "start", None, None),
+        (100, "V2", "preempt", "in_share", "P2"),  # round 1: P2 needs 1, V2 holds 2
+        (100, "P2", "start", None, None),
+        (100, "V1", "start", None, None),  # round 2: within B's quota again
+    ]
+    # at 200 P2 ends; V2 (priority 1) needs 2 of B's quota, so it preempts V1 (0) in-share
+    assert r.at(200) == [
+        (200, "P2", "finish", None, None),
+        (200, "V1", "preempt", "in_share", "V2"),
+        (200, "V2", "start", None, None),
+    ]
+
+
+STRICT_JOBS = """
+job_id submit_time share duration priority instance_count
+b1     0           B     100      0        1
+a1     10          A     100      5        2
+a2     10          A     100      1        1
+c1     10          C     200      0        1
+"""
+
+
+def strict_policy(queueing: str) -> dict:
+    return policy(3, share("A", 1), share("B", 1, "LEND"), share("C", 1, "LEND"), queueing=queueing)
+
+
+def test_best_effort_fifo_lets_a_later_job_pass_a_blocked_one(run):
+    r = run(strict_policy("best_effort_fifo"), STRICT_JOBS)
+    # a1 needs A's instance + one borrowed, none free at 10: a2 runs on A's quota meanwhile;
+    # a1 starts when a2 ends (B's instance is free since 100)
+    assert r.starts() == [(0, "b1"), (10, "a2"), (10, "c1"), (110, "a1")]
+
+
+def test_strict_fifo_blocks_the_share_behind_its_head(run):
+    r = run(strict_policy("strict_fifo"), STRICT_JOBS)
+    # a1 heads A's queue and blocks a2; C's queue is not blocked
+    assert r.starts() == [(0, "b1"), (10, "c1"), (100, "a1"), (200, "a2")]
+
+
+def test_same_instant_finish_then_submission_then_update_then_pass(run):
+    r = run(ONE_INSTANCE, """
+        job_id submit_time share duration priority
+        a1     0           A     100      0
+        a2     100         A     100      1
+        a3     100         A     100      5
+    """, """
+        time job_id priority
+        100  a2     9
+        100  a1     9
+    """)
+    assert r.events == [
+        (0, "a1", "start", None, None),
+        (100, "a1", "finish", None, None),  # frees the instance for the jobs submitted at 100
+        (100, "a2", "start", None, None),  # a2, submitted at 100, raised to 9 before the pass
+        (200, "a2", "finish", None, None),
+        (200, "a3", "start", None, None),
+        (300, "a3", "finish", None, None),
+    ]
+    assert r.ignored_priority_updates == 1  # a1 had ended at 100 when its update came
