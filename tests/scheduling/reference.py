@@ -86,7 +86,7 @@ class ReferenceReplay:
         return self.shares[share].capacity.get(t, 0)
 
     def borrow_limit(self, share: str, t: str) -> float:
-        """LEND_AND_BORROW only; borrowing_limit absolute, else floor(quota * percent / 100); -1 = unlimited."""
+        """LEND_AND_BORROW only: borrowing_limit, else floor(quota * percent / 100); -1 = unlimited."""
         s = self.shares[share]
         if s.strategy is not Strategy.LEND_AND_BORROW:
             return 0
@@ -119,7 +119,8 @@ class ReferenceReplay:
 
     def borrowing_invariant(self, t: str, holding: list[Job]) -> bool:
         total_borrowed = sum(self.borrowed(name, t, holding) for name in self.shares)
-        return total_borrowed <= self.unassigned(t) + sum(self.lendable(name, t, holding) for name in self.shares)
+        total_lendable = sum(self.lendable(name, t, holding) for name in self.shares)
+        return total_borrowed <= self.unassigned(t) + total_lendable
 
     def holding(self) -> list[Job]:
         return [j for j in self.jobs if j.holds_capacity]
@@ -152,13 +153,16 @@ class ReferenceReplay:
     def share_order_key(self, job: Job) -> tuple:
         return (-job.priority, job.submit, self.id_key(job))
 
-    def strict_fifo_candidates(self, ordered: list[Job]) -> list[Job]:
-        """strict_fifo: only each share's first pending job (priority, submit, job_id) is a candidate."""
-        heads: dict[str, Job] = {}
-        for j in ordered:
-            if j.share not in heads or self.share_order_key(j) < self.share_order_key(heads[j.share]):
-                heads[j.share] = j
-        return [j for j in ordered if heads[j.share] is j]
+    def strict_fifo_candidate(
+        self, job: Job, ordered: list[Job], started: list[Job], blocked: set[str]
+    ) -> bool:
+        """strict_fifo: a job is a candidate only if it is its share's first pending job (priority,
+        submit, job_id) when its turn in the round comes, and its share has not been blocked this round.
+        Jobs started in this round are not pending any more, even if preempted again since."""
+        if job.share in blocked:
+            return False
+        share_pending = [j for j in ordered if j.share == job.share and j not in started]
+        return min(share_pending, key=self.share_order_key) is job
 
     def reclaim_allows(self, job: Job, victim: Job) -> bool:
         reclaim = self.shares[job.share].reclaim.value
@@ -182,7 +186,8 @@ class ReferenceReplay:
             if v.type != job.type:
                 continue
             if v.share != job.share:
-                if within_quota and self.borrowed(v.share, v.type, holding) > 0 and self.reclaim_allows(job, v):
+                borrowing = self.borrowed(v.share, v.type, holding) > 0
+                if within_quota and borrowing and self.reclaim_allows(job, v):
                     candidates.append(v)
             elif self.in_share_preemption_allows(job, v):
                 candidates.append(v)
@@ -242,21 +247,25 @@ class ReferenceReplay:
     def run_round(self, now: float) -> bool:
         pending = [j for j in self.jobs if j.state == "RUNNABLE"]
         ordered = self.round_order(pending)
-        if self.policy.queueing.value == "strict_fifo":
-            ordered = self.strict_fifo_candidates(ordered)
-        admitted = False
+        strict = self.policy.queueing.value == "strict_fifo"
+        blocked: set[str] = set()  # strict_fifo: shares whose head could not be admitted this round
+        started: list[Job] = []
         for job in ordered:
+            if strict and not self.strict_fifo_candidate(job, ordered, started, blocked):
+                continue
             if self.fits(job, self.holding()):
                 self.start(job, now)
-                admitted = True
+                started.append(job)
                 continue
             victims = self.select_victims(job)
             if victims is not None:
                 for v in victims:
                     self.preempt(v, now, job)
                 self.start(job, now)
-                admitted = True
-        return admitted
+                started.append(job)
+            elif strict:
+                blocked.add(job.share)
+        return bool(started)
 
     def scheduling_pass(self, now: float) -> None:
         for _ in range(100_000):
