@@ -61,6 +61,10 @@ class Pool(models.Model):
         """Instances per instance type name."""
         return {c.instance_type.name: c.count for c in self.capacities.select_related("instance_type")}
 
+    @property
+    def capacity(self) -> dict[str, int]:
+        return self.capacity_dict()
+
     def total_gpus(self) -> float:
         return sum(c.count * c.instance_type.gpus for c in self.capacities.select_related("instance_type"))
 
@@ -293,6 +297,9 @@ def validation_error(
         shares = data.get("shares") or []
         name = shares[index].get("name", f"#{index + 1}") if index < len(shares) else f"#{index + 1}"
         message = f"share {name}, {rest}: {message}" if rest else f"share {name}: {message}"
+    elif path.startswith("capacity") and edited_share is not None and error_field is None:
+        # Quotas adding up to more than the pool: the edited share's quota is what tipped it.
+        return ValidationError({"capacity": message})
     elif path:
         message = f"{path}: {message}"
     if error_field:

@@ -8,7 +8,6 @@ superseded attempt can never overwrite a newer one. A succeeded run is never rep
 from __future__ import annotations
 
 import logging
-import math
 import os
 import tempfile
 import threading
@@ -20,6 +19,7 @@ from django.conf import settings
 from django.db import close_old_connections, connection, transaction
 from django.utils import timezone
 
+from planner.strict_json import strict_json
 from planner.studies.models import Run, RunStatus
 from scheduling.engine import replay
 from scheduling.errors import InputError
@@ -30,19 +30,6 @@ logger = logging.getLogger(__name__)
 
 class Superseded(Exception):
     """Another attempt took the run over (this one was presumed dead): stop replaying."""
-
-
-def json_safe(value: Any) -> Any:
-    """Metrics as strict JSON: NaN and infinities become null (PostgreSQL rejects them)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {str(k): json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_safe(v) for v in value]
-    if hasattr(value, "item"):  # numpy scalars
-        return json_safe(value.item())
-    return value
 
 
 def claim_run(run_id: int, worker: str) -> tuple[int | None, bool]:
@@ -142,7 +129,7 @@ def execute(run_id: int, attempt: int) -> bool:
     with Heartbeat(run_id, attempt, settings.PLANNER_HEARTBEAT_SECONDS) as heartbeat:
         result = replay(policy, trace, progress=heartbeat.report)
     name = write_outcomes(result, run_id, attempt)
-    metrics = json_safe(result.metrics)
+    metrics = strict_json(result.metrics)
     with transaction.atomic():
         recorded = _owned(run_id, attempt).update(
             status=RunStatus.SUCCEEDED,
@@ -167,7 +154,8 @@ def fail_run(run_id: int, attempt: int, reason: str) -> None:
 @shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=None)
 def replay_run(self, run_id: int) -> str:
     """Replay one run. Idempotent: a finished run is left alone, a redelivered one restarts."""
-    close_old_connections()
+    if not self.request.is_eager:
+        close_old_connections()
     attempt, busy = claim_run(run_id, worker=self.request.hostname or "eager")
     if attempt is None:
         if busy and not self.request.is_eager:

@@ -13,49 +13,21 @@ import uuid
 from pathlib import Path
 from typing import IO, Any
 
-import numpy as np
 from django.conf import settings
 from django.db import models
 
+from planner.capacity.models import InstanceType
+from planner.strict_json import strict_json
 from scheduling.errors import InputError
-from scheduling.trace import NO_TYPE
 from scheduling.trace import Trace as TraceColumns
 from scheduling.traces import FORMATS, read_trace
+from scheduling.traces.summary import summarize
 
 
 def trace_summary(trace: TraceColumns) -> dict[str, Any]:
-    """What a trace holds, for lists and pages: sizes per share and instance type, time span."""
-    jobs = len(trace)
-    instance_seconds = trace.duration * trace.instance_count
-    share_jobs = np.bincount(trace.share, minlength=len(trace.share_names)) if jobs else []
-    share_work = (
-        np.bincount(trace.share, weights=instance_seconds, minlength=len(trace.share_names)) if jobs else []
-    )
-    types: dict[str, dict[str, float]] = {}
-    for code, name in [(NO_TYPE, "(pool's only type)"), *enumerate(trace.type_names)]:
-        chosen = trace.instance_type == code
-        if chosen.any():
-            types[name] = {
-                "jobs": int(chosen.sum()),
-                "instance_seconds": float(instance_seconds[chosen].sum()),
-                "max_instance_count": int(trace.instance_count[chosen].max()),
-            }
-    start = float(trace.submit_time.min()) if jobs else 0.0
-    end = float(trace.submit_time.max()) if jobs else 0.0
-    return {
-        "jobs": jobs,
-        "shares": {
-            name: {"jobs": int(share_jobs[i]), "instance_seconds": float(share_work[i])}
-            for i, name in enumerate(trace.share_names)
-        },
-        "instance_types": types,
-        "first_submit": start,
-        "last_submit": end,
-        "span_seconds": end - start,
-        "epoch_times": trace.epoch_times,
-        "instance_seconds": float(instance_seconds.sum()) if jobs else 0.0,
-        "priority_updates": len(trace.updates),
-    }
+    """``scheduling.traces.summary.summarize`` with GPUs per instance type from the database."""
+    gpus = dict(InstanceType.objects.filter(name__in=trace.type_names).values_list("name", "gpus"))
+    return strict_json(summarize(trace, gpus_per_type=gpus or None))
 
 
 def read_upload(

@@ -41,11 +41,6 @@ class PoolSerializer(serializers.ModelSerializer):
     def get_total_gpus(self, pool: Pool) -> float:
         return pool.total_gpus()
 
-    def to_representation(self, pool: Pool) -> dict:
-        data = super().to_representation(pool)
-        data["capacity"] = pool.capacity_dict()
-        return data
-
     def validate(self, attrs: dict) -> dict:
         capacity = attrs.get("capacity")
         if capacity is not None:

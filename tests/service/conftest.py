@@ -1,0 +1,100 @@
+"""Fixtures for the service tests: media in a temporary folder, the AWS example policy of
+SEMANTICS.md section 4, users of each role with API clients, and Celery in eager mode."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.contrib.auth.models import Group, User
+from rest_framework.test import APIClient
+
+from planner.capacity.models import InstanceType, Policy, Pool, ShareSpec
+from planner.celery import app as celery_app
+from planner.traces.models import Trace, read_upload
+
+AWS_TYPE = "ml.g5.xlarge"
+
+# The AWS example: QS1 submits priorities 3, 2, 1 at t=0; QS2 submits at t=10; p1 is raised to 4 at t=20.
+AWS_TRACE_JSON = b"""{"jobs": [
+ {"job_id": "p3", "submit_time": 0, "share": "QS1", "priority": 3, "duration": 100},
+ {"job_id": "p2", "submit_time": 0, "share": "QS1", "priority": 2, "duration": 100},
+ {"job_id": "p1", "submit_time": 0, "share": "QS1", "priority": 1, "duration": 100},
+ {"job_id": "q2", "submit_time": 10, "share": "QS2", "priority": 0, "duration": 50}],
+ "priority_updates": [{"time": 20, "job_id": "p1", "priority": 4}]}"""
+
+
+@pytest.fixture(autouse=True)
+def media_root(settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path / "media"
+    return settings.MEDIA_ROOT
+
+
+@pytest.fixture
+def eager_celery():
+    """Tasks run inline when enqueued (API tests); real workers are in test_workers.py."""
+    previous = celery_app.conf.task_always_eager
+    celery_app.conf.task_always_eager = True
+    yield
+    celery_app.conf.task_always_eager = previous
+
+
+@pytest.fixture
+def aws_policy(db) -> Policy:
+    """3 x ml.g5.xlarge; QS1 (1, LEND_AND_BORROW 200%, in-share preemption), QS2 (1, LEND),
+    QS3 (1, RESERVE)."""
+    instance_type = InstanceType.objects.create(name=AWS_TYPE, gpus=1, hourly_price=1.41)
+    pool = Pool.objects.create(name="aws-example")
+    pool.set_capacity({instance_type.name: 3})
+    policy = Policy.objects.create(name="aws-example", pool=pool)
+    policy.replace_shares(
+        [
+            ShareSpec("QS1", "LEND_AND_BORROW", 200, "lower_priority", "any", {AWS_TYPE: 1}),
+            ShareSpec("QS2", "LEND", None, "never", "any", {AWS_TYPE: 1}),
+            ShareSpec("QS3", "RESERVE", None, "never", "any", {AWS_TYPE: 1}),
+        ]
+    )
+    return policy
+
+
+@pytest.fixture
+def aws_trace(db) -> Trace:
+    return Trace.store(read_upload(io.BytesIO(AWS_TRACE_JSON), format="planner-json"), name="aws-example")
+
+
+def make_user(username: str, role: str | None) -> User:
+    user = User.objects.create_user(username=username, password="pw-" + username)
+    if role:
+        user.groups.add(Group.objects.get(name=role))
+    return user
+
+
+@pytest.fixture
+def user_with_role(db):
+    """``user_with_role("viewer")``: a new user in that role group (None: no role)."""
+    return make_user
+
+
+@pytest.fixture
+def client_for(db):
+    """``client_for("admin")``: an API client signed in (by token) as a user of that role."""
+    from rest_framework.authtoken.models import Token
+
+    def build(role: str | None) -> APIClient:
+        user = make_user(f"user-{role or 'none'}", role)
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+        client.user = user
+        return client
+
+    return build
+
+
+@pytest.fixture
+def admin_api(client_for) -> APIClient:
+    return client_for("admin")
+
+
+@pytest.fixture
+def viewer_api(client_for) -> APIClient:
+    return client_for("viewer")
