@@ -24,8 +24,18 @@ from scheduling.traces.mapping import (
 
 # Published layout (S-Lab-System-Group/HeliosData README): one row per Slurm job.
 COLUMNS = (
-    "job_id", "user", "vc", "gpu_num", "cpu_num", "node_num", "state",
-    "submit_time", "start_time", "end_time", "duration", "queue",
+    "job_id",
+    "user",
+    "vc",
+    "gpu_num",
+    "cpu_num",
+    "node_num",
+    "state",
+    "submit_time",
+    "start_time",
+    "end_time",
+    "duration",
+    "queue",
 )
 # Other spellings of the same columns, as the Philly JSON keys have them.
 ALIASES = {"job_id": ("jobid",), "submit_time": ("submitted_time",), "state": ("status",)}
@@ -76,18 +86,30 @@ def read(
     with text_stream(source) as lines:
         first, lines = _peek(lines)
         if first.lstrip().startswith(("[", "{")):
-            run = TraceImport("philly", chosen, max_rows=max_rows, stats=stats,
-                              field_names={"job_id": "jobid", "submit_time": "submitted_time"})
+            run = TraceImport(
+                "philly",
+                chosen,
+                max_rows=max_rows,
+                stats=stats,
+                field_names={"job_id": "jobid", "submit_time": "submitted_time"},
+            )
             chosen.check_columns(PHILLY_JSON_COLUMNS)
             _read_philly_json(run, chosen, lines, zone, source_rows)
             return run.finish(epoch_times=True, allow_empty=allow_empty)
         table = CsvTable(lines)
         _apply_aliases(table)
-        run = TraceImport(layout, chosen, max_rows=max_rows, stats=stats,
-                          field_names={"instance_count": "gpu_num", "recorded_start": "start_time"})
+        run = TraceImport(
+            layout,
+            chosen,
+            max_rows=max_rows,
+            stats=stats,
+            field_names={"instance_count": "gpu_num", "recorded_start": "start_time"},
+        )
         table.require("job_id", "gpu_num", "submit_time", "start_time")
         if not (table.has("duration") or table.has("end_time")):
-            raise InputError("the column is missing: durations come from duration or end_time", field="duration")
+            raise InputError(
+                "the column is missing: durations come from duration or end_time", field="duration"
+            )
         chosen.check_columns(table.columns)
         epoch = _read_csv(run, chosen, table, zone, source_rows)
         run.source_rows = table.data_row
@@ -150,7 +172,9 @@ def _read_csv(run: TraceImport, mapping: TraceMapping, table: CsvTable, zone: An
             raise InputError("is empty", row=row, field="submit_time")
         epoch = is_epoch if epoch is None else epoch
         if is_epoch != epoch:
-            raise InputError("mixes timestamps and plain seconds: use one kind of time", row=row, field="submit_time")
+            raise InputError(
+                "mixes timestamps and plain seconds: use one kind of time", row=row, field="submit_time"
+            )
         start, _ = _time(cells[at["start_time"]], row, "start_time", zone)
         if start is None:
             run.skip(SKIP_NEVER_STARTED)
@@ -253,9 +277,12 @@ def _read_philly_json(
             row,
             job_id=job_id,
             submit_time=submit,
-            share=mapping.share_of(_text(job.get(share_column)) if share_column else None, row, share_column or ""),
+            share=mapping.share_of(
+                _text(job.get(share_column)) if share_column else None, row, share_column or ""
+            ),
             duration=work,
-            priority=run.priority.value(_text(job.get(mapping.priority_column)), row) if mapping.priority_column
+            priority=run.priority.value(_text(job.get(mapping.priority_column)), row)
+            if mapping.priority_column
             else 0,
             instance_type=mapping.instance_type_of(None),
             instance_count=mapping.instances_for(gpus),

@@ -44,14 +44,24 @@ def read(
     so the trace's times are not calendar times. ``source_rows`` stops after that many data rows
     (previews); ``stats`` (a dict) receives the counts of read, imported and skipped rows."""
     chosen = resolve_mapping(mapping, DEFAULT_MAPPING)
-    run = TraceImport(FORMAT, chosen, max_rows=max_rows, stats=stats,
-                      field_names={"submit_time": "submission_time", "instance_count": "num_gpu"})
+    run = TraceImport(
+        FORMAT,
+        chosen,
+        max_rows=max_rows,
+        stats=stats,
+        field_names={"submit_time": "submission_time", "instance_count": "num_gpu"},
+    )
     with text_stream(source) as stream:
         table = CsvTable(stream)
         table.require("job_id", "submission_time", "duration", "num_gpu")
         chosen.check_columns(table.columns)
         at = table.index
-        i_job, i_submit, i_duration, i_gpus = at["job_id"], at["submission_time"], at["duration"], at["num_gpu"]
+        i_job, i_submit, i_duration, i_gpus = (
+            at["job_id"],
+            at["submission_time"],
+            at["duration"],
+            at["num_gpu"],
+        )
         share_column = chosen.share_column
         i_share = at[share_column] if share_column else None
         i_priority = at[chosen.priority_column] if chosen.priority_column else None
@@ -72,7 +82,9 @@ def read(
                 row,
                 job_id=job_id,
                 submit_time=submit,
-                share=chosen.share_of(cells[i_share] if i_share is not None else None, row, share_column or ""),
+                share=chosen.share_of(
+                    cells[i_share] if i_share is not None else None, row, share_column or ""
+                ),
                 duration=duration,
                 priority=run.priority.value(cells[i_priority], row) if i_priority is not None else 0,
                 instance_type=instance_type,

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from enum import Enum
+from enum import Enum, StrEnum
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -30,7 +30,7 @@ WHOLE_GPU_TYPE = "gpu"  # one instance = one GPU
 TENTH_GPU_TYPE = "gpu-tenth"  # one instance = a tenth of a GPU (fractional_gpus="tenths")
 
 
-class PriorityMode(str, Enum):
+class PriorityMode(StrEnum):
     NONE = "none"  # every job gets priority 0
     VALUE = "value"  # the column already holds 0..9999; anything else is an error
     CLAMP = "clamp"  # numbers rounded and clamped into 0..9999
@@ -38,7 +38,7 @@ class PriorityMode(str, Enum):
     MAP = "map"  # category -> number through priority_map (QOS, qos class)
 
 
-class FractionalGpus(str, Enum):
+class FractionalGpus(StrEnum):
     ROUND_UP = "round_up"  # a job asking for 0.46 GPU holds one whole GPU
     TENTHS = "tenths"  # counted in tenths of a GPU, rounding up (instance type gpu-tenth)
 
@@ -72,7 +72,9 @@ class TraceMapping:
 
     def __post_init__(self) -> None:
         # accept the enums' plain values too (TraceMapping(priority_mode="rank"))
-        object.__setattr__(self, "priority_mode", _enum(PriorityMode, self.priority_mode, "mapping.priority_mode"))
+        object.__setattr__(
+            self, "priority_mode", _enum(PriorityMode, self.priority_mode, "mapping.priority_mode")
+        )
         object.__setattr__(
             self, "fractional_gpus", _enum(FractionalGpus, self.fractional_gpus, "mapping.fractional_gpus")
         )
@@ -103,10 +105,18 @@ class TraceMapping:
         known = set(cls.__dataclass_fields__)
         for key in data:
             if key not in known:
-                raise InputError(f"unknown setting {key!r}; known: {', '.join(sorted(known))}", field="mapping")
+                raise InputError(
+                    f"unknown setting {key!r}; known: {', '.join(sorted(known))}", field="mapping"
+                )
         values: dict[str, Any] = {}
-        for key in ("share_column", "share_default", "priority_column", "default_instance_type",
-                    "user_column", "name_column"):
+        for key in (
+            "share_column",
+            "share_default",
+            "priority_column",
+            "default_instance_type",
+            "user_column",
+            "name_column",
+        ):
             if key in data:
                 values[key] = _optional_name(data[key], f"mapping.{key}")
         for key in ("share_names", "instance_types"):
@@ -117,11 +127,15 @@ class TraceMapping:
         if "priority_mode" in data:
             values["priority_mode"] = _enum(PriorityMode, data["priority_mode"], "mapping.priority_mode")
         if "fractional_gpus" in data:
-            values["fractional_gpus"] = _enum(FractionalGpus, data["fractional_gpus"], "mapping.fractional_gpus")
+            values["fractional_gpus"] = _enum(
+                FractionalGpus, data["fractional_gpus"], "mapping.fractional_gpus"
+            )
         if "gpus_per_instance" in data:
             per = data["gpus_per_instance"]
             if isinstance(per, bool) or not isinstance(per, int) or per < 1:
-                raise InputError(f"{per!r} is not a whole number of 1 or more", field="mapping.gpus_per_instance")
+                raise InputError(
+                    f"{per!r} is not a whole number of 1 or more", field="mapping.gpus_per_instance"
+                )
             values["gpus_per_instance"] = per
         mapping = replace(base or cls(), **values)
         mapping.check()
@@ -129,10 +143,13 @@ class TraceMapping:
 
     def check(self) -> None:
         if self.share_column is None and self.share_default is None:
-            raise InputError("give a share_column, or a share_default for every job", field="mapping.share_column")
+            raise InputError(
+                "give a share_column, or a share_default for every job", field="mapping.share_column"
+            )
         if self.priority_mode is not PriorityMode.NONE and self.priority_column is None:
             raise InputError(
-                f"priority_mode {self.priority_mode.value!r} needs a priority_column", field="mapping.priority_column"
+                f"priority_mode {self.priority_mode.value!r} needs a priority_column",
+                field="mapping.priority_column",
             )
         if self.priority_mode is PriorityMode.MAP and not self.priority_map:
             raise InputError("priority_mode 'map' needs a priority_map", field="mapping.priority_map")
@@ -144,7 +161,8 @@ class TraceMapping:
             column = getattr(self, key)
             if column is not None and column not in names:
                 raise InputError(
-                    f"{column!r} is not a column of this trace; columns: {', '.join(names)}", field=f"mapping.{key}"
+                    f"{column!r} is not a column of this trace; columns: {', '.join(names)}",
+                    field=f"mapping.{key}",
                 )
 
     # -- per job -----------------------------------------------------------------------------
@@ -155,8 +173,9 @@ class TraceMapping:
         text = (value or "").strip()
         if not text:
             if self.share_default is None:
-                raise InputError("is empty: every job needs a share (or set mapping.share_default)",
-                                 row=row, field=column)
+                raise InputError(
+                    "is empty: every job needs a share (or set mapping.share_default)", row=row, field=column
+                )
             return self.share_default
         return self.share_names.get(text, text)
 
@@ -221,7 +240,9 @@ class PriorityResolver:
         if self.mode is PriorityMode.CLAMP:
             return int(min(max(round(number), 0), MAX_PRIORITY))
         if not number.is_integer() or not 0 <= number <= MAX_PRIORITY:
-            raise InputError(f"{text!r} is not a whole number in 0..{MAX_PRIORITY}", row=row, field=self.column)
+            raise InputError(
+                f"{text!r} is not a whole number in 0..{MAX_PRIORITY}", row=row, field=self.column
+            )
         return int(number)
 
     def apply(self, trace: Trace) -> None:
@@ -334,7 +355,9 @@ def zone_named(name: str) -> ZoneInfo:
     try:
         return ZoneInfo(str(name))
     except (ZoneInfoNotFoundError, ValueError):
-        raise InputError(f"{name!r} is not a time zone name (like UTC or Europe/Berlin)", field="timezone") from None
+        raise InputError(
+            f"{name!r} is not a time zone name (like UTC or Europe/Berlin)", field="timezone"
+        ) from None
 
 
 def parse_local_time(cell: str | None, row: int, field: str, zone: ZoneInfo) -> float | None:
@@ -347,7 +370,9 @@ def parse_local_time(cell: str | None, row: int, field: str, zone: ZoneInfo) -> 
     try:
         stamp = datetime.fromisoformat(text)
     except ValueError:
-        raise InputError(f"{text!r} is not a timestamp (like 2024-03-01T12:00:00)", row=row, field=field) from None
+        raise InputError(
+            f"{text!r} is not a timestamp (like 2024-03-01T12:00:00)", row=row, field=field
+        ) from None
     if stamp.tzinfo is None:
         stamp = stamp.replace(tzinfo=zone)
     return stamp.timestamp()
@@ -360,7 +385,9 @@ class CsvTable:
     """A delimited file read one row at a time, with its columns known by name. The header is the
     first line unless ``fieldnames`` is given (files without one: sacct --noheader, PAI tables)."""
 
-    def __init__(self, stream: Iterable[str], *, fieldnames: Iterable[str] | None = None, delimiter: str = ","):
+    def __init__(
+        self, stream: Iterable[str], *, fieldnames: Iterable[str] | None = None, delimiter: str = ","
+    ):
         self._reader = csv.reader(stream, delimiter=delimiter)
         self.data_row = 0
         if fieldnames is None:
@@ -407,7 +434,9 @@ class CsvTable:
             if len(cells) < width:
                 missing = self.columns[len(cells)]
                 raise InputError(
-                    f"the row has {len(cells)} cells but the header has {width}", row=self.data_row, field=missing
+                    f"the row has {len(cells)} cells but the header has {width}",
+                    row=self.data_row,
+                    field=missing,
                 )
             yield self.data_row, cells
 
@@ -428,7 +457,9 @@ IMPORTERS = {
 def importer(format: str) -> Any:
     """The module that imports ``format`` (it has ``read``, ``source_columns`` and ``DEFAULT_MAPPING``)."""
     if format not in IMPORTERS:
-        raise InputError(f"{format!r} is not an importable format; known: {', '.join(IMPORTERS)}", field="format")
+        raise InputError(
+            f"{format!r} is not an importable format; known: {', '.join(IMPORTERS)}", field="format"
+        )
     return importlib.import_module(IMPORTERS[format])
 
 
@@ -443,7 +474,11 @@ def _format_options(format: str, options: dict[str, Any]) -> dict[str, Any]:
 
 
 def preview(
-    source: Any, format: str, mapping: TraceMapping | Mapping[str, Any] | None = None, rows: int = 20, **options: Any
+    source: Any,
+    format: str,
+    mapping: TraceMapping | Mapping[str, Any] | None = None,
+    rows: int = 20,
+    **options: Any,
 ) -> list[dict[str, Any]]:
     """The first ``rows`` jobs exactly as they would be imported (after folding, skipping and the
     mapping), read from the start of the source only. ``rank`` priorities are ranked within what
@@ -508,8 +543,9 @@ def _priority_table(value: Any) -> dict[str, int]:
     table = {}
     for key, number in value.items():
         if isinstance(number, bool) or not isinstance(number, int) or not 0 <= number <= MAX_PRIORITY:
-            raise InputError(f"{number!r} is not a whole number in 0..{MAX_PRIORITY}",
-                             field=f"mapping.priority_map.{key}")
+            raise InputError(
+                f"{number!r} is not a whole number in 0..{MAX_PRIORITY}", field=f"mapping.priority_map.{key}"
+            )
         table[str(key)] = number
     return table
 

@@ -20,8 +20,17 @@ from scheduling.traces.mapping import (
 
 FORMAT = "alibaba-openb-2023"
 COLUMNS = (
-    "name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec", "qos", "pod_phase",
-    "creation_time", "deletion_time", "scheduled_time",
+    "name",
+    "cpu_milli",
+    "memory_mib",
+    "num_gpu",
+    "gpu_milli",
+    "gpu_spec",
+    "qos",
+    "pod_phase",
+    "creation_time",
+    "deletion_time",
+    "scheduled_time",
 )
 
 # Kubernetes QoS classes as priorities (choice): latency-sensitive first, best-effort last, with
@@ -64,9 +73,17 @@ def read(
     """
     chosen = resolve_mapping(mapping, DEFAULT_MAPPING)
     run = TraceImport(
-        FORMAT, chosen, max_rows=max_rows, stats=stats,
-        field_names={"job_id": "name", "submit_time": "creation_time", "instance_count": "num_gpu",
-                     "duration": "deletion_time", "recorded_start": "scheduled_time"},
+        FORMAT,
+        chosen,
+        max_rows=max_rows,
+        stats=stats,
+        field_names={
+            "job_id": "name",
+            "submit_time": "creation_time",
+            "instance_count": "num_gpu",
+            "duration": "deletion_time",
+            "recorded_start": "scheduled_time",
+        },
     )
     with text_stream(source) as stream:
         table = CsvTable(stream)
@@ -82,7 +99,11 @@ def read(
         for row, cells in table.rows(source_rows):
             name = parse_text(cells[at["name"]], row, "name")
             num_gpu = parse_int(cells[at["num_gpu"]], row, "num_gpu", minimum=0)
-            milli = 1000 if i_milli is None else parse_int(cells[i_milli], row, "gpu_milli", minimum=0, maximum=1000)
+            milli = (
+                1000
+                if i_milli is None
+                else parse_int(cells[i_milli], row, "gpu_milli", minimum=0, maximum=1000)
+            )
             if num_gpu == 0 or milli == 0:
                 run.skip(SKIP_NO_GPU)
                 continue
@@ -93,9 +114,13 @@ def read(
             scheduled = parse_seconds(cells[at["scheduled_time"]], row, "scheduled_time")
             deleted = parse_seconds(cells[at["deletion_time"]], row, "deletion_time")
             if deleted < scheduled:
-                raise InputError(f"{deleted:g} is before scheduled_time {scheduled:g}", row=row, field="deletion_time")
+                raise InputError(
+                    f"{deleted:g} is before scheduled_time {scheduled:g}", row=row, field="deletion_time"
+                )
             if scheduled < created:
-                raise InputError(f"{scheduled:g} is before creation_time {created:g}", row=row, field="scheduled_time")
+                raise InputError(
+                    f"{scheduled:g} is before creation_time {created:g}", row=row, field="scheduled_time"
+                )
             if deleted == scheduled:
                 run.skip(SKIP_ZERO_DURATION)
                 continue
@@ -103,7 +128,9 @@ def read(
                 row,
                 job_id=name,
                 submit_time=created,
-                share=chosen.share_of(cells[i_share] if i_share is not None else None, row, share_column or ""),
+                share=chosen.share_of(
+                    cells[i_share] if i_share is not None else None, row, share_column or ""
+                ),
                 duration=deleted - scheduled,
                 priority=run.priority.value(cells[i_priority], row) if i_priority is not None else 0,
                 instance_type=_instance_type(chosen, cells[i_spec] if i_spec is not None else ""),

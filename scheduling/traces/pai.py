@@ -24,7 +24,15 @@ from scheduling.traces.mapping import (
 FORMAT = "alibaba-pai-2020"
 # pai_task_table.header and pai_job_table.header (alibaba/clusterdata, cluster-trace-gpu-v2020/data)
 TASK_COLUMNS = (
-    "job_name", "task_name", "inst_num", "status", "start_time", "end_time", "plan_cpu", "plan_mem", "plan_gpu",
+    "job_name",
+    "task_name",
+    "inst_num",
+    "status",
+    "start_time",
+    "end_time",
+    "plan_cpu",
+    "plan_mem",
+    "plan_gpu",
     "gpu_type",
 )
 JOB_COLUMNS = ("job_name", "inst_id", "user", "status", "start_time", "end_time")
@@ -87,7 +95,10 @@ def read(
     """
     chosen = _mapping_for(mapping, job_table is not None)
     run = TraceImport(
-        FORMAT, chosen, max_rows=max_rows, stats=stats,
+        FORMAT,
+        chosen,
+        max_rows=max_rows,
+        stats=stats,
         field_names={"instance_count": "plan_gpu", "recorded_start": "start_time", "duration": "end_time"},
     )
     with text_stream(source) as lines:
@@ -96,7 +107,15 @@ def read(
         run.source_rows = table.data_row
     if job_table is None:
         for job_name, job in jobs.items():
-            _add(run, chosen, job_name, job, submit=job.start, cells={"job_name": job_name}, where=(job.row, ""))
+            _add(
+                run,
+                chosen,
+                job_name,
+                job,
+                submit=job.start,
+                cells={"job_name": job_name},
+                where=(job.row, ""),
+            )
         return run.finish(epoch_times=False, allow_empty=allow_empty)
     with text_stream(job_table) as lines:
         table = _open(lines, JOB_COLUMNS, "the job table (pai_job_table.csv)", prefix="job_table.")
@@ -134,8 +153,10 @@ def _open(lines: Iterator[str], published: tuple[str, ...], what: str, prefix: s
     table = CsvTable(lines) if has_header else CsvTable(lines, fieldnames=published)
     missing = [name for name in published if name not in table.index]
     if missing:
-        raise InputError(f"{what} lacks the column: the published layout is {','.join(published)}",
-                         field=prefix + missing[0])
+        raise InputError(
+            f"{what} lacks the column: the published layout is {','.join(published)}",
+            field=prefix + missing[0],
+        )
     if not has_header and first.strip():
         width = len(first.rstrip("\r\n").split(","))
         if width != len(published):
@@ -152,7 +173,9 @@ def _unset(cell: str) -> bool:
     return is_absent(text) or text.lower() == "nan" or text in ("0", "0.0")
 
 
-def _fold_tasks(run: TraceImport, mapping: TraceMapping, table: CsvTable, limit: int | None) -> dict[str, _Job]:
+def _fold_tasks(
+    run: TraceImport, mapping: TraceMapping, table: CsvTable, limit: int | None
+) -> dict[str, _Job]:
     at = table.index
     jobs: dict[str, _Job] = {}
     for row, cells in table.rows(limit):
@@ -160,7 +183,9 @@ def _fold_tasks(run: TraceImport, mapping: TraceMapping, table: CsvTable, limit:
         instances = _number(cells[at["inst_num"]], row, "inst_num")
         percent = _number(cells[at["plan_gpu"]], row, "plan_gpu")
         if instances != int(instances):
-            raise InputError(f"{cells[at['inst_num']]!r} is not a whole number of instances", row=row, field="inst_num")
+            raise InputError(
+                f"{cells[at['inst_num']]!r} is not a whole number of instances", row=row, field="inst_num"
+            )
         job = jobs.get(job_name)
         if job is None:
             job = jobs[job_name] = _Job(row)

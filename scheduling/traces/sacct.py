@@ -32,10 +32,38 @@ DEFAULT_COLUMNS = (
 )
 # sacct's own spellings: headers are matched to these without regard to case.
 KNOWN_FIELDS = (
-    "JobID", "JobIDRaw", "JobName", "Account", "Partition", "QOS", "Priority", "User", "Group", "State",
-    "Submit", "Eligible", "Start", "End", "Elapsed", "ElapsedRaw", "AllocTRES", "ReqTRES", "AllocGRES",
-    "ReqGRES", "NNodes", "NCPUS", "AllocCPUS", "ReqCPUS", "Timelimit", "ExitCode", "Cluster", "WCKey",
-    "Reservation", "NodeList", "UID", "GID",
+    "JobID",
+    "JobIDRaw",
+    "JobName",
+    "Account",
+    "Partition",
+    "QOS",
+    "Priority",
+    "User",
+    "Group",
+    "State",
+    "Submit",
+    "Eligible",
+    "Start",
+    "End",
+    "Elapsed",
+    "ElapsedRaw",
+    "AllocTRES",
+    "ReqTRES",
+    "AllocGRES",
+    "ReqGRES",
+    "NNodes",
+    "NCPUS",
+    "AllocCPUS",
+    "ReqCPUS",
+    "Timelimit",
+    "ExitCode",
+    "Cluster",
+    "WCKey",
+    "Reservation",
+    "NodeList",
+    "UID",
+    "GID",
 )
 _CANONICAL = {name.lower(): name for name in KNOWN_FIELDS}
 
@@ -106,7 +134,9 @@ class _Job:
         self.components = 0
 
 
-def source_columns(source: Any, *, header: bool | None = None, columns: Any = None, **options: Any) -> list[str]:
+def source_columns(
+    source: Any, *, header: bool | None = None, columns: Any = None, **options: Any
+) -> list[str]:
     with text_stream(source) as stream:
         return _open_table(stream, header, columns).columns
 
@@ -139,15 +169,25 @@ def read(
     with text_stream(source) as stream:
         table = _open_table(stream, header, columns)
         chosen = _mapping_for(mapping, table)
-        run = TraceImport(FORMAT, chosen, max_rows=max_rows, stats=stats, field_names=_field_names(table, chosen))
+        run = TraceImport(
+            FORMAT, chosen, max_rows=max_rows, stats=stats, field_names=_field_names(table, chosen)
+        )
         table.require("JobID", "Submit", "Start")
         if not (table.has("Elapsed") or table.has("ElapsedRaw") or table.has("End")):
-            raise InputError("the column is missing: durations come from Elapsed, ElapsedRaw or End", field="Elapsed")
+            raise InputError(
+                "the column is missing: durations come from Elapsed, ElapsedRaw or End", field="Elapsed"
+            )
         gpu_columns = [c for c in ("AllocTRES", "ReqTRES", "AllocGRES", "ReqGRES") if table.has(c)]
         if not gpu_columns:
-            raise InputError("the column is missing: GPUs are read from AllocTRES or ReqTRES", field="AllocTRES")
+            raise InputError(
+                "the column is missing: GPUs are read from AllocTRES or ReqTRES", field="AllocTRES"
+            )
         chosen.check_columns(table.columns)
-        kept = {c for c in (chosen.share_column, chosen.priority_column, chosen.user_column, chosen.name_column) if c}
+        kept = {
+            c
+            for c in (chosen.share_column, chosen.priority_column, chosen.user_column, chosen.name_column)
+            if c
+        }
         jobs: dict[str, _Job] = {}
         for row, cells in table.rows(source_rows):
             _fold_row(run, table, jobs, row, cells, zone, gpu_columns, kept)
@@ -201,7 +241,9 @@ def _mapping_for(mapping: TraceMapping | dict | None, table: CsvTable) -> TraceM
     if "share_column" not in given and not table.has(chosen.share_column or ""):
         fallback = table.first_present("Account", "Partition", "QOS", "User")
         if fallback is None:
-            raise InputError("no column to take shares from (Account, Partition, QOS or User)", field="Account")
+            raise InputError(
+                "no column to take shares from (Account, Partition, QOS or User)", field="Account"
+            )
         chosen = replace(chosen, share_column=fallback)
     if "priority_column" not in given and not table.has(chosen.priority_column or ""):
         chosen = replace(chosen, priority_column=None, priority_mode=PriorityMode.NONE)
@@ -212,7 +254,12 @@ def _mapping_for(mapping: TraceMapping | dict | None, table: CsvTable) -> TraceM
 
 
 def _field_names(table: CsvTable, mapping: TraceMapping) -> dict[str, str]:
-    names = {"job_id": "JobID", "submit_time": "Submit", "recorded_start": "Start", "instance_count": "AllocTRES"}
+    names = {
+        "job_id": "JobID",
+        "submit_time": "Submit",
+        "recorded_start": "Start",
+        "instance_count": "AllocTRES",
+    }
     names["duration"] = "Elapsed" if table.has("Elapsed") else "End"
     if mapping.share_column:
         names["share"] = mapping.share_column
@@ -226,15 +273,23 @@ def _field_names(table: CsvTable, mapping: TraceMapping) -> dict[str, str]:
 
 
 def _fold_row(
-    run: TraceImport, table: CsvTable, jobs: dict[str, _Job], row: int, cells: list[str], zone: ZoneInfo,
-    gpu_columns: list[str], kept: set[str],
+    run: TraceImport,
+    table: CsvTable,
+    jobs: dict[str, _Job],
+    row: int,
+    cells: list[str],
+    zone: ZoneInfo,
+    gpu_columns: list[str],
+    kept: set[str],
 ) -> None:
     at = table.index
     raw_id = cells[at["JobID"]].strip()
     match = _JOB_ID.match(raw_id)
     if match is None:
         raise InputError(
-            f"{raw_id!r} is not a Slurm job id (123, 123_4, 123_[1-3], 123+0, 123.batch)", row=row, field="JobID"
+            f"{raw_id!r} is not a Slurm job id (123, 123_4, 123_[1-3], 123+0, 123.batch)",
+            row=row,
+            field="JobID",
         )
     job_part, step = match.group("job"), match.group("step")
     component = "+" in job_part
@@ -305,14 +360,18 @@ def _keys(base: str, row: int) -> list[str]:
     for part in spec.split(","):
         match = _RANGE.match(part.strip())
         if match is None:
-            raise InputError(f"{part!r} is not an array index range (like 1-3 or 1-9:2)", row=row, field="JobID")
+            raise InputError(
+                f"{part!r} is not an array index range (like 1-3 or 1-9:2)", row=row, field="JobID"
+            )
         first = int(match.group(1))
         last = int(match.group(2)) if match.group(2) else first
         stride = int(match.group(3)) if match.group(3) else 1
         if last < first or stride < 1:
             raise InputError(f"{part!r} is an empty array range", row=row, field="JobID")
         if len(keys) + (last - first) // stride + 1 > MAX_ARRAY_EXPANSION:
-            raise InputError(f"the array range expands to more than {MAX_ARRAY_EXPANSION} jobs", row=row, field="JobID")
+            raise InputError(
+                f"the array range expands to more than {MAX_ARRAY_EXPANSION} jobs", row=row, field="JobID"
+            )
         keys.extend(f"{array_id}_{index}" for index in range(first, last + 1, stride))
     return keys
 
@@ -328,7 +387,9 @@ def _elapsed(cells: list[str], at: dict[str, int], row: int) -> float | None:
             try:
                 seconds = float(text)
             except ValueError:
-                raise InputError(f"{text!r} is not a number of seconds", row=row, field="ElapsedRaw") from None
+                raise InputError(
+                    f"{text!r} is not a number of seconds", row=row, field="ElapsedRaw"
+                ) from None
             if not math.isfinite(seconds) or seconds < 0:
                 raise InputError(f"{text!r} is not a duration", row=row, field="ElapsedRaw")
             return seconds
@@ -461,7 +522,9 @@ def _add_job(run: TraceImport, mapping: TraceMapping, job: _Job) -> None:
         submit_time=submit,
         share=mapping.share_of(cells.get(share_column) if share_column else None, row, share_column or ""),
         duration=duration,
-        priority=run.priority.value(cells.get(mapping.priority_column), row) if mapping.priority_column else 0,
+        priority=run.priority.value(cells.get(mapping.priority_column), row)
+        if mapping.priority_column
+        else 0,
         instance_type=mapping.instance_type_of(model),
         instance_count=mapping.instances_for(gpus),
         user=cells.get(mapping.user_column) if mapping.user_column else None,
