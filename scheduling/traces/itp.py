@@ -66,6 +66,7 @@ def read(
         i_share = at[share_column] if share_column else None
         i_priority = at[chosen.priority_column] if chosen.priority_column else None
         i_user = at[chosen.user_column] if chosen.user_column else None
+        i_name = at[chosen.name_column] if chosen.name_column else None
         instance_type = chosen.instance_type_of(None)
         for row, cells in table.rows(source_rows):
             job_id = parse_text(cells[i_job], row, "job_id")
@@ -90,6 +91,7 @@ def read(
                 instance_type=instance_type,
                 instance_count=chosen.instances_for(gpus),
                 user=cells[i_user] if i_user is not None else None,
+                name=cells[i_name] if i_name is not None else None,
             )
         run.source_rows = table.data_row
     return run.finish(epoch_times=False, allow_empty=allow_empty)

@@ -96,6 +96,7 @@ def read(
         i_share = at[share_column] if share_column else None
         i_priority = at[chosen.priority_column] if chosen.priority_column else None
         i_user = at[chosen.user_column] if chosen.user_column else None
+        i_name = at[chosen.name_column] if chosen.name_column else None
         for row, cells in table.rows(source_rows):
             name = parse_text(cells[at["name"]], row, "name")
             num_gpu = parse_int(cells[at["num_gpu"]], row, "num_gpu", minimum=0)
@@ -136,6 +137,7 @@ def read(
                 instance_type=_instance_type(chosen, cells[i_spec] if i_spec is not None else ""),
                 instance_count=chosen.instances_for(num_gpu * milli / 1000),
                 user=cells[i_user] if i_user is not None else None,
+                name=cells[i_name] if i_name is not None else None,
                 recorded_start=scheduled,
             )
         run.source_rows = table.data_row

@@ -121,6 +121,8 @@ def read(
         table = _open(lines, JOB_COLUMNS, "the job table (pai_job_table.csv)", prefix="job_table.")
         at = table.index
         for row, cells in table.rows():
+            if not jobs:
+                break  # every folded job has found its row; the rest are jobs without GPU tasks
             job_name = parse_text(cells[at["job_name"]], row, "job_table.job_name")
             job = jobs.pop(job_name, None)
             if job is None:
