@@ -30,6 +30,9 @@ from scheduling.trace import Trace
 
 ProgressCallback = Callable[[float], None]
 
+# What trying to admit a job gave.
+ADMITTED, REFUSED, NO_VICTIMS = "admitted", "refused", "no preemption candidate"
+
 
 def replay(
     policy: Policy,
@@ -85,9 +88,15 @@ class _Group:
     All of them fit, or can preempt, under exactly the same conditions except priority and
     submit time, and the head has the highest priority and the earliest submit: if the head
     cannot be admitted, no job behind it can be in the same state. A round therefore asks
-    only the head (the first job past the round's cursor)."""
+    only the first job past its cursor, and a refused group stays ``refused`` until a change
+    that could help it (see ``_Replay._capacity_released`` and ``_Replay._started``)."""
 
-    __slots__ = ("blocked_at", "count", "head_blocked_at", "jobs", "needs_borrow", "ptr", "share", "type")
+    __slots__ = ("count", "jobs", "needs_borrow", "ptr", "refused", "share", "type")
+
+    # Why the group was last refused. REFUSED and NO_VICTIMS speak for the head and so for the
+    # whole group; NO_VICTIMS survives releases that cannot help it. BEHIND: a job past the
+    # round's cursor was refused, which says nothing about the jobs before it (next round).
+    OPEN, REFUSED, NO_VICTIMS, BEHIND = 0, 1, 2, 3
 
     def __init__(self, share: int, type_: int, count: int):
         self.share = share
@@ -96,8 +105,7 @@ class _Group:
         self.jobs: list[tuple] = []
         self.needs_borrow = False
         self.ptr = 0
-        self.blocked_at = -1  # state version at which the current candidate was refused
-        self.head_blocked_at = -1  # state version at which the head itself was refused
+        self.refused = _Group.OPEN
 
 
 class _Replay:
@@ -132,7 +140,6 @@ class _Replay:
         for s in range(self.n_shares):
             for t in range(n_types):
                 self.lendable_total[t] += self._lendable(s, t, 0)
-        self.version = 0  # bumped on every change that can make a refused job admissible
 
         # Jobs as Python lists: scalar access in the hot loop is faster than numpy's.
         self.n_jobs = len(trace)
@@ -163,7 +170,8 @@ class _Replay:
 
         self.groups: dict[tuple[int, int, int], _Group] = {}
         self.share_queue: list[list[tuple]] = [[] for _ in shares]  # strict_fifo heads
-        self.share_head_blocked_at = [-1] * self.n_shares
+        self.share_refused = [False] * self.n_shares  # strict_fifo: the head was refused
+        self.groups_of: list[list[list[_Group]]] = [[[] for _ in types] for _ in shares]
         self.pending_jobs = 0
         self.pending_instances = [[0] * n_types for _ in shares]
         self.running: list[list[list[tuple]]] = [[[] for _ in types] for _ in shares]
@@ -286,7 +294,7 @@ class _Replay:
             self._remove_running(job, s, t)
             self.priority[job] = priority
             self._add_running(job, s, t)
-            self.version += 1
+            self._capacity_released(t, owner=-1, victims_changed=True)
 
     def finish(self, job: int, now: float) -> None:
         s, t, n = self.share[job], self.type[job], self.count[job]
@@ -296,7 +304,7 @@ class _Replay:
         self._shift_usage(s, t, -n)
         self.log.usage(now, s, t, self.usage[s][t])
         self.totals.startup[s][t] += min(now - self.start_time[job], self.startup) * n
-        self.version += 1
+        self._capacity_released(t, owner=s)
         self._event(now, job, EventKind.FINISH)
 
     # --- the scheduling pass (section 4) ---------------------------------------------------
@@ -310,17 +318,20 @@ class _Replay:
     def _best_effort_round(self, now: float) -> bool:
         """Consider every pending job once, in round order; admit what fits or can preempt."""
         groups = [g for g in self.groups.values() if g.jobs]
+        if all(g.refused in (_Group.REFUSED, _Group.NO_VICTIMS) for g in groups):
+            return False  # nothing changed that could help any of them
         for g in groups:
             g.needs_borrow = self.usage[g.share][g.type] + g.count > self.quota[g.share][g.type]
             g.ptr = 0
-            g.blocked_at = self.version if g.head_blocked_at == self.version else -1
+            if g.refused == _Group.BEHIND:
+                g.refused = _Group.OPEN
         preempted: list[int] = []
         admitted = False
         cursor = None
         while True:
             candidates = []
             for g in groups:
-                if g.blocked_at == self.version:
+                if g.refused:
                     continue
                 if cursor is not None:
                     if g.needs_borrow < cursor[0]:
@@ -334,15 +345,16 @@ class _Replay:
             candidates.sort(key=lambda c: c[0])
             for key, g in candidates:
                 job = key[1][-1]
-                if self.try_admit(job, now, preempted):
+                outcome = self.try_admit(job, now, preempted)
+                if outcome is ADMITTED:
                     del g.jobs[g.ptr]
-                    g.head_blocked_at = -1
                     cursor = key
                     admitted = True
                     break
-                g.blocked_at = self.version
-                if g.ptr == 0:
-                    g.head_blocked_at = self.version
+                if g.ptr:
+                    g.refused = _Group.BEHIND
+                else:
+                    g.refused = _Group.NO_VICTIMS if outcome is NO_VICTIMS else _Group.REFUSED
             else:
                 break
         self._requeue(preempted, now)
@@ -352,65 +364,106 @@ class _Replay:
         """strict_fifo: only each share's first pending job is a candidate; a share whose head
         cannot be admitted admits nothing more in this round."""
         usage_at_start = [row[:] for row in self.usage]
-        done = [
-            not queue or self.share_head_blocked_at[s] == self.version
-            for s, queue in enumerate(self.share_queue)
-        ]
+        done = [not queue for queue in self.share_queue]
         preempted: list[int] = []
         admitted = False
         cursor = None
         while True:
             candidates = []
             for s, queue in enumerate(self.share_queue):
-                if done[s]:
+                if done[s] or not queue:
                     continue
                 head = queue[0]
                 job = head[-1]
                 t = self.type[job]
                 key = round_key(usage_at_start[s][t] + self.count[job] > self.quota[s][t], head)
                 if cursor is not None and key < cursor:
-                    done[s] = True  # its head was passed over while it was not yet the head
+                    done[s] = True  # considered while refused, or passed over before it was the head
                     continue
-                candidates.append((key, s))
+                if not self.share_refused[s]:
+                    candidates.append((key, s))
             if not candidates:
                 break
             candidates.sort(key=lambda c: c[0])
             for key, s in candidates:
                 job = key[1][-1]
-                if self.try_admit(job, now, preempted):
+                if self.try_admit(job, now, preempted) is ADMITTED:
                     cursor = key
                     admitted = True
                     break
                 done[s] = True
-                if self.share_head_blocked_at[s] != self.version:
-                    self.share_head_blocked_at[s] = self.version
+                self.share_refused[s] = True
             else:
                 break
         self._requeue(preempted, now)
         return admitted
 
-    def try_admit(self, job: int, now: float, preempted: list[int]) -> bool:
+    # --- what can make a refused job admissible -------------------------------------------
+
+    def _capacity_released(self, t: int, owner: int, victims_changed: bool = False) -> None:
+        """A job of share ``owner`` and type t ended or was preempted (or a running job changed
+        priority: ``victims_changed``). Refusals may be stale, except for a group that had no
+        preemption candidate at all and still cannot fit in the pool: a release gives it no
+        candidate, unless it was its own share's (its usage fell: it may now reclaim)."""
+        for s in range(self.n_shares):
+            keep_no_victims = s != owner and not victims_changed
+            for g in self.groups_of[s][t]:
+                if not (keep_no_victims and g.refused == _Group.NO_VICTIMS and not self.fits(s, t, g.count)):
+                    g.refused = _Group.OPEN
+        self.share_refused = [False] * self.n_shares
+
+    def _started(self, job: int, s: int, t: int) -> None:
+        """A start only takes capacity (fitting gets harder for everyone), but the started job is
+        a new preemption candidate: for heads of its own share that outrank it (in-share), and,
+        when its share now borrows, for heads of other shares that may reclaim it."""
+        priority = self.priority[job]
+        mode = self.in_share[s]
+        if mode is not InSharePreemption.NEVER:
+            equal_too = mode is InSharePreemption.LOWER_OR_NEWER_EQUAL_PRIORITY
+            for g in self.groups_of[s][t]:
+                if g.refused and g.jobs and (-g.jobs[0][0] > priority or (equal_too and -g.jobs[0][0] == priority)):
+                    g.refused = _Group.OPEN
+            self.share_refused[s] = False
+        if self.usage[s][t] > self.quota[s][t]:
+            lowest = self.running[s][t][0][0]  # every running job of a borrowing share is a candidate
+            for other in range(self.n_shares):
+                reclaim = self.reclaim[other]
+                if other == s or reclaim is Reclaim.NEVER:
+                    continue
+                room = self.quota[other][t] - self.usage[other][t]  # reclaim only within quota
+                for g in self.groups_of[other][t]:
+                    if (
+                        g.refused
+                        and g.jobs
+                        and g.count <= room
+                        and (reclaim is Reclaim.ANY or -g.jobs[0][0] > lowest)
+                    ):
+                        g.refused = _Group.OPEN
+                self.share_refused[other] = False
+
+    def try_admit(self, job: int, now: float, preempted: list[int]) -> str:
+        """Fit, else preempt, else stay RUNNABLE (section 4, steps 1-3)."""
         s, t, n = self.share[job], self.type[job], self.count[job]
-        if self.fits(s, t, n):
+        if self.used[t] + n <= self.capacity[t] and self.fits(s, t, n):
             self._start(job, now)
-            return True
-        victims = self.find_victims(job)
+            return ADMITTED
+        candidates = self._victim_candidates(job)
+        if candidates is None:
+            return NO_VICTIMS
+        victims = self.find_victims(job, candidates)
         if victims is None:
-            return False
+            return REFUSED
         for victim in victims:
             self._preempt(victim, job, now, preempted)
         self._start(job, now)
-        return True
+        return ADMITTED
 
     # --- preemption (section 4, step 2) ----------------------------------------------------
 
-    def find_victims(self, job: int) -> list[int] | None:
+    def find_victims(self, job: int, candidates: Iterator[tuple]) -> list[int] | None:
         """Kueue's classic victim search: take candidates in order until the job fits, then
         walk the taken list backwards dropping every victim not needed. None if it never fits."""
         s, t, n = self.share[job], self.type[job], self.count[job]
-        candidates = self._victim_candidates(job)
-        if candidates is None:
-            return None
         taken: list[int] = []
         fits = False
         for key in candidates:
@@ -441,43 +494,45 @@ class _Replay:
 
     def _victim_candidates(self, job: int) -> Iterator[tuple] | None:
         """Other shares' borrowing jobs (cross-share reclaim) first, then the share's own
-        lower-priority jobs (in-share preemption); None when there is no candidate at all."""
+        lower-priority jobs (in-share preemption); None when there is none. An empty iterator
+        when they could not free enough even all together."""
         s, t, n = self.share[job], self.type[job], self.count[job]
         priority = self.priority[job]
-        freeable = 0
         cross = []
+        freeable = 0
         reclaim = self.reclaim[s]
         if reclaim is not Reclaim.NEVER and self.usage[s][t] + n <= self.quota[s][t]:
             for other in range(self.n_shares):
-                if other != s and self.usage[other][t] > self.quota[other][t] and self.running[other][t]:
-                    if reclaim is Reclaim.LOWER_PRIORITY:
-                        lower = self._instances_below(other, t, priority)
-                        if lower:
-                            freeable += lower
-                            cross.append(takewhile(lambda k: k[0] < priority, self.running[other][t]))
-                    else:
-                        freeable += self.usage[other][t]
-                        cross.append(iter(self.running[other][t]))
+                running = self.running[other][t]
+                # Running lists are in victim order: running[0] has the lowest priority.
+                if other == s or not running or self.usage[other][t] <= self.quota[other][t]:
+                    continue
+                if reclaim is Reclaim.ANY:
+                    freeable += self.usage[other][t]
+                    cross.append(iter(running))
+                elif running[0][0] < priority:
+                    freeable += self._instances_below(other, t, priority)
+                    cross.append(takewhile(lambda k: k[0] < priority, running))
         own: Iterator[tuple] = iter(())
         mode = self.in_share[s]
-        if mode is not InSharePreemption.NEVER and self.running[s][t]:
+        running = self.running[s][t]
+        if mode is not InSharePreemption.NEVER and running and running[0][0] <= priority:
             if mode is InSharePreemption.LOWER_PRIORITY:
-                lower = self._instances_below(s, t, priority)
-                if lower:
-                    freeable += lower
-                    own = takewhile(lambda k: k[0] < priority, self.running[s][t])
+                if running[0][0] < priority:
+                    freeable += self._instances_below(s, t, priority)
+                    own = takewhile(lambda k: k[0] < priority, running)
             else:
                 submit = self.submit[job]
-                lower = self._instances_below(s, t, priority + 1)
-                if lower:
-                    freeable += lower
-                    own = (
-                        k
-                        for k in takewhile(lambda k: k[0] <= priority, self.running[s][t])
-                        if k[0] < priority or self.submit[k[-1]] > submit  # equal priority: newer only
-                    )
-        if not freeable or self.used[t] - freeable + n > self.capacity[t]:
+                freeable += self._instances_below(s, t, priority + 1)
+                own = (
+                    k
+                    for k in takewhile(lambda k: k[0] <= priority, running)
+                    if k[0] < priority or self.submit[k[-1]] > submit  # equal priority: newer only
+                )
+        if not freeable:
             return None
+        if self.used[t] - freeable + n > self.capacity[t]:
+            return iter(())
         return chain(heapq.merge(*cross), own)
 
     def _instances_below(self, s: int, t: int, priority: int) -> int:
@@ -499,6 +554,7 @@ class _Replay:
         self._remove_running(victim, s, t)
         self._shift_usage(s, t, -n)
         self.log.usage(now, s, t, self.usage[s][t])
+        self._capacity_released(t, owner=s)
         self.totals.preempted(s, t, cause, lost * n, startup_spent * n)
         self.log.rerun(now, s, t, (lost + startup_spent) * n)
         self._event(now, victim, EventKind.PREEMPT, cause, preemptor)
@@ -524,7 +580,7 @@ class _Replay:
         self._shift_usage(s, t, n)
         self.log.usage(now, s, t, self.usage[s][t])
         self._add_running(job, s, t)
-        self.version += 1
+        self._started(job, s, t)
         end = now + self.startup + (self.duration[job] - self.saved[job])
         heapq.heappush(self.finishes, (end, self.rank[job], self.attempt[job], job))
         self._event(now, job, EventKind.START)
@@ -538,11 +594,15 @@ class _Replay:
         group = self.groups.get((s, t, n))
         if group is None:
             group = self.groups[(s, t, n)] = _Group(s, t, n)
+            self.groups_of[s][t].append(group)
         insort(group.jobs, key)
-        group.head_blocked_at = -1
+        if group.jobs[0] is key:  # a new head: the group's refusal said nothing about it
+            group.refused = _Group.OPEN
         if self.strict:
-            insort(self.share_queue[s], key)
-            self.share_head_blocked_at[s] = -1
+            queue = self.share_queue[s]
+            insort(queue, key)
+            if queue[0] is key:
+                self.share_refused[s] = False
         self._count_pending(job, now, +1)
 
     def _requeue(self, jobs: list[int], now: float) -> None:
@@ -556,12 +616,10 @@ class _Replay:
         s, t, n = self.share[job], self.type[job], self.count[job]
         key = self.queue_keys[job]
         jobs = self.groups[(s, t, n)].jobs
-        del jobs[bisect_left(jobs, key)]
-        self.groups[(s, t, n)].head_blocked_at = -1
+        del jobs[bisect_left(jobs, key)]  # the jobs behind a refused head stay refused
         if self.strict:
             queue = self.share_queue[s]
             del queue[bisect_left(queue, key)]
-            self.share_head_blocked_at[s] = -1
         self._count_pending(job, now, -1)
 
     def _leave_queue(self, job: int, now: float) -> None:
