@@ -91,7 +91,7 @@ class _Group:
     only the first job past its cursor, and a refused group stays ``refused`` until a change
     that could help it (see ``_Replay._capacity_released`` and ``_Replay._started``)."""
 
-    __slots__ = ("count", "jobs", "needs_borrow", "ptr", "refused", "share", "type")
+    __slots__ = ("count", "jobs", "needs_borrow", "ptr", "refused", "round", "share", "type")
 
     # Why the group was last refused. REFUSED and NO_VICTIMS speak for the head and so for the
     # whole group; NO_VICTIMS survives releases that cannot help it. BEHIND: a job past the
@@ -106,6 +106,11 @@ class _Group:
         self.needs_borrow = False
         self.ptr = 0
         self.refused = _Group.OPEN
+        self.round = -1  # the round that last set ptr and needs_borrow
+
+
+def _first(candidate: tuple) -> tuple:
+    return candidate[0]
 
 
 class _Replay:
@@ -171,6 +176,8 @@ class _Replay:
         self.groups: dict[tuple[int, int, int], _Group] = {}
         self.share_queue: list[list[tuple]] = [[] for _ in shares]  # strict_fifo heads
         self.share_refused = [False] * self.n_shares  # strict_fifo: the head was refused
+        self.open_groups: set[_Group] = set()  # groups whose head may be admissible
+        self.round_id = 0
         self.groups_of: list[list[list[_Group]]] = [[[] for _ in types] for _ in shares]
         self.pending_jobs = 0
         self.pending_instances = [[0] * n_types for _ in shares]
@@ -219,9 +226,17 @@ class _Replay:
         new_u = u + n
         if new_u > q + self.borrow_limit[s][t]:
             return False
-        borrowed = self.borrowed_total[t] + max(0, new_u - q) - max(0, u - q)
-        lendable = self.lendable_total[t] + self._lendable(s, t, new_u) - self._lendable(s, t, u)
-        return borrowed <= self.unassigned[t] + lendable
+        if not self.lends[s] and new_u <= q:
+            return True  # RESERVE within quota: neither borrowed nor lendable totals change
+        # The same arithmetic as _shift_usage, inlined: this is the hottest test of the replay.
+        limit = self.lend_limit[s][t] if self.lends[s] else 0
+        old_lendable = min(limit, q - u) if u < q else 0
+        new_lendable = min(limit, q - new_u) if new_u < q else 0
+        extra_borrowed = new_u - q if new_u > q else 0
+        if u > q:
+            extra_borrowed -= u - q
+        borrowed = self.borrowed_total[t] + extra_borrowed
+        return borrowed <= self.unassigned[t] + self.lendable_total[t] + new_lendable - old_lendable
 
     # --- the event loop -------------------------------------------------------------------
 
@@ -310,29 +325,36 @@ class _Replay:
     # --- the scheduling pass (section 4) ---------------------------------------------------
 
     def scheduling_pass(self, now: float) -> None:
-        """Rounds until one admits nothing."""
-        run_round = self._strict_round if self.strict else self._best_effort_round
-        while run_round(now):
+        """Rounds until one admits nothing. A pass's last round refused every queue group at its
+        head, so when no group has been reopened since, a pass would admit nothing."""
+        if self.strict:
+            while self._strict_round(now):
+                pass
+            return
+        while self.open_groups and self._best_effort_round(now):
             pass
 
     def _best_effort_round(self, now: float) -> bool:
-        """Consider every pending job once, in round order; admit what fits or can preempt."""
-        groups = [g for g in self.groups.values() if g.jobs]
-        if all(g.refused in (_Group.REFUSED, _Group.NO_VICTIMS) for g in groups):
-            return False  # nothing changed that could help any of them
-        for g in groups:
-            g.needs_borrow = self.usage[g.share][g.type] + g.count > self.quota[g.share][g.type]
-            g.ptr = 0
-            if g.refused == _Group.BEHIND:
-                g.refused = _Group.OPEN
+        """Consider every pending job once, in round order; admit what fits or can preempt.
+
+        Only open groups are looked at: a closed group's head was refused in the current state
+        and so would be every job behind it. A group reopened during the round joins in at the
+        round's cursor, where the literal walk over all pending jobs would be."""
+        self.round_id += 1
+        usage_at_start = [row[:] for row in self.usage]
         preempted: list[int] = []
         admitted = False
         cursor = None
         while True:
             candidates = []
-            for g in groups:
-                if g.refused:
-                    continue
+            for g in self.open_groups:
+                if g.round != self.round_id:  # first look in this round
+                    g.round = self.round_id
+                    g.ptr = 0
+                    g.needs_borrow = usage_at_start[g.share][g.type] + g.count > self.quota[g.share][g.type]
+                    g.refused = _Group.OPEN
+                elif g.refused:
+                    continue  # refused behind the cursor in this round and not reopened since
                 if cursor is not None:
                     if g.needs_borrow < cursor[0]:
                         continue
@@ -342,7 +364,7 @@ class _Replay:
                     candidates.append((round_key(g.needs_borrow, g.jobs[g.ptr]), g))
             if not candidates:
                 break
-            candidates.sort(key=lambda c: c[0])
+            candidates.sort(key=_first)
             for key, g in candidates:
                 job = key[1][-1]
                 outcome = self.try_admit(job, now, preempted)
@@ -355,9 +377,11 @@ class _Replay:
                     g.refused = _Group.BEHIND
                 else:
                     g.refused = _Group.NO_VICTIMS if outcome is NO_VICTIMS else _Group.REFUSED
+                    self.open_groups.discard(g)
             else:
                 break
         self._requeue(preempted, now)
+        self.open_groups = {g for g in self.open_groups if g.jobs}
         return admitted
 
     def _strict_round(self, now: float) -> bool:
@@ -406,11 +430,26 @@ class _Replay:
         preemption candidate at all and still cannot fit in the pool: a release gives it no
         candidate, unless it was its own share's (its usage fell: it may now reclaim)."""
         for s in range(self.n_shares):
-            keep_no_victims = s != owner and not victims_changed
+            # Its own share's usage fell: within quota now, it may reclaim from borrowers.
+            may_reclaim_now = s == owner and self.reclaim[s] is not Reclaim.NEVER
+            too_big = UNLIMITED  # fits() is monotone in the size: groups are sorted by size
             for g in self.groups_of[s][t]:
-                if not (keep_no_victims and g.refused == _Group.NO_VICTIMS and not self.fits(s, t, g.count)):
-                    g.refused = _Group.OPEN
+                if not g.jobs:
+                    continue
+                if g.refused == _Group.NO_VICTIMS and not victims_changed:
+                    within_quota = self.usage[s][t] + g.count <= self.quota[s][t]
+                    if not (may_reclaim_now and within_quota):
+                        if g.count >= too_big:
+                            continue
+                        if not self.fits(s, t, g.count):
+                            too_big = g.count
+                            continue
+                self._reopen(g)
         self.share_refused = [False] * self.n_shares
+
+    def _reopen(self, g: _Group) -> None:
+        g.refused = _Group.OPEN
+        self.open_groups.add(g)
 
     def _started(self, job: int, s: int, t: int) -> None:
         """A start only takes capacity (fitting gets harder for everyone), but the started job is
@@ -422,7 +461,7 @@ class _Replay:
             equal_too = mode is InSharePreemption.LOWER_OR_NEWER_EQUAL_PRIORITY
             for g in self.groups_of[s][t]:
                 if g.refused and g.jobs and (-g.jobs[0][0] > priority or (equal_too and -g.jobs[0][0] == priority)):
-                    g.refused = _Group.OPEN
+                    self._reopen(g)
             self.share_refused[s] = False
         if self.usage[s][t] > self.quota[s][t]:
             lowest = self.running[s][t][0][0]  # every running job of a borrowing share is a candidate
@@ -438,7 +477,7 @@ class _Replay:
                         and g.count <= room
                         and (reclaim is Reclaim.ANY or -g.jobs[0][0] > lowest)
                     ):
-                        g.refused = _Group.OPEN
+                        self._reopen(g)
                 self.share_refused[other] = False
 
     def try_admit(self, job: int, now: float, preempted: list[int]) -> str:
@@ -595,9 +634,10 @@ class _Replay:
         if group is None:
             group = self.groups[(s, t, n)] = _Group(s, t, n)
             self.groups_of[s][t].append(group)
+            self.groups_of[s][t].sort(key=lambda g: g.count)
         insort(group.jobs, key)
         if group.jobs[0] is key:  # a new head: the group's refusal said nothing about it
-            group.refused = _Group.OPEN
+            self._reopen(group)
         if self.strict:
             queue = self.share_queue[s]
             insort(queue, key)
