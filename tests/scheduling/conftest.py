@@ -18,8 +18,10 @@ from reference import reference_replay
 from scheduling.model import Policy
 from scheduling.trace import NO_TYPE, UNLIMITED_RETRIES, PriorityUpdates, Trace
 
-JOB_FIELDS = ("job_id", "share", "state", "first_start", "end", "wait", "queued", "preemptions", "lost_seconds",
-              "reason")
+JOB_FIELDS = (
+    "job_id", "share", "state", "first_start", "end", "wait", "queued",
+    "preemptions", "lost_seconds", "reason",
+)
 
 JOB_ROW = ("state", "first_start", "end", "wait", "queued", "preemptions", "lost_seconds", "reason")
 
@@ -44,10 +46,7 @@ def make_trace(jobs: list[dict], updates: Iterable[dict] = ()) -> Trace:
         share=np.array([share_names.index(job["share"]) for job in jobs], dtype=np.int32),
         share_names=share_names,
         priority=np.array([job.get("priority", 0) for job in jobs], dtype=np.int32),
-        instance_type=np.array(
-            [NO_TYPE if job.get("instance_type") is None else type_names.index(job["instance_type"]) for job in jobs],
-            dtype=np.int32,
-        ),
+        instance_type=np.array([_type_code(job, type_names) for job in jobs], dtype=np.int32),
         type_names=type_names,
         instance_count=np.array([job.get("instance_count", 1) for job in jobs], dtype=np.int32),
         duration=np.array([job["duration"] for job in jobs], dtype=np.float64),
@@ -59,6 +58,10 @@ def make_trace(jobs: list[dict], updates: Iterable[dict] = ()) -> Trace:
             np.array([u["priority"] for u in updates], dtype=np.int32),
         ),
     )
+
+
+def _type_code(job: dict, type_names: list[str]) -> int:
+    return NO_TYPE if job.get("instance_type") is None else type_names.index(job["instance_type"])
 
 
 def table(text: str) -> list[dict]:
@@ -138,6 +141,18 @@ RUNNERS: dict[str, Callable[[Policy, Trace], dict[str, Any]]] = {
     "reference": reference_replay,
     "engine": engine_result,
 }
+
+
+@pytest.fixture(scope="session")
+def build_trace() -> Callable[..., Trace]:
+    """``make_trace`` for tests that cannot import this module (hypothesis tests take session fixtures)."""
+    return make_trace
+
+
+@pytest.fixture(scope="session")
+def replay_engine() -> Callable[[Policy, Trace], dict[str, Any]]:
+    """The engine's RESULT.json dict (with jobs and events) for a policy and a trace."""
+    return engine_result
 
 
 @pytest.fixture(params=sorted(RUNNERS))

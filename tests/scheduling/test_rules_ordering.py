@@ -146,3 +146,26 @@ def test_same_instant_finish_then_submission_then_update_then_pass(run):
         (300, "a3", "finish", None, None),
     ]
     assert r.ignored_priority_updates == 1  # a1 had ended at 100 when its update came
+
+
+def test_strict_fifo_priority_update_changes_the_head_at_once(run):
+    # big (priority 5) heads A's queue and does not fit while a0 runs; a_small waits behind it. At 50
+    # big drops to 0: a_small (same priority and submit time, smaller job_id) is the head now and fits.
+    pol = policy(2, share("A", 2), queueing="strict_fifo")
+    r = run(pol, """
+        job_id  submit_time share duration priority instance_count
+        a0      0           A     100      0        1
+        big     10          A     100      5        2
+        a_small 10          A     100      0        1
+    """, """
+        time job_id priority
+        50   big    0
+    """)
+    assert r.events == [
+        (0, "a0", "start", None, None),
+        (50, "a_small", "start", None, None),  # the pass after the update sees the new head
+        (100, "a0", "finish", None, None),
+        (150, "a_small", "finish", None, None),
+        (150, "big", "start", None, None),
+        (250, "big", "finish", None, None),
+    ]

@@ -147,7 +147,8 @@ def test_victims_from_other_shares_come_first(run):
         a_hi   100         A     100      5
     """)
     # b1, b2 tie on priority and start time: job_id descending picks b2
-    assert r.events[3:5] == [(100, "b2", "preempt", "cross_share", "a_hi"), (100, "a_hi", "start", None, None)]
+    assert r.events[3:5] == [
+        (100, "b2", "preempt", "cross_share", "a_hi"), (100, "a_hi", "start", None, None)]
 
 
 # A (quota 2, idle) has lent one instance to B (quota 1). a1 needs both of A's instances.
