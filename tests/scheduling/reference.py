@@ -313,26 +313,30 @@ class ReferenceReplay:
 
     # -- the loop over time instants --------------------------------------------------------------
 
-    def next_instant(self, after: float) -> float | None:
-        times = [j.submit for j in self.jobs if j.submit > after]
-        times += [u[0] for u in self.updates if u[0] > after]
+    def next_instant(self) -> float | None:
+        """The next time something happens; the same instant again when a job just admitted ends at
+        once (zero work and no start-up): its finish then gets a pass of its own."""
+        times = [j.submit for j in self.jobs if j.state == "PENDING_SUBMIT"]
+        times += [u[0] for i, u in enumerate(self.updates) if i not in self.applied_updates]
         times += [j.end_at for j in self.jobs if j.holds_capacity]
         return min(times) if times else None
 
     def run(self) -> dict[str, Any]:
-        now = self.next_instant(-INF)
+        self.applied_updates: set[int] = set()
+        now = self.next_instant()
         while now is not None:
             for job in self.jobs:  # 1. finishes
                 if job.holds_capacity and job.end_at <= now:
                     self.finish(job, now)
             for job in self.jobs:  # 2. submissions
-                if job.submit == now:
+                if job.state == "PENDING_SUBMIT" and job.submit <= now:
                     self.submit(job, now)
-            for time, job_id, priority in self.updates:  # 3. priority updates
-                if time == now:
+            for i, (time, job_id, priority) in enumerate(self.updates):  # 3. priority updates
+                if i not in self.applied_updates and time <= now:
+                    self.applied_updates.add(i)
                     self.apply_priority_update(job_id, priority)
             self.scheduling_pass(now)  # 4. one pass
-            now = self.next_instant(now)
+            now = self.next_instant()
         return {
             "jobs": [self.job_record(j) for j in self.jobs],
             "events": self.events,

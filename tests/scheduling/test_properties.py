@@ -70,7 +70,7 @@ def scenarios(draw) -> tuple[dict, list[dict], list[dict]]:
             "job_id": job_id,
             "submit_time": draw(st.integers(0, 40)),
             "share": draw(st.sampled_from(share_names)),
-            "duration": draw(st.integers(1, 90)),
+            "duration": draw(st.integers(1, 90) | st.just(0)),
             "priority": draw(st.integers(0, 3)),
             "instance_count": draw(st.sampled_from([1, 1, 1, 1, 1, 1, 2, 2, 3, 4])),
         }
