@@ -266,3 +266,98 @@ def test_invariants_hold_at_every_instant(build_trace, replay_engine, scenario):
     check_job_records(policy, jobs, out)
     assert not timeline.holding, "jobs still holding capacity after the last event"
     assert math.isfinite(out["summary"]["utilization"])
+
+
+# -- metrics agree with the events -------------------------------------------------------------------
+
+
+def runs_of(out: dict) -> list[tuple[str, float, float, bool]]:
+    """(job_id, start, stop, preempted) of every run, from the events."""
+    open_runs: dict[str, float] = {}
+    runs = []
+    for e in out["events"]:
+        if e["event"] == "start":
+            open_runs[e["job_id"]] = e["time"]
+        elif e["event"] in ("preempt", "finish"):
+            runs.append((e["job_id"], open_runs.pop(e["job_id"]), e["time"], e["event"] == "preempt"))
+    return runs
+
+
+def share_usage_integrals(policy: Policy, jobs: dict, runs: list, end: float) -> dict:
+    """{(share, type): (own, borrowed)} instance-seconds, integrating usage between run boundaries."""
+    instants = sorted({t for _, a, b, _ in runs for t in (a, b)} | {end})
+    out: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
+    for left, right in zip(instants[:-1], instants[1:], strict=True):
+        usage: dict[tuple[str, str], int] = defaultdict(int)
+        for j, a, b, _ in runs:
+            if a <= left and right <= b:
+                usage[(jobs[j]["share"], jobs[j]["instance_type"])] += jobs[j]["instance_count"]
+        for share in policy.shares:
+            for t in policy.capacity:
+                u, q = usage[(share.name, t)], share.quota(t)
+                out[(share.name, t)][0] += min(u, q) * (right - left)
+                out[(share.name, t)][1] += max(0, u - q) * (right - left)
+    return out
+
+
+@PROPERTY_SETTINGS
+@given(scenario=scenarios())
+def test_metrics_agree_with_the_events(build_trace, replay_engine, scenario):
+    policy_dict, job_list, updates = scenario
+    policy, trace = Policy.from_dict(policy_dict), build_trace(job_list, updates)
+    out = replay_engine(policy, trace)
+    single = next(iter(policy.capacity))
+    jobs = {str(j["job_id"]): {**j, "instance_type": j.get("instance_type", single)} for j in job_list}
+    records = {r["job_id"]: r for r in out["jobs"]}
+    ends = [r["end"] for r in out["jobs"] if r["end"] is not None]
+    summary = out["summary"]
+    states = [r["state"] for r in out["jobs"]]
+    assert (summary["succeeded"], summary["failed"], summary["unschedulable"]) == (
+        states.count("SUCCEEDED"), states.count("FAILED"), states.count("UNSCHEDULABLE"))
+    causes = [e["cause"] for e in out["events"] if e["event"] == "preempt"]
+    assert summary["preemptions"] == {
+        "cross_share": causes.count("cross_share"), "in_share": causes.count("in_share")}
+    if not ends:
+        return
+    start, end = min(j["submit_time"] for j in job_list), max(ends)
+    assert (summary["horizon"]["start"], summary["horizon"]["end"]) == pytest.approx((start, end))
+    horizon = end - start
+
+    runs = runs_of(out)
+    gpus = {name: t.gpus for name, t in policy.instance_types.items()}
+    count = {j: job["instance_count"] for j, job in jobs.items()}
+    weight = {j: count[j] * gpus[job["instance_type"]] for j, job in jobs.items()}
+    startup = policy.startup_seconds
+    busy = sum((b - a) * weight[j] for j, a, b, _ in runs)
+    spent = sum(min(b - a, startup) * weight[j] for j, a, b, _ in runs)
+    lost = sum(records[j]["lost_seconds"] * weight[j] for j in jobs)
+    capacity = sum(n * gpus[t] for t, n in policy.capacity.items()) * horizon
+    if horizon > 0:
+        assert summary["utilization"] == pytest.approx(busy / capacity)
+        assert summary["useful_utilization"] == pytest.approx((busy - spent - lost) / capacity)
+    lost_instance_seconds = sum(records[j]["lost_seconds"] * count[j] for j in jobs)
+    all_startup = sum(min(b - a, startup) * count[j] for j, a, b, _ in runs)
+    rerun_startup = sum(min(b - a, startup) * count[j] for j, a, b, preempted in runs if preempted)
+    assert summary["lost_instance_seconds"] == pytest.approx(lost_instance_seconds)
+    assert summary["startup_instance_seconds"] == pytest.approx(all_startup)
+    assert summary["rerun_instance_seconds"] == pytest.approx(lost_instance_seconds + rerun_startup)
+
+    integrals = share_usage_integrals(policy, jobs, runs, end)
+    borrowed_gpu_seconds = lent_gpu_seconds = 0.0
+    for share in out["shares"]:
+        model = next(s for s in policy.shares if s.name == share["name"])
+        for t, row in share["by_type"].items():
+            own, borrowed = integrals[(share["name"], t)]
+            assert row["capacity"] == pytest.approx(model.quota(t) * horizon)
+            assert (row["own"], row["borrowed"]) == pytest.approx((own, borrowed), abs=1e-6)
+            assert row["own"] + row["lent"] + row["idle"] == pytest.approx(row["capacity"], abs=1e-6)
+            assert -1e-6 <= row["stranded"] <= row["idle"] + 1e-6
+            if model.strategy is Strategy.RESERVE:
+                assert row["lent"] == pytest.approx(0, abs=1e-6)
+            if model.strategy is not Strategy.LEND_AND_BORROW:
+                assert row["borrowed"] == pytest.approx(0, abs=1e-6)
+            borrowed_gpu_seconds += row["borrowed"] * gpus[t]
+            lent_gpu_seconds += row["lent"] * gpus[t]
+    # everything borrowed was lent by someone: a share, or the unassigned capacity
+    assert borrowed_gpu_seconds / 3600 == pytest.approx(
+        lent_gpu_seconds / 3600 + out["pool"]["unassigned_lent_gpu_hours"], abs=1e-6)
