@@ -16,6 +16,15 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
 
+@app.on_after_configure.connect
+def make_broker_folders(sender, **_kwargs) -> None:
+    """The filesystem broker needs its folders before the first message."""
+    options = sender.conf.broker_transport_options or {}
+    for key in ("data_folder_in", "data_folder_out", "control_folder"):
+        if key in options:
+            os.makedirs(options[key], exist_ok=True)
+
+
 @worker_ready.connect
 def reap_runs_on_start(**_kwargs) -> None:
     """A worker that starts after a crash picks up the runs whose worker died."""
