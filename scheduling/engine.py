@@ -611,6 +611,7 @@ class _Replay:
     def _start(self, job: int, now: float) -> None:
         s, t, n = self.share[job], self.type[job], self.count[job]
         self._leave_queue(job, now)
+        self.queue_keys[job] = None
         self.state[job] = State.RUNNING
         self.start_time[job] = now
         if self.first_start[job] != self.first_start[job]:  # nan: never started before
@@ -659,7 +660,10 @@ class _Replay:
         del jobs[bisect_left(jobs, key)]  # the jobs behind a refused head stay refused
         if self.strict:
             queue = self.share_queue[s]
-            del queue[bisect_left(queue, key)]
+            index = bisect_left(queue, key)
+            del queue[index]
+            if index == 0:  # a new head, of another size or type: nothing is known about it
+                self.share_refused[s] = False
         self._count_pending(job, now, -1)
 
     def _leave_queue(self, job: int, now: float) -> None:
@@ -691,6 +695,7 @@ class _Replay:
         key = self.running_keys[job]
         running = self.running[s][t]
         del running[bisect_left(running, key)]
+        self.running_keys[job] = None
         by_priority = self.running_by_priority[s][t]
         left = by_priority[key[0]] - self.count[job]
         if left:

@@ -163,63 +163,67 @@ def _step_matrix(times, keys, values, key_of_share, start, end):
 
 
 def _type_accounts(policy, t, type_name, log, start, end, edges, day_edges) -> dict[str, Any]:
-    """Own / borrowed / lent / idle / stranded of every share for one instance type."""
+    """Own / borrowed / lent / idle / stranded of every share for one instance type.
+
+    Each quantity is built, integrated (in total, per bucket, per day) and dropped before the
+    next, so a million-job replay needs a few instants x shares arrays at a time, not dozens."""
     shares = policy.shares
     n_types = log.n_types
     keys = [s * n_types + t for s in range(len(shares))]
-    instants, usage, durations = _step_matrix(
-        log.usage_time, log.usage_key, log.usage_value, keys, start, end
-    )
-    p_instants, pending_steps, _ = _step_matrix(
-        log.pending_time, log.pending_key, log.pending_value, keys, start, end
-    )
-    # Pending on the usage instants (the union of both, so both step functions stay exact).
-    all_instants = np.union1d(instants, p_instants)
-    usage = usage[np.searchsorted(instants, all_instants, side="right") - 1]
-    pending = pending_steps[np.searchsorted(p_instants, all_instants, side="right") - 1]
-    instants = all_instants
+    u_instants, u_steps, _ = _step_matrix(log.usage_time, log.usage_key, log.usage_value, keys, start, end)
+    p_instants, p_steps, _ = _step_matrix(log.pending_time, log.pending_key, log.pending_value, keys, start, end)
+    # Both step functions on the union of their instants, so both stay exact.
+    instants = np.union1d(u_instants, p_instants)
+    usage = u_steps[np.searchsorted(u_instants, instants, side="right") - 1]
+    del u_steps
+    pending = p_steps[np.searchsorted(p_instants, instants, side="right") - 1]
+    del p_steps
     durations = np.diff(np.append(instants, end))
 
     quota = np.array([s.quota(type_name) for s in shares], dtype=float)
     lend_limit = np.array([s.lend_limit(type_name) for s in shares], dtype=float)
     unassigned = policy.unassigned(type_name)
-    own = np.minimum(usage, quota)
-    borrowed = np.maximum(usage - quota, 0)
     idle_quota = np.maximum(quota - usage, 0)
     lendable = np.minimum(idle_quota, lend_limit)
-    from_unassigned, lent = attribute_lent(borrowed.sum(axis=1), unassigned, lendable)
-    idle = idle_quota - lent
-    stranded = stranded_idle(idle_quota - lendable, pending)
-    per_instant = {
-        "own": own,
-        "borrowed": borrowed,
-        "lent": lent,
-        "idle": idle,
-        "stranded": stranded,
-        "unassigned_lent": from_unassigned[:, None],
-        "unassigned_idle": (unassigned - from_unassigned)[:, None],
-    }
-    integral = {name: (values * durations[:, None]).sum(axis=0) for name, values in per_instant.items()}
+    from_unassigned, lent = attribute_lent(np.maximum(usage - quota, 0).sum(axis=1), unassigned, lendable)
+
+    def quantities():
+        yield "own", np.minimum(usage, quota)
+        yield "borrowed", np.maximum(usage - quota, 0)
+        yield "lent", lent
+        yield "idle", idle_quota - lent
+        yield "stranded", stranded_idle(idle_quota - lendable, pending)
+        yield "unassigned_lent", from_unassigned[:, None]
+        yield "unassigned_idle", (unassigned - from_unassigned)[:, None]
+
+    total, buckets, days = {}, {}, {}
+    for name, values in quantities():
+        total[name], buckets[name], days[name] = _integrate(instants, values, durations, (edges, day_edges))
     return {
         "capacity": float(policy.capacity.get(type_name, 0)) * (end - start),
         "quota_seconds": quota * (end - start),
         "busy": float(usage.sum(axis=1) @ durations),
-        "total": integral,
-        "buckets": {name: _integrate(instants, values, durations, edges) for name, values in per_instant.items()},
-        "days": {name: _integrate(instants, values, durations, day_edges) for name, values in per_instant.items()},
+        "total": total,
+        "buckets": buckets,
+        "days": days,
         "unassigned": unassigned,
     }
 
 
-def _integrate(instants, values, durations, edges) -> np.ndarray:
-    """Integral of each column's step function over each [edges[i], edges[i+1]) interval."""
-    area = np.vstack([np.zeros((1, values.shape[1])), np.cumsum(values * durations[:, None], axis=0)])
-    points = np.append(instants, instants[-1] + durations[-1] if len(durations) else instants[-1])
-    out = np.empty((len(edges) - 1, values.shape[1]))
-    for c in range(values.shape[1]):
-        at_edges = np.interp(edges, points, area[:, c])
-        out[:, c] = np.diff(at_edges)
-    return out
+def _integrate(instants, values, durations, edge_sets) -> tuple:
+    """The integral of each column's step function in total and over each [e[i], e[i+1])
+    interval of every edge set (the cumulative area is piecewise linear between instants)."""
+    area = np.cumsum(values * durations[:, None], axis=0)
+    total = area[-1].copy() if len(area) else np.zeros(values.shape[1])
+    points = np.append(instants, instants[-1] + durations[-1])
+    per_set = []
+    for edges in edge_sets:
+        out = np.empty((len(edges) - 1, values.shape[1]))
+        for c in range(values.shape[1]):
+            at_edges = np.interp(edges, points, np.concatenate(([0.0], area[:, c])))
+            out[:, c] = np.diff(at_edges)
+        per_set.append(out)
+    return (total, *per_set)
 
 
 def distribution(values: np.ndarray) -> dict[str, float | None]:
