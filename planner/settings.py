@@ -98,6 +98,8 @@ INSTALLED_APPS = [
 ]
 if (BASE_DIR / "planner" / "web" / "__init__.py").exists():
     INSTALLED_APPS.append("planner.web")  # the browser pages, when installed
+if (BASE_DIR / "planner" / "reports" / "__init__.py").exists():
+    INSTALLED_APPS.append("planner.reports")  # study comparison and finance report pages
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
@@ -192,14 +194,16 @@ if not DEBUG:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_SSL_REDIRECT = env_bool("PLANNER_SSL_REDIRECT", False)
 
-LOGIN_URL = "/admin/login/"
+LOGIN_URL = "/login/"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/login/"
 
 # --- REST API -------------------------------------------------------------------------
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",  # first: anonymous calls get 401
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["planner.accounts.permissions.IsPlannerUser"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",

@@ -11,5 +11,7 @@ urlpatterns = [
     path("api/", include("planner.api.urls")),
     path("api-auth/", include("rest_framework.urls")),
 ]
+if find_spec("planner.reports") is not None and find_spec("planner.reports.urls") is not None:
+    urlpatterns.append(path("", include("planner.reports.urls")))  # /studies/<id>/, /finance/
 if find_spec("planner.web") is not None and find_spec("planner.web.urls") is not None:
     urlpatterns.append(path("", include("planner.web.urls")))

@@ -1,6 +1,7 @@
 """Every app's API under /api/, the OpenAPI 3 schema (/api/schema/) and Swagger UI (/api/docs/)."""
 
 from django.urls import include, path
+from drf_spectacular.utils import extend_schema
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.decorators import api_view
 from rest_framework.response import Response
@@ -27,6 +28,7 @@ RESOURCES = {
 }
 
 
+@extend_schema(exclude=True)
 @api_view(["GET"])
 def api_root(request, format=None):
     """The API's resources; the schema is at /api/schema/ and Swagger UI at /api/docs/."""

@@ -34,7 +34,7 @@ class MeView(APIView):
 class TokenView(APIView):
     """Each user manages only their own token."""
 
-    authentication_classes = [SessionAuthentication, TokenAuthentication, BasicAuthentication]
+    authentication_classes = [TokenAuthentication, BasicAuthentication, SessionAuthentication]
     permission_classes = [IsAuthenticated]
 
     @extend_schema(responses={200: TokenSerializer, 404: OpenApiResponse(description="no token yet")})

@@ -1,0 +1,55 @@
+"""The Django admin: every list opens for the admin role, and raw edits go through the same
+engine validator as the API."""
+
+import pytest
+from django.test import Client
+
+from planner.capacity.models import ShareLimit
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def admin_browser(user_with_role) -> Client:
+    user = user_with_role("boss", "admin")
+    user.is_staff = True
+    user.save()
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.mark.parametrize(
+    "model",
+    ["capacity/instancetype", "capacity/pool", "capacity/policy", "capacity/share", "traces/trace",
+     "studies/study", "studies/run"],
+)  # fmt: skip
+def test_every_list_opens_for_an_admin(admin_browser, aws_policy, model):
+    assert admin_browser.get(f"/admin/{model}/").status_code == 200
+
+
+def test_a_viewer_cannot_open_the_admin(user_with_role):
+    client = Client()
+    client.force_login(user_with_role("v", "viewer"))
+    assert client.get("/admin/capacity/policy/").status_code == 302  # to the login page
+
+
+def test_a_share_quota_beyond_the_pool_is_refused_in_the_admin(admin_browser, aws_policy):
+    qs3 = aws_policy.shares.get(name="QS3")
+    limit = qs3.limits.get()
+    form = {
+        "policy": aws_policy.pk, "name": "QS3", "strategy": "RESERVE", "borrow_limit_percent": "",
+        "in_share_preemption": "never", "reclaim": "any", "position": 2,
+        "limits-TOTAL_FORMS": 1, "limits-INITIAL_FORMS": 1, "limits-MIN_NUM_FORMS": 0,
+        "limits-MAX_NUM_FORMS": 1000,
+        "limits-0-id": limit.pk, "limits-0-share": qs3.pk, "limits-0-instance_type": limit.instance_type_id,
+        "limits-0-quota": 2, "limits-0-borrowing_limit": "", "limits-0-lending_limit": "",
+    }  # fmt: skip
+    response = admin_browser.post(f"/admin/capacity/share/{qs3.pk}/change/", form)
+    assert response.status_code == 200  # the form again, with the error
+    assert "add up to 4" in response.content.decode()
+    assert ShareLimit.objects.get(pk=limit.pk).quota == 1
+    form["limits-0-quota"] = 1
+    form["strategy"] = "LEND"
+    assert admin_browser.post(f"/admin/capacity/share/{qs3.pk}/change/", form).status_code == 302
+    assert aws_policy.engine_policy().shares[2].strategy.value == "LEND"
