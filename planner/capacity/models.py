@@ -20,6 +20,7 @@ from django.db import models, transaction
 from scheduling.errors import InputError
 from scheduling.model import InSharePreemption, Queueing, Reclaim, Strategy, parse_policy
 from scheduling.model import Policy as EnginePolicy
+from scheduling.model import Share as EngineShare
 
 
 def _choices(enum) -> list[tuple[str, str]]:
@@ -114,6 +115,19 @@ class ShareSpec:
     capacity: dict[str, int] = field(default_factory=dict)
     borrowing_limit: dict[str, int] | None = None
     lending_limit: dict[str, int] | None = None
+
+    @classmethod
+    def from_engine(cls, share: EngineShare) -> ShareSpec:
+        return cls(
+            name=share.name,
+            strategy=share.strategy.value,
+            borrow_limit_percent=share.borrow_limit_percent,
+            in_share_preemption=share.in_share_preemption.value,
+            reclaim=share.reclaim.value,
+            capacity=dict(share.capacity),
+            borrowing_limit=dict(share.borrowing_limit) if share.borrowing_limit is not None else None,
+            lending_limit=dict(share.lending_limit) if share.lending_limit is not None else None,
+        )
 
     def to_dict(self) -> dict:
         out: dict = {
@@ -240,6 +254,36 @@ class Policy(models.Model):
         if self.pool_id is None or self.pk is None or not self.shares.exists():
             return
         self.validate_with(error_field=None)
+
+    @classmethod
+    @transaction.atomic
+    def create_from_dict(
+        cls, data: Mapping, *, pool: Pool, name: str | None = None, parent: Policy | None = None
+    ):
+        """A policy from the JSON of SEMANTICS.md section 7, on ``pool`` (whose capacity must hold
+        it). Instance types are created when missing; raises ValidationError when invalid."""
+        try:
+            engine = parse_policy(data)
+        except InputError as error:
+            raise validation_error(error, data, edited_share=None, error_field=None) from None
+        for instance_type in engine.instance_types.values():
+            InstanceType.objects.get_or_create(
+                name=instance_type.name,
+                defaults={"gpus": instance_type.gpus, "hourly_price": instance_type.hourly_price},
+            )
+        policy = cls(
+            name=name or engine.name,
+            pool=pool,
+            description=engine.description,
+            queueing=engine.queueing.value,
+            startup_seconds=engine.startup_seconds,
+            parent=parent,
+        )
+        specs = [ShareSpec.from_engine(share) for share in engine.shares]
+        policy.validate_with(shares=specs)
+        policy.save()
+        policy.replace_shares(specs)
+        return policy
 
     # -- variants ------------------------------------------------------------------------
 

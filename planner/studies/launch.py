@@ -32,11 +32,11 @@ def launch_study(
     baseline: Policy | None = None,
     description: str = "",
     created_by=None,
+    enqueue: bool = True,
 ) -> Study:
-    """Snapshot each policy (validated by the engine) and enqueue its replay.
-
-    Raises ValidationError naming the policy when one is not a valid policy.
-    """
+    """Snapshot each policy (validated by the engine) and enqueue its replay (unless
+    ``enqueue`` is false: the caller runs them). Raises ValidationError naming the policy
+    when one is not a valid policy."""
     if not policies:
         raise ValidationError({"policies": "choose at least one policy"})
     if len({p.pk for p in policies}) != len(policies):
@@ -60,7 +60,8 @@ def launch_study(
         Run.objects.create(study=study, policy=policy, policy_name=policy.name, policy_snapshot=snapshot)
         for policy, snapshot in zip(policies, snapshots, strict=True)
     ]
-    enqueue_runs(run.pk for run in runs)
+    if enqueue:
+        enqueue_runs(run.pk for run in runs)
     return study
 
 
