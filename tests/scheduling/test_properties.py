@@ -4,12 +4,11 @@ event, and the invariants of SEMANTICS.md section 3, rebuilt from the events, ho
 from __future__ import annotations
 
 import math
+import os
 from collections import defaultdict
 from typing import Any
 
 import pytest
-import os
-
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reference import reference_replay
