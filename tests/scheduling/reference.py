@@ -237,6 +237,7 @@ class ReferenceReplay:
 
     def start(self, job: Job, now: float) -> None:
         job.queued += now - job.runnable_since
+        # STARTING and RUNNING both hold capacity; progress is derived from started_at when preempted
         job.state = "STARTING" if self.policy.startup_seconds > 0 else "RUNNING"
         job.started_at = now
         job.end_at = now + self.policy.startup_seconds + (job.duration - job.saved)

@@ -111,7 +111,9 @@ def comparable_jobs(jobs: list[dict]) -> list[dict]:
 
 
 PROPERTY_SETTINGS = settings(
-    max_examples=int(os.environ.get("PROPERTY_EXAMPLES", "200")), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+    max_examples=int(os.environ.get("PROPERTY_EXAMPLES", "200")),  # more for a long hunt
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 
 

@@ -29,6 +29,7 @@ CASES = [
     # (why, policy, instance_count, reason or None when it runs)
     ("more than the pool", policy(2, share("A", 1, LAB)), 3, MAX_RESOURCE),
     ("pool before quota", policy(3, share("A", 1, "RESERVE")), 4, MAX_RESOURCE),
+    ("LEND: more than the pool", policy(3, share("A", 1, "LEND")), 4, MAX_RESOURCE),
     ("RESERVE above quota, pool has room", policy(3, share("A", 1, "RESERVE")), 2, QUOTA_LIMIT),
     ("LEND above quota, pool has room", policy(3, share("A", 1, "LEND")), 2, QUOTA_LIMIT),
     ("RESERVE at quota", policy(3, share("A", 2, "RESERVE")), 2, None),
