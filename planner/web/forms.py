@@ -1,0 +1,268 @@
+"""Forms of the pages. They only collect and parse what was typed: whether a policy is valid is
+decided by the engine's validator through the models (``Share.check_in_policy``,
+``Policy.validate_with``, ``Pool.check_capacity``), and its errors are put back next to the field
+that caused them (``place_errors``)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from django import forms
+from django.core.exceptions import ValidationError
+
+from planner.capacity.models import Policy, ShareSpec
+from planner.traces.models import Trace
+from scheduling.model import InSharePreemption, Reclaim, Strategy
+from scheduling.traces import FORMATS
+from scheduling.traces.mapping import IMPORTERS
+
+
+def _choices(enum) -> list[tuple[str, str]]:
+    return [(member.value, member.value) for member in enum]
+
+
+def whole(value: float | None) -> float | int | None:
+    """2.0 -> 2 (the engine decides whether a number of instances is valid, not the form)."""
+    if value is None:
+        return None
+    return int(value) if float(value).is_integer() else value
+
+
+class NumberInput(forms.NumberInput):
+    """A number box that takes any number: the engine's validator says what is wrong with it."""
+
+    def __init__(self, attrs: dict | None = None):
+        super().__init__({"step": "any", **(attrs or {})})
+
+
+def place_errors(form: forms.Form, error: ValidationError, per_type: dict[str, Sequence[str]]) -> None:
+    """Attach a model ValidationError to the form's fields.
+
+    ``per_type`` maps a model field holding per-instance-type numbers (``capacity``) to the
+    form's fields for each type, in the order of ``form.instance_types``; the message goes to
+    the field of the type it names (``gpu: 5 is below...``, ``quotas of gpu add up to...``)."""
+    if not hasattr(error, "error_dict"):
+        for message in error.messages:
+            form.add_error(None, message)
+        return
+    for key, messages in error.message_dict.items():
+        for message in messages:
+            if key in per_type:
+                names = per_type[key]
+                target, text = names[0] if names else None, message
+                for type_name, field_name in zip(getattr(form, "instance_types", []), names, strict=True):
+                    if message.startswith(f"{type_name}: "):
+                        target, text = field_name, message[len(type_name) + 2 :]
+                        break
+                    if f" {type_name} " in f" {message} ":
+                        target = field_name
+                form.add_error(target, text)
+            elif key in form.fields:
+                form.add_error(key, message)
+            else:
+                form.add_error(None, message)
+
+
+class ShareForm(forms.Form):
+    """One share of a policy, with a quota, a borrowing limit and a lending limit per instance type."""
+
+    name = forms.CharField(max_length=100)
+    strategy = forms.ChoiceField(choices=_choices(Strategy))
+    borrow_limit_percent = forms.FloatField(
+        required=False,
+        label="Borrow limit (% of quota)",
+        widget=NumberInput(),
+        help_text="AWS borrowLimit; empty or -1 = unlimited",
+    )
+    in_share_preemption = forms.ChoiceField(choices=_choices(InSharePreemption), label="In-share preemption")
+    reclaim = forms.ChoiceField(choices=_choices(Reclaim))
+
+    def __init__(self, *args, instance_types: Sequence[str], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.instance_types = list(instance_types)
+        for i, type_name in enumerate(self.instance_types):
+            self.fields[f"quota_{i}"] = forms.FloatField(
+                label=f"Quota of {type_name}", initial=0, widget=NumberInput()
+            )
+            self.fields[f"borrowing_{i}"] = forms.FloatField(
+                required=False, label=f"Borrow at most (instances of {type_name})", widget=NumberInput()
+            )
+            self.fields[f"lending_{i}"] = forms.FloatField(
+                required=False, label=f"Lend at most (instances of {type_name})", widget=NumberInput()
+            )
+
+    @classmethod
+    def initial_from(cls, spec: ShareSpec, instance_types: Sequence[str]) -> dict:
+        initial = {
+            "name": spec.name,
+            "strategy": spec.strategy,
+            "borrow_limit_percent": spec.borrow_limit_percent,
+            "in_share_preemption": spec.in_share_preemption,
+            "reclaim": spec.reclaim,
+        }
+        for i, type_name in enumerate(instance_types):
+            initial[f"quota_{i}"] = spec.capacity.get(type_name, 0)
+            initial[f"borrowing_{i}"] = (spec.borrowing_limit or {}).get(type_name)
+            initial[f"lending_{i}"] = (spec.lending_limit or {}).get(type_name)
+        return initial
+
+    def per_type_fields(self) -> dict[str, list[str]]:
+        count = range(len(self.instance_types))
+        return {
+            "capacity": [f"quota_{i}" for i in count],
+            "borrowing_limit": [f"borrowing_{i}" for i in count],
+            "lending_limit": [f"lending_{i}" for i in count],
+        }
+
+    def type_rows(self) -> list[dict]:
+        """Bound fields per instance type, for the table cells."""
+        return [
+            {
+                "type": type_name,
+                "quota": self[f"quota_{i}"],
+                "borrowing": self[f"borrowing_{i}"],
+                "lending": self[f"lending_{i}"],
+            }
+            for i, type_name in enumerate(self.instance_types)
+        ]
+
+    def spec(self) -> ShareSpec:
+        data = self.cleaned_data
+        capacity, borrowing, lending = {}, {}, {}
+        for i, type_name in enumerate(self.instance_types):
+            quota = whole(data.get(f"quota_{i}"))
+            borrow = whole(data.get(f"borrowing_{i}"))
+            lend = whole(data.get(f"lending_{i}"))
+            if quota or borrow is not None or lend is not None:
+                capacity[type_name] = quota or 0
+            if borrow is not None:
+                borrowing[type_name] = borrow
+            if lend is not None:
+                lending[type_name] = lend
+        return ShareSpec(
+            name=data["name"].strip(),
+            strategy=data["strategy"],
+            borrow_limit_percent=whole(data.get("borrow_limit_percent")),
+            in_share_preemption=data["in_share_preemption"],
+            reclaim=data["reclaim"],
+            capacity=capacity,
+            borrowing_limit=borrowing or None,
+            lending_limit=lending or None,
+        )
+
+    def place(self, error: ValidationError) -> None:
+        place_errors(self, error, self.per_type_fields())
+
+
+class CapacityForm(forms.Form):
+    """The pool's capacity: instances per instance type."""
+
+    def __init__(self, *args, instance_types: Sequence[str], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.instance_types = list(instance_types)
+        for i, type_name in enumerate(self.instance_types):
+            self.fields[f"count_{i}"] = forms.FloatField(
+                label=f"Pool capacity of {type_name}", widget=NumberInput()
+            )
+
+    def capacity(self) -> dict[str, int | float]:
+        return {t: whole(self.cleaned_data[f"count_{i}"]) for i, t in enumerate(self.instance_types)}
+
+    def cells(self) -> list:
+        return [self[f"count_{i}"] for i in range(len(self.instance_types))]
+
+    def place(self, error: ValidationError) -> None:
+        place_errors(self, error, {"capacity": [f"count_{i}" for i in range(len(self.instance_types))]})
+
+
+class PolicySettingsForm(forms.ModelForm):
+    """Name, description and queueing rules; ``Policy.clean`` validates with the stored shares."""
+
+    class Meta:
+        model = Policy
+        fields = ["name", "description", "queueing", "startup_seconds"]
+        widgets = {"description": forms.Textarea(attrs={"rows": 2}), "startup_seconds": NumberInput()}
+        labels = {"startup_seconds": "Start-up (seconds)"}
+
+
+class VariantNameForm(forms.Form):
+    name = forms.CharField(max_length=100, label="Name of the variant")
+
+    def clean_name(self) -> str:
+        name = self.cleaned_data["name"].strip()
+        if Policy.objects.filter(name=name).exists():
+            raise ValidationError(f"a policy named {name!r} already exists")
+        return name
+
+
+FORMAT_CHOICES = [("auto", "auto: planner CSV or JSON, by name or content")] + [
+    (name, f"{name} (importer: takes a mapping)" if name in IMPORTERS else name) for name in FORMATS
+]
+
+
+class TraceUploadForm(forms.Form):
+    """A trace file and its name; parsing and row/field errors come from ``scheduling.traces``."""
+
+    file = forms.FileField(label="Trace file", help_text="CSV or JSON, gzip-compressed or not")
+    name = forms.CharField(max_length=200, label="Name")
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    format = forms.ChoiceField(choices=FORMAT_CHOICES, initial="auto")
+    mapping = forms.CharField(
+        required=False,
+        label="Column mapping (JSON, importer formats only)",
+        widget=forms.Textarea(attrs={"rows": 5, "spellcheck": "false"}),
+        help_text='e.g. {"share_column": "vc", "priority_column": "qos", "priority_mode": "rank"}; '
+        "keys left out keep the format's defaults",
+    )
+
+    def __init__(self, *args, preview: bool = False, **kwargs):
+        super().__init__(*args, **kwargs)
+        if preview:  # a preview reads the file only: no name needed yet
+            self.fields["name"].required = False
+
+    def clean_name(self) -> str:
+        name = self.cleaned_data["name"].strip()
+        if name and Trace.objects.filter(name=name).exists():
+            raise ValidationError(f"a trace named {name!r} already exists")
+        return name
+
+    def clean_mapping(self) -> dict | None:
+        text = self.cleaned_data.get("mapping", "").strip()
+        if not text:
+            return None
+        try:
+            mapping = json.loads(text)
+        except ValueError as error:
+            raise ValidationError(f"not valid JSON: {error}") from None
+        if not isinstance(mapping, dict):
+            raise ValidationError("must be a JSON object")
+        return mapping
+
+
+class StudyForm(forms.Form):
+    """A study: a trace, the policies to replay it under, and the baseline they are compared with."""
+
+    name = forms.CharField(max_length=200)
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    trace = forms.ModelChoiceField(queryset=Trace.objects.defer("summary"), empty_label="choose a trace")
+    policies = forms.ModelMultipleChoiceField(
+        queryset=Policy.objects.select_related("pool"),
+        widget=forms.CheckboxSelectMultiple,
+        help_text="each is replayed over the trace, in parallel",
+    )
+    baseline = forms.ModelChoiceField(
+        queryset=Policy.objects.all(),
+        required=False,
+        empty_label="the first policy chosen",
+        help_text="the policy the others are compared with",
+    )
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["policies"].label_from_instance = lambda policy: (
+            f"{policy.name} (pool {policy.pool.name})"
+        )
+
+    def place(self, error: ValidationError) -> None:
+        place_errors(self, error, {})

@@ -1,0 +1,88 @@
+"""Template tags of the pages: ``{% chart figure %}`` draws a Plotly figure dict, ``role_of`` and
+``can_edit`` / ``can_read_finance`` answer what the signed-in user may do.
+
+Usage::
+
+    {% load planner_web %}
+    {% chart usage_figure %}                       {# id made up, empty-state text default #}
+    {% chart wait_figure id="wait-cdf" empty="No job waited." %}
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import template
+
+from planner.accounts import permissions
+from planner.web import charts
+from planner.web.charts import is_empty
+
+register = template.Library()
+
+
+@register.inclusion_tag("web/chart.html", takes_context=True)
+def chart(context: template.Context, figure: dict[str, Any], id: str = "", empty: str = "") -> dict[str, Any]:
+    """A ``<figure>`` holding the figure's JSON (``json_script``) and the element planner.js draws.
+
+    ``empty`` is shown instead of the chart when the figure has nothing to draw."""
+    counter = context.render_context.get("planner_chart_count", 0) + 1
+    context.render_context["planner_chart_count"] = counter
+    chart_id = id or f"chart-{counter}"
+    title = figure.get("layout", {}).get("title", {})
+    return {
+        "figure": figure,
+        "chart_id": chart_id,
+        "data_id": f"{chart_id}-data",
+        "title": title.get("text", "") if isinstance(title, dict) else str(title),
+        "empty": empty or "Nothing to draw yet.",
+        "is_empty": is_empty(figure),
+    }
+
+
+@register.simple_tag
+def role_of(user) -> str:
+    return permissions.role_of(user)
+
+
+@register.filter
+def can_edit(user) -> bool:
+    return permissions.can_edit(user)
+
+
+@register.filter
+def can_read_finance(user) -> bool:
+    return permissions.can_read_finance(user)
+
+
+@register.filter
+def number(value, decimals: int = 0) -> str:
+    """``1234567.8|number:1`` -> ``1,234,567.8``; empty for None."""
+    if value is None or value == "":
+        return ""
+    try:
+        return f"{float(value):,.{int(decimals)}f}"
+    except (TypeError, ValueError):
+        return str(value)
+
+
+@register.filter
+def percent(value, decimals: int = 1) -> str:
+    """A fraction as a percentage: ``0.734`` -> ``73.4 %``; an em dash for None."""
+    if value is None or value == "":
+        return "—"
+    return f"{float(value) * 100:,.{int(decimals)}f} %"
+
+
+@register.filter
+def hours(seconds, decimals: int = 1) -> str:
+    """Seconds as hours with the unit: ``5400`` -> ``1.5 h``; an em dash for None."""
+    if seconds is None or seconds == "":
+        return "—"
+    return f"{float(seconds) / 3600:,.{int(decimals)}f} h"
+
+
+@register.filter
+def share_color(name: str) -> str:
+    """The share's chart colour, for a swatch next to its name in tables."""
+    return charts.share_color(str(name))

@@ -1,0 +1,47 @@
+"""The first screen: pools and their capacity, the latest studies with their headline, the traces."""
+
+from __future__ import annotations
+
+from django.db.models import Count, Prefetch
+from django.shortcuts import render
+
+from planner.capacity.models import Pool, PoolCapacity
+from planner.studies.models import Run, Study
+from planner.traces.models import Trace
+from planner.web.access import reader_required
+from planner.web.views.headline import headline, study_url
+
+LATEST_STUDIES = 5
+LATEST_TRACES = 8
+
+
+@reader_required
+def overview(request):
+    pools = Pool.objects.prefetch_related(
+        Prefetch("capacities", queryset=PoolCapacity.objects.select_related("instance_type"))
+    ).annotate(policy_count=Count("policies"))
+    pool_rows = [
+        {
+            "pool": pool,
+            "capacities": list(pool.capacities.all()),
+            "gpus": sum(c.count * c.instance_type.gpus for c in pool.capacities.all()),
+            "policy_count": pool.policy_count,
+        }
+        for pool in pools
+    ]
+    studies = Study.objects.select_related("trace").prefetch_related(
+        Prefetch("runs", queryset=Run.objects.order_by("id"))
+    )[:LATEST_STUDIES]
+    headlines = [(headline(study), study_url(study.pk)) for study in studies]
+    traces = Trace.objects.only("id", "name", "job_count", "created_at", "summary")[:LATEST_TRACES]
+    return render(
+        request,
+        "web/overview.html",
+        {
+            "pools": pool_rows,
+            "headlines": headlines,
+            "traces": traces,
+            "trace_count": Trace.objects.count(),
+            "study_count": Study.objects.count(),
+        },
+    )

@@ -1,0 +1,364 @@
+"""Policies: the list, and the policy page with its shares editor (one table: the pool's capacity,
+then one row per share, a row turned into a form in place for admins), the quota chart, the
+studies that used it, "duplicate as variant" and the one-click presets."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
+from django.db.models import Count, Prefetch
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from planner.accounts.permissions import can_edit
+from planner.capacity.models import InstanceType, Policy, Pool, PoolCapacity, Share, ShareLimit
+from planner.studies.models import Study
+from planner.web import charts
+from planner.web.access import EDIT_DENIED, editor_required, reader_required
+from planner.web.forms import CapacityForm, PolicySettingsForm, ShareForm, VariantNameForm
+from planner.web.variants import PRESETS, make_variant
+from planner.web.views.headline import study_url
+
+SHARE_FORM_ID = "share-form"
+CAPACITY_FORM_ID = "capacity-form"
+
+
+@reader_required
+def policy_list(request):
+    policies = Policy.objects.select_related("pool", "parent").annotate(
+        share_count=Count("shares", distinct=True), study_count=Count("runs__study", distinct=True)
+    )
+    pools = Pool.objects.all()
+    pool_id = request.GET.get("pool", "")
+    if pool_id.isdigit():
+        policies = policies.filter(pool_id=int(pool_id))
+    return render(
+        request,
+        "web/policy_list.html",
+        {"policies": policies, "pools": pools, "pool_id": int(pool_id) if pool_id.isdigit() else None},
+    )
+
+
+def instance_types_of(
+    policy: Policy, capacity: list[PoolCapacity], shares: list[Share]
+) -> list[InstanceType]:
+    """The pool's instance types, then any other type a share names."""
+    types = {c.instance_type.name: c.instance_type for c in capacity}
+    for share in shares:
+        for limit in share.limits.all():
+            types.setdefault(limit.instance_type.name, limit.instance_type)
+    return list(types.values())
+
+
+def limit_text(values: dict | None, type_names: list[str], empty: str) -> str:
+    if not values:
+        return empty
+    return ", ".join(f"{values[t]:,} {t}" for t in type_names if t in values)
+
+
+def share_rows(shares: list[Share], type_names: list[str]) -> list[dict]:
+    rows = []
+    for share in shares:
+        spec = share.spec()
+        borrows = spec.strategy == "LEND_AND_BORROW"
+        if not borrows:
+            borrow = "—"
+        elif spec.borrowing_limit:
+            borrow = "at most " + limit_text(spec.borrowing_limit, type_names, "")
+        elif spec.borrow_limit_percent is not None and spec.borrow_limit_percent >= 0:
+            borrow = f"{spec.borrow_limit_percent:,g} % of quota"
+        else:
+            borrow = "unlimited"
+        lend = (
+            "—"
+            if spec.strategy == "RESERVE"
+            else limit_text(spec.lending_limit, type_names, "all idle quota")
+        )
+        rows.append(
+            {
+                "share": share,
+                "spec": spec,
+                "quotas": [spec.capacity.get(t, 0) for t in type_names],
+                "borrow": borrow,
+                "lend": lend,
+            }
+        )
+    return rows
+
+
+def quota_figure(shares: list[Share], types: list[InstanceType], capacity: dict[str, int]) -> dict:
+    """Quota per share in GPUs (instances x GPUs per instance), with the unassigned rest."""
+    gpus = {t.name: t.gpus for t in types}
+    names, values = [], []
+    for share in shares:
+        spec = share.spec()
+        names.append(share.name)
+        values.append(sum(count * gpus.get(t, 1) for t, count in spec.capacity.items()))
+    pool_gpus = sum(count * gpus.get(t, 1) for t, count in capacity.items())
+    traces = [
+        charts.bar(
+            [value],
+            [name],
+            name=name,
+            color=charts.share_color(name),
+            unit="GPUs",
+            text=[f"{charts.amount(value)} GPUs"],
+            orientation="h",
+        )
+        for name, value in zip(names, values, strict=True)
+    ]
+    unassigned = pool_gpus - sum(values)
+    if unassigned > 0:
+        traces.append(
+            charts.bar(
+                [unassigned],
+                ["unassigned"],
+                name="unassigned (lent to anyone)",
+                color="#bbbbbb",
+                unit="GPUs",
+                text=[f"{charts.amount(unassigned)} GPUs"],
+                pattern=charts.state_pattern("unassigned"),
+                orientation="h",
+            )
+        )
+    fig = charts.figure(
+        traces,
+        title=f"Quota per share (pool: {charts.amount(pool_gpus)} GPUs)",
+        x_title="quota (GPUs)",
+        y_title="",
+        height=max(160, 60 + 34 * len(traces)),
+        show_legend=False,
+    )
+    fig["layout"]["yaxis"]["autorange"] = "reversed"
+    fig["layout"]["yaxis"].pop("tickformat")
+    return fig
+
+
+def policy_context(request, policy: Policy, *, edit: str = "", **forms) -> dict:
+    capacity = list(policy.pool.capacities.select_related("instance_type"))
+    shares = list(
+        policy.shares.order_by("position", "id").prefetch_related(
+            Prefetch("limits", queryset=ShareLimit.objects.select_related("instance_type"))
+        )
+    )
+    types = instance_types_of(policy, capacity, shares)
+    type_names = [t.name for t in types]
+    capacity_counts = {c.instance_type.name: c.count for c in capacity}
+    editable = can_edit(request.user)
+    share_form = forms.get("share_form")
+    capacity_form = forms.get("capacity_form")
+    if editable and edit.startswith("share-") and share_form is None:
+        share = next((s for s in shares if f"share-{s.pk}" == edit), None)
+        if share is not None:
+            share_form = ShareForm(
+                initial=ShareForm.initial_from(share.spec(), type_names),
+                instance_types=type_names,
+                prefix="share",
+            )
+    if editable and edit == "new" and share_form is None:
+        share_form = ShareForm(
+            initial={"strategy": "LEND_AND_BORROW", "in_share_preemption": "never", "reclaim": "any"},
+            instance_types=type_names,
+            prefix="share",
+        )
+    if editable and edit == "capacity" and capacity_form is None:
+        capacity_form = CapacityForm(
+            initial={f"count_{i}": capacity_counts.get(t, 0) for i, t in enumerate(type_names)},
+            instance_types=type_names,
+            prefix="capacity",
+        )
+    for form, form_id in ((share_form, SHARE_FORM_ID), (capacity_form, CAPACITY_FORM_ID)):
+        if form is not None:
+            for field in form.fields.values():
+                field.widget.attrs["form"] = form_id
+    settings_form = forms.get("settings_form")
+    if editable and edit == "settings" and settings_form is None:
+        settings_form = PolicySettingsForm(instance=policy, prefix="settings")
+    rows = share_rows(shares, type_names)
+    for row in rows:
+        row["editing"] = share_form is not None and edit == f"share-{row['share'].pk}"
+    studies = (
+        Study.objects.filter(runs__policy=policy).select_related("trace").distinct().order_by("-created_at")
+    )
+    return {
+        "policy": policy,
+        "pool": policy.pool,
+        "types": types,
+        "capacity_counts": [capacity_counts.get(t, 0) for t in type_names],
+        "pool_gpus": sum(capacity_counts.get(t.name, 0) * t.gpus for t in types),
+        "quota_totals": [sum(s.spec().capacity.get(t, 0) for s in shares) for t in type_names],
+        "rows": rows,
+        "editable": editable,
+        "edit": edit,
+        "share_form": share_form,
+        "capacity_form": capacity_form,
+        "settings_form": settings_form,
+        "share_form_id": SHARE_FORM_ID,
+        "capacity_form_id": CAPACITY_FORM_ID,
+        "pool_policy_count": policy.pool.policies.count(),
+        "quota_chart": quota_figure(shares, types, capacity_counts),
+        "studies": [(study, study_url(study.pk)) for study in studies],
+        "variants": policy.variants.all(),
+        "presets": PRESETS.values(),
+        "duplicate_form": forms.get("duplicate_form")
+        or VariantNameForm(initial={"name": f"{policy.name} variant"}),
+    }
+
+
+def policy_page(policy: Policy, anchor: str = "shares") -> str:
+    return reverse("web:policy", args=[policy.pk]) + f"#{anchor}"
+
+
+@reader_required
+def policy_detail(request, pk: int):
+    policy = get_object_or_404(Policy.objects.select_related("pool", "parent"), pk=pk)
+    if request.method != "POST":
+        return render(
+            request,
+            "web/policy_detail.html",
+            policy_context(request, policy, edit=request.GET.get("edit", "")),
+        )
+    if not can_edit(request.user):
+        raise PermissionDenied(EDIT_DENIED)
+    action = request.POST.get("action", "")
+    handlers = {
+        "save-share": save_share,
+        "add-share": add_share,
+        "delete-share": delete_share,
+        "save-capacity": save_capacity,
+        "save-settings": save_settings,
+    }
+    if action not in handlers:
+        messages.error(request, f"Unknown action {action!r}: reload the page and try again.")
+        return redirect(policy_page(policy))
+    return handlers[action](request, policy)
+
+
+def type_names_of(policy: Policy) -> list[str]:
+    capacity = list(policy.pool.capacities.select_related("instance_type"))
+    shares = list(policy.shares.prefetch_related("limits__instance_type"))
+    return [t.name for t in instance_types_of(policy, capacity, shares)]
+
+
+def save_share(request, policy: Policy):
+    share = get_object_or_404(Share, pk=request.POST.get("share"), policy=policy)
+    form = ShareForm(request.POST, instance_types=type_names_of(policy), prefix="share")
+    if form.is_valid():
+        spec = form.spec()
+        try:
+            with transaction.atomic():
+                share.check_in_policy(spec)
+                share.name = spec.name
+                share.strategy = spec.strategy
+                share.borrow_limit_percent = spec.borrow_limit_percent
+                share.in_share_preemption = spec.in_share_preemption
+                share.reclaim = spec.reclaim
+                share.save()
+                share.set_limits(spec)
+        except ValidationError as error:
+            form.place(error)
+        else:
+            messages.success(request, f"Share {share.name} saved.")
+            return redirect(policy_page(policy))
+    context = policy_context(request, policy, edit=f"share-{share.pk}", share_form=form)
+    return render(request, "web/policy_detail.html", context, status=400)
+
+
+def add_share(request, policy: Policy):
+    form = ShareForm(request.POST, instance_types=type_names_of(policy), prefix="share")
+    if form.is_valid():
+        spec = form.spec()
+        last = policy.shares.order_by("-position").first()
+        share = Share(policy=policy, position=(last.position + 1) if last else 0)
+        try:
+            with transaction.atomic():
+                share.check_in_policy(spec)
+                share.name = spec.name
+                share.strategy = spec.strategy
+                share.borrow_limit_percent = spec.borrow_limit_percent
+                share.in_share_preemption = spec.in_share_preemption
+                share.reclaim = spec.reclaim
+                share.save()
+                share.set_limits(spec)
+        except ValidationError as error:
+            form.place(error)
+        else:
+            messages.success(request, f"Share {share.name} added.")
+            return redirect(policy_page(policy))
+    context = policy_context(request, policy, edit="new", share_form=form)
+    return render(request, "web/policy_detail.html", context, status=400)
+
+
+def delete_share(request, policy: Policy):
+    share = get_object_or_404(Share, pk=request.POST.get("share"), policy=policy)
+    remaining = [s.spec() for s in policy.shares.exclude(pk=share.pk).order_by("position", "id")]
+    try:
+        policy.validate_with(shares=remaining)
+    except ValidationError as error:
+        messages.error(request, f"Share {share.name} was not deleted: {' '.join(error.messages)}")
+        return redirect(policy_page(policy))
+    share.delete()
+    messages.success(request, f"Share {share.name} deleted.")
+    return redirect(policy_page(policy))
+
+
+def save_capacity(request, policy: Policy):
+    form = CapacityForm(request.POST, instance_types=type_names_of(policy), prefix="capacity")
+    if form.is_valid():
+        capacity = form.capacity()
+        try:
+            with transaction.atomic():
+                policy.pool.check_capacity(capacity)
+                policy.pool.set_capacity(capacity)
+        except ValidationError as error:
+            form.place(error)
+        else:
+            messages.success(request, f"Capacity of pool {policy.pool.name} saved.")
+            return redirect(policy_page(policy))
+    context = policy_context(request, policy, edit="capacity", capacity_form=form)
+    return render(request, "web/policy_detail.html", context, status=400)
+
+
+def save_settings(request, policy: Policy):
+    form = PolicySettingsForm(request.POST, instance=policy, prefix="settings")
+    if form.is_valid():
+        form.save()
+        messages.success(request, f"Policy {policy.name} saved.")
+        return redirect(policy_page(policy, "settings"))
+    policy.refresh_from_db()
+    context = policy_context(request, policy, edit="settings", settings_form=form)
+    return render(request, "web/policy_detail.html", context, status=400)
+
+
+@require_POST
+@editor_required
+def policy_duplicate(request, pk: int):
+    policy = get_object_or_404(Policy, pk=pk)
+    form = VariantNameForm(request.POST)
+    if not form.is_valid():
+        context = policy_context(request, policy, duplicate_form=form)
+        return render(request, "web/policy_detail.html", context, status=400)
+    variant = policy.duplicate(form.cleaned_data["name"])
+    messages.success(request, f"{variant.name} is a copy of {policy.name}: change its shares below.")
+    return redirect(policy_page(variant))
+
+
+@require_POST
+@editor_required
+def policy_preset(request, pk: int):
+    policy = get_object_or_404(Policy, pk=pk)
+    preset = PRESETS.get(request.POST.get("preset", ""))
+    if preset is None:
+        messages.error(request, "Unknown preset: pick one of the buttons.")
+        return redirect(policy_page(policy, "variants"))
+    try:
+        variant = make_variant(policy, preset)
+    except ValidationError as error:
+        messages.error(
+            request, f"The {preset.label} variant is not a valid policy: {' '.join(error.messages)}"
+        )
+        return redirect(policy_page(policy, "variants"))
+    messages.success(request, f"Created {variant.name}: {preset.explanation}.")
+    return redirect(policy_page(variant))

@@ -1,0 +1,64 @@
+"""Studies: the list with each run's progress (refreshed while runs are going), and the form that
+launches one through ``planner.studies.launch`` (the API's path); the comparison page itself is
+``planner.reports`` at /studies/<id>/."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.core.exceptions import ValidationError
+from django.db.models import Prefetch
+from django.shortcuts import redirect, render
+
+from planner.capacity.models import Policy
+from planner.studies.launch import launch_study
+from planner.studies.models import FINISHED, Run, Study
+from planner.web.access import editor_required, reader_required
+from planner.web.forms import StudyForm
+from planner.web.views.headline import headline, study_url
+
+
+@reader_required
+def study_list(request):
+    studies = Study.objects.select_related("trace", "baseline", "created_by").prefetch_related(
+        Prefetch("runs", queryset=Run.objects.order_by("id"))
+    )
+    rows = [(headline(study), study_url(study.pk)) for study in studies]
+    working = any(run.status not in FINISHED for study in studies for run in study.runs.all())
+    return render(request, "web/study_list.html", {"rows": rows, "working": working})
+
+
+@editor_required
+def study_new(request):
+    if request.method == "POST":
+        form = StudyForm(request.POST)
+        if form.is_valid():
+            data = form.cleaned_data
+            chosen = list(data["policies"])
+            try:
+                study = launch_study(
+                    name=data["name"].strip(),
+                    description=data["description"],
+                    trace=data["trace"],
+                    policies=chosen,
+                    baseline=data["baseline"],
+                    created_by=request.user,
+                )
+            except ValidationError as error:
+                form.place(error)
+            else:
+                messages.success(request, f"Study {study.name} started: {len(chosen)} replays queued.")
+                return redirect(study_url(study.pk))
+        return render(request, "web/study_new.html", {"form": form}, status=400)
+    initial: dict = {}
+    if request.GET.get("trace", "").isdigit():
+        initial["trace"] = int(request.GET["trace"])
+    chosen = [int(pk) for pk in request.GET.getlist("policy") if pk.isdigit()]
+    if chosen:
+        family = Policy.objects.filter(pk__in=chosen).values_list("pk", "parent_id")
+        # A policy's variants (and its parent's) are the usual alternatives to compare with it.
+        related = set(chosen) | {parent for _, parent in family if parent}
+        initial["policies"] = list(Policy.objects.filter(pk__in=related).values_list("pk", flat=True)) + list(
+            Policy.objects.filter(parent_id__in=related).values_list("pk", flat=True)
+        )
+        initial["baseline"] = chosen[0]
+    return render(request, "web/study_new.html", {"form": StudyForm(initial=initial)})

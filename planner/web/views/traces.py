@@ -1,0 +1,242 @@
+"""Traces: the list, the upload (with a preview of the first jobs before anything is stored) and
+the trace page drawn from its stored summary (``scheduling.traces.summary``), never from jobs."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from django.conf import settings
+from django.contrib import messages
+from django.shortcuts import get_object_or_404, redirect, render
+
+from planner.studies.models import Study
+from planner.traces.models import Trace, read_upload
+from planner.web import charts
+from planner.web.access import editor_required, reader_required
+from planner.web.forms import TraceUploadForm
+from planner.web.views.headline import study_url
+from scheduling.errors import InputError
+from scheduling.traces.mapping import IMPORTERS, columns, importer, preview, trace_rows
+
+PREVIEW_ROWS = 10
+# Where an upload error goes on the form: the reader's field names that are the form's own.
+FORM_FIELDS = {"format": "format", "mapping": "mapping", "name": "name"}
+
+
+@reader_required
+def trace_list(request):
+    traces = Trace.objects.select_related("created_by").defer("summary")
+    return render(request, "web/trace_list.html", {"traces": traces})
+
+
+def error_field(error: InputError) -> str:
+    """The form field an InputError belongs next to: format, mapping or (a row or column) the file."""
+    top = (error.field or "").split(".", 1)[0]
+    return FORM_FIELDS.get(top, "file") if error.row is None else "file"
+
+
+def size_error(upload) -> InputError | None:
+    limit = settings.PLANNER_MAX_UPLOAD_BYTES
+    if upload.size > limit:
+        return InputError(f"the file is {upload.size:,} bytes: the limit is {limit:,}", field="file")
+    return None
+
+
+def preview_of(upload, fmt: str, mapping: dict | None) -> dict:
+    """The file's first jobs as they would be imported (and, for importers, its columns)."""
+    out: dict = {"format": fmt, "columns": None, "default_mapping": None}
+    if fmt in IMPORTERS:
+        out["columns"] = columns(upload, fmt)
+        upload.seek(0)
+        out["default_mapping"] = importer(fmt).DEFAULT_MAPPING.to_dict()
+        out["rows"] = preview(upload, fmt, mapping, rows=PREVIEW_ROWS)
+    else:
+        trace = read_upload(upload, format=fmt, mapping=mapping)
+        out["rows"] = trace_rows(trace, PREVIEW_ROWS)
+        out["job_count"] = len(trace)
+    out["headers"] = list(out["rows"][0]) if out["rows"] else []
+    return out
+
+
+@editor_required
+def trace_upload(request):
+    preview_result = None
+    if request.method != "POST":
+        form = TraceUploadForm()
+        return render(request, "web/trace_upload.html", {"form": form, "importers": IMPORTERS})
+    wants_preview = request.POST.get("action") == "preview"
+    form = TraceUploadForm(request.POST, request.FILES, preview=wants_preview)
+    if form.is_valid():
+        upload = form.cleaned_data["file"]
+        fmt = form.cleaned_data["format"]
+        mapping = form.cleaned_data["mapping"]
+        try:
+            problem = size_error(upload)
+            if problem:
+                raise problem
+            if wants_preview:
+                preview_result = preview_of(upload, fmt, mapping)
+            else:
+                columns_read = read_upload(upload, format=fmt, mapping=mapping)
+                trace = Trace.store(
+                    columns_read,
+                    name=form.cleaned_data["name"],
+                    description=form.cleaned_data["description"],
+                    format=fmt,
+                    source_name=upload.name or "",
+                    mapping=mapping,
+                    created_by=request.user,
+                )
+                messages.success(request, f"Trace {trace.name} stored: {trace.job_count:,} jobs.")
+                return redirect("web:trace", pk=trace.pk)
+        except InputError as error:
+            form.add_error(error_field(error), error.describe())
+    status = 200 if form.is_valid() else 400
+    return render(
+        request,
+        "web/trace_upload.html",
+        {"form": form, "importers": IMPORTERS, "preview": preview_result, "previewed": wants_preview},
+        status=status,
+    )
+
+
+# -- the trace page ---------------------------------------------------------------------------
+
+
+def share_names(summary: dict) -> list[str]:
+    return [share["name"] for share in summary.get("shares", [])]
+
+
+def arrivals_figure(summary: dict) -> dict:
+    arrivals = summary.get("arrivals", {})
+    epoch = bool(summary.get("span", {}).get("epoch_times"))
+    x, x_title = charts.time_axis(arrivals.get("t", []), epoch_times=epoch)
+    width_hours = arrivals.get("width", 0) / 3600
+    traces = [
+        charts.bar(
+            x,
+            arrivals.get("shares", {}).get(name, []),
+            name=name,
+            color=charts.share_color(name),
+            unit="jobs",
+        )
+        for name in share_names(summary)
+    ]
+    return charts.figure(
+        traces,
+        title="Job arrivals by share",
+        x_title=x_title,
+        y_title=f"jobs submitted per {width_hours:,.2f} h",
+        barmode="stack",
+        extra_layout={"bargap": 0},
+    )
+
+
+def demand_figure(summary: dict) -> dict:
+    demand = summary.get("demand", {})
+    epoch = bool(summary.get("span", {}).get("epoch_times"))
+    x, x_title = charts.time_axis(demand.get("t", []), epoch_times=epoch)
+    width = demand.get("width") or 1
+    traces = [
+        charts.area(
+            x,
+            [seconds / width for seconds in demand.get("shares", {}).get(name, {}).get("gpu_seconds", [])],
+            name=name,
+            color=charts.share_color(name),
+            unit="GPUs",
+        )
+        for name in share_names(summary)
+    ]
+    return charts.figure(
+        traces,
+        title="GPU demand over time by share (if every job started when submitted)",
+        x_title=x_title,
+        y_title="GPUs in use on average",
+    )
+
+
+def size_figure(summary: dict) -> dict:
+    sizes = summary.get("sizes", {"values": [], "jobs": []})
+    if sizes.get("binned"):
+        labels = [f"{low:,}–{high - 1:,}" for low, high in zip(sizes["values"], sizes["upper"], strict=True)]
+    else:
+        labels = [f"{value:,}" for value in sizes.get("values", [])]
+    fig = charts.figure(
+        [charts.bar(labels, sizes.get("jobs", []), name="jobs", color="#4477AA", unit="jobs")],
+        title="Job size: instances per job",
+        x_title="instances per job",
+        y_title="jobs",
+        show_legend=False,
+    )
+    fig["layout"]["xaxis"]["type"] = "category"
+    return fig
+
+
+def duration_label(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:,.3g} s"
+    if seconds < 3600:
+        return f"{seconds / 60:,.3g} min"
+    if seconds < 86400:
+        return f"{seconds / 3600:,.3g} h"
+    return f"{seconds / 86400:,.3g} d"
+
+
+def duration_figure(summary: dict) -> dict:
+    durations = summary.get("durations", {"edges": [0, 1], "jobs": []})
+    edges, jobs = durations.get("edges", []), durations.get("jobs", [])
+    # Drop the empty bins at both ends so the bars show the part of the range that has jobs.
+    used = [i for i, n in enumerate(jobs) if n]
+    first, last = (used[0], used[-1]) if used else (0, -1)
+    labels = [f"{duration_label(edges[i])}–{duration_label(edges[i + 1])}" for i in range(first, last + 1)]
+    fig = charts.figure(
+        [charts.bar(labels, jobs[first : last + 1], name="jobs", color="#117733", unit="jobs")],
+        title="Job duration (log-spaced bins)",
+        x_title="duration",
+        y_title="jobs",
+        show_legend=False,
+    )
+    fig["layout"]["xaxis"]["type"] = "category"
+    return fig
+
+
+def span_text(summary: dict) -> str:
+    """How long the trace lasts, with its dates when its times are real (epoch) times."""
+    span = summary.get("span", {})
+    seconds = span.get("seconds") or 0
+    days = seconds / 86400
+    length = f"{days:,.1f} days" if days >= 2 else f"{seconds / 3600:,.1f} hours"
+    if not span.get("epoch_times"):
+        return length
+    start, end = (
+        datetime.fromtimestamp(span.get(key, 0), tz=UTC).strftime("%Y-%m-%d") for key in ("start", "end")
+    )
+    return f"{length} ({start} to {end} UTC)"
+
+
+@reader_required
+def trace_detail(request, pk: int):
+    trace = get_object_or_404(Trace.objects.select_related("created_by"), pk=pk)
+    summary = trace.summary or {}
+    studies = Study.objects.filter(trace=trace).order_by("-created_at")
+    share_rows = sorted(summary.get("shares", []), key=lambda share: -share.get("gpu_hours", 0))
+    total_hours = summary.get("gpu_hours") or 0
+    for share in share_rows:
+        share["gpu_hours_fraction"] = share.get("gpu_hours", 0) / total_hours if total_hours else None
+        share["color"] = charts.share_color(share["name"])
+    return render(
+        request,
+        "web/trace_detail.html",
+        {
+            "trace": trace,
+            "summary": summary,
+            "span": span_text(summary),
+            "shares": share_rows,
+            "instance_types": sorted(summary.get("instance_types", {}).items(), key=lambda item: -item[1]),
+            "arrivals_chart": arrivals_figure(summary),
+            "demand_chart": demand_figure(summary),
+            "size_chart": size_figure(summary),
+            "duration_chart": duration_figure(summary),
+            "studies": [(study, study_url(study.pk)) for study in studies],
+        },
+    )

@@ -1,0 +1,175 @@
+/*
+ * The planner's page behaviour, one file, no inline scripts:
+ * - draws every [data-plotly] element from the JSON <script> it names (figures built in
+ *   planner/web/charts.py);
+ * - sorts and filters tables marked [data-sortable] / [data-filter-for], keeping the state in
+ *   the URL (?sort=<table>:<column>:<asc|desc>&q-<table>=<text>) so a view can be shared;
+ * - confirms forms marked [data-confirm];
+ * - refreshes elements marked [data-refresh-url] (progress of running work) until done;
+ * - previews an upload form marked [data-preview] in place, so the chosen file stays chosen.
+ */
+(function () {
+  "use strict";
+
+  var PLOT_CONFIG = { responsive: true, displaylogo: false, modeBarButtonsToRemove: ["lasso2d", "select2d"] };
+
+  function drawCharts(root) {
+    var elements = (root || document).querySelectorAll("[data-plotly]");
+    elements.forEach(function (element) {
+      if (element.dataset.drawn === "yes") return;
+      var source = document.getElementById(element.dataset.plotly);
+      if (!source || typeof Plotly === "undefined") return;
+      var figure = JSON.parse(source.textContent);
+      Plotly.newPlot(element, figure.data, figure.layout, PLOT_CONFIG).then(function () {
+        element.dataset.drawn = "yes";
+      });
+    });
+  }
+
+  // -- tables ------------------------------------------------------------------------------
+
+  function cellValue(row, index) {
+    var cell = row.cells[index];
+    if (!cell) return "";
+    var raw = cell.dataset.value !== undefined ? cell.dataset.value : cell.textContent.trim();
+    var number = parseFloat(raw.replace(/,/g, ""));
+    return raw !== "" && !isNaN(number) && /^[-+]?[\d,.]+(e[-+]?\d+)?\s*%?$/i.test(raw.replace(/\s/g, "")) ? number : raw.toLowerCase();
+  }
+
+  function sortTable(table, index, direction) {
+    var body = table.tBodies[0];
+    if (!body) return;
+    var rows = Array.prototype.slice.call(body.rows).filter(function (row) { return !row.classList.contains("no-sort"); });
+    rows.sort(function (a, b) {
+      var x = cellValue(a, index), y = cellValue(b, index);
+      if (typeof x === "number" && typeof y === "number") return direction === "asc" ? x - y : y - x;
+      return direction === "asc" ? String(x).localeCompare(String(y)) : String(y).localeCompare(String(x));
+    });
+    rows.forEach(function (row) { body.appendChild(row); });
+    table.querySelectorAll("thead th").forEach(function (th, i) {
+      th.setAttribute("aria-sort", i === index ? (direction === "asc" ? "ascending" : "descending") : "none");
+    });
+  }
+
+  function setQuery(key, value) {
+    var url = new URL(window.location.href);
+    if (value) url.searchParams.set(key, value); else url.searchParams.delete(key);
+    window.history.replaceState(null, "", url.toString());
+  }
+
+  function setupSortable(table) {
+    var name = table.dataset.sortable;
+    var headers = table.querySelectorAll("thead th");
+    headers.forEach(function (th, index) {
+      if (th.dataset.nosort !== undefined) return;
+      var button = document.createElement("button");
+      button.type = "button";
+      button.className = "sort-button";
+      while (th.firstChild) button.appendChild(th.firstChild);
+      th.appendChild(button);
+      th.setAttribute("aria-sort", "none");
+      button.addEventListener("click", function () {
+        var direction = th.getAttribute("aria-sort") === "ascending" ? "desc" : "asc";
+        sortTable(table, index, direction);
+        setQuery("sort", name + ":" + index + ":" + direction);
+      });
+    });
+    var state = new URL(window.location.href).searchParams.get("sort");
+    if (state) {
+      var parts = state.split(":");
+      if (parts[0] === name && headers[parseInt(parts[1], 10)]) sortTable(table, parseInt(parts[1], 10), parts[2] === "desc" ? "desc" : "asc");
+    }
+  }
+
+  function setupFilter(input) {
+    var table = document.getElementById(input.dataset.filterFor);
+    if (!table) return;
+    var key = "q-" + input.dataset.filterFor;
+    function apply() {
+      var text = input.value.trim().toLowerCase();
+      Array.prototype.forEach.call(table.tBodies[0] ? table.tBodies[0].rows : [], function (row) {
+        row.hidden = text !== "" && row.textContent.toLowerCase().indexOf(text) === -1;
+      });
+    }
+    input.value = new URL(window.location.href).searchParams.get(key) || "";
+    apply();
+    input.addEventListener("input", function () { apply(); setQuery(key, input.value.trim()); });
+  }
+
+  // -- work in progress ----------------------------------------------------------------------
+
+  function watchProgress(element) {
+    var url = element.dataset.refreshUrl;
+    var every = parseInt(element.dataset.refreshSeconds || "3", 10) * 1000;
+    function poll() {
+      fetch(url, { headers: { "X-Requested-With": "fetch" }, credentials: "same-origin" })
+        .then(function (response) { return response.ok ? response.text() : Promise.reject(response.status); })
+        .then(function (html) {
+          var holder = document.createElement("div");
+          holder.innerHTML = html;
+          var fresh = holder.querySelector("#" + element.id);
+          if (!fresh) return;
+          element.replaceWith(fresh);
+          element = fresh;
+          if (fresh.dataset.refreshUrl) window.setTimeout(poll, every);
+        })
+        .catch(function () { window.setTimeout(poll, every * 3); });
+    }
+    window.setTimeout(poll, every);
+  }
+
+  // -- upload preview ------------------------------------------------------------------------
+
+  function setupPreview(form) {
+    var target = document.getElementById(form.dataset.preview);
+    form.addEventListener("submit", function (event) {
+      var submitter = event.submitter;
+      if (!target || !submitter || submitter.value !== "preview") return;
+      event.preventDefault();
+      var body = new FormData(form);
+      body.set("action", "preview");
+      target.setAttribute("aria-busy", "true");
+      fetch(form.action, { method: "POST", body: body, credentials: "same-origin", headers: { "X-Requested-With": "fetch" } })
+        .then(function (response) { return response.text(); })
+        .then(function (html) {
+          var page = new DOMParser().parseFromString(html, "text/html");
+          page.querySelectorAll("[data-errors-for]").forEach(function (fresh) {
+            var name = fresh.dataset.errorsFor;
+            var current = form.querySelector('[data-errors-for="' + name + '"]');
+            if (current) current.innerHTML = fresh.innerHTML;
+            var input = form.querySelector('[name="' + name + '"]');
+            if (input) {
+              if (fresh.textContent.trim()) input.setAttribute("aria-invalid", "true");
+              else input.removeAttribute("aria-invalid");
+            }
+          });
+          var section = page.getElementById(form.dataset.preview);
+          target.innerHTML = section ? section.innerHTML : "";
+          target.removeAttribute("aria-busy");
+        })
+        .catch(function () {
+          target.textContent = "The preview could not be loaded: check the connection and try again.";
+          target.removeAttribute("aria-busy");
+        });
+    });
+  }
+
+  function start() {
+    drawCharts(document);
+    document.querySelectorAll("table[data-sortable]").forEach(setupSortable);
+    document.querySelectorAll("input[data-filter-for]").forEach(setupFilter);
+    document.querySelectorAll("form[data-confirm]").forEach(function (form) {
+      form.addEventListener("submit", function (event) {
+        if (!window.confirm(form.dataset.confirm)) event.preventDefault();
+      });
+    });
+    document.querySelectorAll("form[data-preview]").forEach(setupPreview);
+    document.querySelectorAll("[data-refresh-url]").forEach(function (element) {
+      if (element.id) watchProgress(element);
+    });
+  }
+
+  window.planner = { drawCharts: drawCharts };
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
+})();

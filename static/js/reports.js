@@ -1,0 +1,62 @@
+/*
+ * Study and finance report pages (planner/reports), no inline scripts:
+ * - [data-progress-url]: polls the study's progress JSON, updates each run's bar, status and
+ *   message, and reloads the page once every run has finished (the comparison is then there);
+ * - form[data-autosubmit]: a changed select submits its form, so the choice lands in the URL.
+ */
+(function () {
+  "use strict";
+
+  function percent(value) {
+    return Math.round(100 * value) + "%";
+  }
+
+  function updateRun(section, run) {
+    var row = section.querySelector('tr[data-run="' + run.id + '"]');
+    if (!row) return;
+    var bar = row.querySelector('[data-field="progress"]');
+    var status = row.querySelector('[data-field="status"]');
+    var text = row.querySelector('[data-field="percent"]');
+    var error = row.querySelector('[data-field="error"]');
+    if (bar) { bar.value = run.progress; bar.textContent = percent(run.progress); }
+    if (text) text.textContent = percent(run.progress);
+    if (status) { status.textContent = run.status; status.className = "status status-" + run.status; }
+    if (error) {
+      error.textContent = "";
+      if (run.error) {
+        var span = document.createElement("span");
+        span.className = "field-error";
+        span.textContent = run.error;
+        error.appendChild(span);
+      }
+    }
+  }
+
+  function watch(section) {
+    var url = section.dataset.progressUrl;
+    var every = 2000;
+    function poll() {
+      fetch(url, { headers: { Accept: "application/json" }, credentials: "same-origin" })
+        .then(function (response) { return response.ok ? response.json() : Promise.reject(response.status); })
+        .then(function (data) {
+          data.runs.forEach(function (run) { updateRun(section, run); });
+          if (data.finished) window.location.reload();
+          else window.setTimeout(poll, every);
+        })
+        .catch(function () { window.setTimeout(poll, every * 3); });
+    }
+    window.setTimeout(poll, every);
+  }
+
+  function start() {
+    document.querySelectorAll("[data-progress-url]").forEach(watch);
+    document.querySelectorAll("form[data-autosubmit]").forEach(function (form) {
+      form.querySelectorAll("select").forEach(function (select) {
+        select.addEventListener("change", function () { form.submit(); });
+      });
+    });
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
+})();
