@@ -1,0 +1,332 @@
+"""Plotly figures of the study comparison and the finance report, built with the app's chart
+helpers (``planner.web.charts``): a share keeps its colour, a policy its dash, marker and
+(on bars) fill pattern."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from planner.reports.comparison import HOUR, RunColumn, share_names
+from planner.reports.finance import IDLE_LINE, IDLE_MODE_LABELS, UNASSIGNED, FinanceReport
+from planner.web.charts import (
+    area,
+    bar,
+    figure,
+    line,
+    policy_dash,
+    policy_marker,
+    share_color,
+    state_pattern,
+    time_axis,
+)
+
+# Bars have no dash: a policy's bars get a fill pattern of their own (the baseline plain).
+POLICY_PATTERNS = ("", "/", "x", ".", "\\", "+", "-", "|")
+UNASSIGNED_COLOR = "#888888"
+CAPACITY_COLOR = "#1f2328"
+# Waits of zero cannot sit on a log axis: CDFs start at one second.
+CDF_FLOOR_SECONDS = 1.0
+
+
+def policy_pattern(index: int) -> str:
+    """The fill pattern of the ``index``-th policy's bars."""
+    return POLICY_PATTERNS[index % len(POLICY_PATTERNS)]
+
+
+# -- usage over time -------------------------------------------------------------------------
+
+
+def usage_figures(runs: Sequence[RunColumn], view: str = "") -> list[dict[str, Any]]:
+    """Usage over time, one figure per policy on a common y range.
+
+    ``view`` empty: the pool, each share's own use and borrowed GPUs, then each share's idle
+    quota and the unassigned idle capacity, stacked up to the pool's capacity (lent GPUs are
+    the borrowed ones seen from the lender). ``view`` a share name: that share's own use, lent
+    and idle quota stacked up to its quota, its borrowed GPUs on top."""
+    figures = []
+    top = 0.0
+    for run in runs:
+        series = run.metrics.get("series", {})
+        epoch_times = bool(run.metrics["summary"].get("epoch_times"))
+        origin = run.metrics["summary"].get("horizon", {}).get("start")
+        x, x_title = time_axis(series.get("t", []), epoch_times=epoch_times, origin=origin)
+        if view:
+            traces, ceiling, title = _share_usage(series, view, x)
+        else:
+            traces, ceiling, title = _pool_usage(series, x)
+        stack = [0.0] * len(x)
+        for trace in traces:
+            if trace.get("stackgroup"):
+                stack = [a + b for a, b in zip(stack, trace["y"], strict=False)]
+        top = max(top, ceiling, max(stack, default=0.0))
+        figures.append(
+            figure(
+                traces,
+                title=f"{title} under {run.name}",
+                x_title=x_title,
+                y_title="GPUs (average over each interval)",
+                height=360,
+            )
+        )
+    for fig in figures:
+        fig["layout"]["yaxis"]["range"] = [0, top * 1.05 if top > 0 else 1]
+    return figures
+
+
+def _capacity_line(x: list, value: float, name: str) -> dict[str, Any]:
+    trace = line(x, [value] * len(x), name=name, color=CAPACITY_COLOR, unit="GPUs", dash="dash")
+    trace["line"]["width"] = 1.5
+    return trace
+
+
+def _pool_usage(series: dict[str, Any], x: list) -> tuple[list, float, str]:
+    shares = series.get("shares", {})
+    traces = []
+    for state, label in (("own", "own use"), ("borrowed", "borrowed"), ("idle", "idle quota")):
+        for name, row in shares.items():
+            traces.append(
+                area(
+                    x,
+                    row.get(state, []),
+                    name=f"{name}: {label}",
+                    color=share_color(name),
+                    unit="GPUs",
+                    pattern=state_pattern(state),
+                    legendgroup=name,
+                )
+            )
+    unassigned = series.get("unassigned", {})
+    if any(unassigned.get("idle", [])):
+        traces.append(
+            area(
+                x,
+                unassigned["idle"],
+                name="unassigned: idle",
+                color=UNASSIGNED_COLOR,
+                unit="GPUs",
+                pattern=state_pattern("unassigned"),
+            )
+        )
+    capacity = float(series.get("pool_capacity", 0.0))
+    traces.append(_capacity_line(x, capacity, "pool capacity"))
+    return traces, capacity, "Pool usage by share"
+
+
+def _share_usage(series: dict[str, Any], name: str, x: list) -> tuple[list, float, str]:
+    row = series.get("shares", {}).get(name)
+    if row is None:
+        return [], 0.0, f"Usage of {name} (not in this policy)"
+    color = share_color(name)
+    traces = [
+        area(
+            x,
+            row.get(state, []),
+            name=f"{name}: {label}",
+            color=color,
+            unit="GPUs",
+            pattern=state_pattern(state),
+        )
+        for state, label in (
+            ("own", "own use"),
+            ("lent", "lent"),
+            ("idle", "idle quota"),
+            ("borrowed", "borrowed"),
+        )
+    ]
+    quota = float(row.get("quota", 0.0))
+    traces.append(_capacity_line(x, quota, f"{name}: quota"))
+    return traces, quota, f"Usage of {name}'s quota"
+
+
+# -- waits -----------------------------------------------------------------------------------
+
+
+def cdf_figures(runs: Sequence[RunColumn], kind: str = "wait") -> list[dict[str, Any]]:
+    """One figure per share (then all jobs): the CDF of wait (or JCT) with one line per policy,
+    x in hours on a log axis, y 0-100 %, hover with the number of jobs."""
+    noun = "Wait time" if kind == "wait" else "Job completion time"
+    figures = []
+    for name in [*share_names(runs), ""]:
+        traces = []
+        for run in runs:
+            cdfs = run.metrics.get("cdfs", {}).get(kind, {})
+            curve = cdfs.get("shares", {}).get(name) if name else cdfs.get("all")
+            if not curve or not curve.get("x"):
+                continue
+            n = int(curve.get("n", 0))
+            x = [max(value, CDF_FLOOR_SECONDS) / HOUR for value in curve["x"]]
+            y = [100 * value for value in curve["y"]]
+            jobs = [round(value * n) for value in curve["y"]]
+            trace = line(
+                x,
+                y,
+                name=run.name,
+                color=share_color(name) if name else CAPACITY_COLOR,
+                unit="%",
+                dash=policy_dash(run.index),
+                marker=policy_marker(run.index),
+                shape="hv",
+                customdata=jobs,
+            )
+            trace["hovertemplate"] = (
+                f"{run.name}<br>{kind} ≤ %{{x:,.3~r}} h: %{{y:.1f}}% of {n:,} jobs"
+                "<br>%{customdata:,} jobs<extra></extra>"
+            )
+            traces.append(trace)
+        subject = f"{noun} of {name}" if name else f"{noun} of all jobs"
+        figures.append(
+            figure(
+                traces,
+                title=f"{subject}, by policy",
+                x_title=f"{kind} (hours, log scale; under 1 s drawn at 1 s)",
+                y_title="jobs (% of the share's jobs)",
+                x_type="log",
+                y_range=[0, 100],
+                height=320,
+            )
+        )
+    return figures
+
+
+def percentile_figure(runs: Sequence[RunColumn], kind: str = "wait") -> dict[str, Any]:
+    """p50 / p95 / p99 of wait (or JCT) per share, one bar series per policy."""
+    names = share_names(runs)
+    key = f"{kind}_seconds"
+    traces = []
+    for run in runs:
+        shares = {s["name"]: s for s in run.metrics.get("shares", [])}
+        x_share, x_pct, y, colors = [], [], [], []
+        for name in names:
+            block = shares.get(name, {}).get(key) or {}
+            for pct in ("p50", "p95", "p99"):
+                x_share.append(name)
+                x_pct.append(pct)
+                value = block.get(pct)
+                y.append(None if value is None else value / HOUR)
+                colors.append(share_color(name))
+        trace = bar(
+            [x_share, x_pct],
+            y,
+            name=run.name,
+            color=colors[0] if colors else CAPACITY_COLOR,
+            unit="h",
+            pattern=policy_pattern(run.index) or " ",
+        )
+        trace["x"] = [x_share, x_pct]
+        trace["marker"]["color"] = colors
+        trace["hovertemplate"] = f"{run.name}<br>%{{x}}: %{{y:,.3~r}} h<extra></extra>"
+        traces.append(trace)
+    noun = "Wait time" if kind == "wait" else "Job completion time"
+    return figure(
+        traces,
+        title=f"{noun} percentiles by share (bars: policies)",
+        x_title="share and percentile",
+        y_title="hours",
+        barmode="group",
+        height=360,
+    )
+
+
+# -- preemptions and rerun cost ------------------------------------------------------------
+
+
+def preemption_figure(runs: Sequence[RunColumn]) -> dict[str, Any]:
+    """Preemptions per policy stacked by share and cause (cross-share plain, in-share hatched)."""
+    names = share_names(runs)
+    policies = [run.name for run in runs]
+    traces = []
+    for cause, label, pattern in (("cross_share", "cross-share", ""), ("in_share", "in-share", "/")):
+        for name in names:
+            counts = []
+            for run in runs:
+                share = next((s for s in run.metrics.get("shares", []) if s["name"] == name), {})
+                counts.append(share.get("preemptions", {}).get(cause, 0))
+            trace = bar(
+                policies,
+                counts,
+                name=f"{name}: {label}",
+                color=share_color(name),
+                unit="preemptions",
+                pattern=pattern,
+            )
+            trace["legendgroup"] = name
+            traces.append(trace)
+    return figure(
+        traces,
+        title="Preemptions by cause and share",
+        x_title="policy",
+        y_title="preemptions (jobs stopped)",
+        barmode="stack",
+        height=340,
+    )
+
+
+def rerun_figure(runs: Sequence[RunColumn]) -> dict[str, Any]:
+    """Rerun cost (lost work + start-up) per policy stacked by share, GPU-hours with $ labels."""
+    names = share_names(runs)
+    policies = [run.name for run in runs]
+    traces = []
+    for name in names:
+        hours, labels = [], []
+        for run in runs:
+            share = next((s for s in run.metrics.get("shares", []) if s["name"] == name), {})
+            hours.append(share.get("rerun_gpu_hours", 0.0))
+            labels.append(f"${share.get('rerun_cost_usd', 0.0):,.0f}")
+        trace = bar(policies, hours, name=name, color=share_color(name), unit="GPU-hours", text=labels)
+        trace["customdata"] = labels
+        trace["hovertemplate"] = f"{name}<br>%{{x}}: %{{y:,.1f}} GPU-hours (%{{customdata}})<extra></extra>"
+        traces.append(trace)
+    return figure(
+        traces,
+        title="Rerun cost of preemptions by share (GPU-hours; $ on the bars)",
+        x_title="policy",
+        y_title="GPU-hours lost to preemption",
+        barmode="stack",
+        height=340,
+    )
+
+
+# -- finance ---------------------------------------------------------------------------------
+
+
+def finance_figure(report: FinanceReport, unit: str = "usd") -> dict[str, Any]:
+    """What each share is charged per period, stacked, with the pool's capacity as a line."""
+    values = "usd" if unit == "usd" else "hours"
+    unit_label = "$" if unit == "usd" else "GPU-hours"
+    x = [p.period.label for p in report.periods]
+    traces = []
+    for name in report.line_names:
+        y = [
+            getattr(p.shares.get(name), values)["charge"] if name in p.shares else 0.0 for p in report.periods
+        ]
+        if name == UNASSIGNED:
+            continue  # unassigned capacity is charged through the idle line or the shares
+        color = UNASSIGNED_COLOR if name == IDLE_LINE else share_color(name)
+        pattern = state_pattern("idle") if name == IDLE_LINE else ""
+        label = "idle capacity (not charged)" if name == IDLE_LINE else name
+        traces.append(bar(x, y, name=label, color=color, unit=unit_label, pattern=pattern))
+    capacity = [getattr(p.total, values)["capacity"] for p in report.periods]
+    cap = line(
+        x,
+        capacity,
+        name="pool capacity",
+        color=CAPACITY_COLOR,
+        unit=unit_label,
+        dash="dash",
+        marker="line-ew",
+    )
+    cap["mode"] = "markers"
+    cap["marker"] = {"symbol": "line-ew-open", "size": 28, "line": {"width": 2, "color": CAPACITY_COLOR}}
+    traces.append(cap)
+    return figure(
+        traces,
+        title=(
+            f"Pool cost by share and {report.period_kind}, "
+            f"idle {IDLE_MODE_LABELS[report.idle_mode]} ({unit_label})"
+        ),
+        x_title=report.period_kind,
+        y_title=unit_label,
+        barmode="stack",
+        height=360,
+    )

@@ -1,0 +1,16 @@
+"""Routes of the study comparison and the finance report (namespace ``reports``), included
+at the site root by planner/urls.py."""
+
+from django.urls import path
+
+from planner.reports import views
+
+app_name = "reports"
+
+urlpatterns = [
+    path("studies/<int:pk>/", views.study_detail, name="study"),
+    path("studies/<int:pk>/progress.json", views.study_progress, name="study-progress"),
+    path("studies/<int:pk>/<slug:table>.csv", views.study_csv, name="study-csv"),
+    path("finance/", views.finance, name="finance"),
+    path("finance/<slug:table>.csv", views.finance_csv, name="finance-csv"),
+]
