@@ -17,7 +17,8 @@ VAR_DIR = Path(os.environ.get("PLANNER_VAR_DIR", BASE_DIR / "var"))
 
 
 def env_str(name: str, default: str = "") -> str:
-    return os.environ.get(name, default)
+    """The variable's value; unset or empty gives ``default``."""
+    return os.environ.get(name) or default
 
 
 def env_bool(name: str, default: bool = False) -> bool:

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The first command: set everything up and serve the planner at http://127.0.0.1:8000 with a
+# Celery worker (SQLite and a filesystem broker under var/, no servers). Ctrl-C stops both.
+# Safe to run again: nothing is duplicated. PLANNER_PORT / PLANNER_HOST change the address.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+HOST=${PLANNER_HOST:-127.0.0.1}
+PORT=${PLANNER_PORT:-8000}
+export DEBUG=${DEBUG:-1}
+
+# Make .venv (Python 3.11+) and install REQUIREMENTS, skipping pip when nothing changed.
+REQUIREMENTS=requirements.txt
+if [ ! -x .venv/bin/python ]; then
+    echo "== creating .venv"
+    "${PYTHON:-python3}" -m venv .venv
+fi
+STAMP=".venv/.installed-$REQUIREMENTS"
+WANTED=$(cat requirements*.txt | sha256sum | cut -d' ' -f1)
+if [ "$(cat "$STAMP" 2>/dev/null)" != "$WANTED" ]; then
+    echo "== installing $REQUIREMENTS"
+    .venv/bin/python -m pip install -q -r "$REQUIREMENTS"
+    echo "$WANTED" > "$STAMP"
+fi
+
+mkdir -p var
+echo "== database, roles, demo users"
+.venv/bin/python manage.py migrate --noinput -v0
+.venv/bin/python manage.py setup_roles
+.venv/bin/python manage.py create_demo_users --credentials-file var/demo-logins.txt >/dev/null
+echo "== demo data (the first time takes a minute: three studies are replayed)"
+.venv/bin/python manage.py load_demo 2>&1 | grep -v "^Task planner" || true
+
+echo "== starting a worker and the web server"
+.venv/bin/celery -A planner worker -l WARNING --concurrency 2 --without-gossip --without-mingle \
+    --without-heartbeat -n "planner-local@%h" &
+WORKER=$!
+stop_worker() {
+    kill -TERM "$WORKER" 2>/dev/null || true
+    wait "$WORKER" 2>/dev/null || true
+}
+trap stop_worker EXIT INT TERM
+
+cat <<INFO
+
+  The planner is at http://$HOST:$PORT/   (API: http://$HOST:$PORT/api/docs/, admin: /admin/)
+  Demo logins (also in var/demo-logins.txt):
+$(sed 's/^/    /' var/demo-logins.txt)
+  Ctrl-C stops the web server and the worker.
+
+INFO
+.venv/bin/python manage.py runserver "$HOST:$PORT" --noreload

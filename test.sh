@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# The second command: the whole test suite.
+#   1. engine tests (tests/scheduling), once, without a database;
+#   2. service and page tests on the embedded default: SQLite + the filesystem broker;
+#   3. service tests on PostgreSQL (127.0.0.1:5432) + Redis (127.0.0.1:6379) with real
+#      celery worker processes (the services are started if they are down).
+# Exits non-zero when any step fails or runs no test. Extra arguments go to every pytest.
+set -uo pipefail
+cd "$(dirname "$0")"
+
+# Make .venv (Python 3.11+) and install REQUIREMENTS, skipping pip when nothing changed.
+REQUIREMENTS=requirements-dev.txt
+if [ ! -x .venv/bin/python ]; then
+    echo "== creating .venv"
+    "${PYTHON:-python3}" -m venv .venv
+fi
+STAMP=".venv/.installed-$REQUIREMENTS"
+WANTED=$(cat requirements*.txt | sha256sum | cut -d' ' -f1)
+if [ "$(cat "$STAMP" 2>/dev/null)" != "$WANTED" ]; then
+    echo "== installing $REQUIREMENTS"
+    .venv/bin/python -m pip install -q -r "$REQUIREMENTS"
+    echo "$WANTED" > "$STAMP"
+fi
+
+if [ -d tests/pages ] && [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null; then
+    echo "== installing Debian's chromium for the page tests"
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null
+fi
+
+start_postgresql() {
+    pg_isready -q -h 127.0.0.1 -p 5432 && return 0
+    echo "== starting PostgreSQL"
+    pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -1)" main start
+    for _ in $(seq 30); do pg_isready -q -h 127.0.0.1 -p 5432 && return 0; sleep 1; done
+    return 1
+}
+
+start_redis() {
+    redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1 && return 0
+    echo "== starting Redis"
+    mkdir -p /var/lib/redis /var/log/redis
+    redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no \
+        --dir /var/lib/redis --logfile /var/log/redis/ci.log
+    for _ in $(seq 30); do redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1 && return 0; sleep 1; done
+    return 1
+}
+
+FAILED=()
+step() {
+    # step NAME ENV... -- PYTEST-ARGS...: run pytest; no test run (exit 5) counts as a failure.
+    local name=$1; shift
+    local envs=()
+    while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+    shift
+    echo
+    echo "======== $name"
+    env "${envs[@]}" .venv/bin/python -m pytest "$@"
+    local rc=$?
+    if [ $rc -ne 0 ]; then
+        [ $rc -eq 5 ] && echo "$name: no test ran"
+        FAILED+=("$name")
+    fi
+}
+
+mkdir -p var
+echo "======== lint"
+.venv/bin/ruff check . || FAILED+=("lint")
+
+step "engine" PLANNER_CELERY_EAGER=0 -- tests/scheduling -q -p no:cacheprovider "$@"
+
+SERVICE_TESTS=(tests/service)
+[ -d tests/pages ] && SERVICE_TESTS+=(tests/pages)
+rm -rf var/test-broker
+step "service on SQLite + filesystem broker" \
+    DATABASE_URL= REDIS_URL= PLANNER_BROKER_DIR=var/test-broker -- \
+    "${SERVICE_TESTS[@]}" -q -p no:cacheprovider "$@"
+
+if start_postgresql && start_redis; then
+    step "service on PostgreSQL + Redis" \
+        DATABASE_URL=postgres://postgres@127.0.0.1:5432/planner REDIS_URL=redis://127.0.0.1:6379/15 \
+        PLANNER_VISIBILITY_TIMEOUT=8 -- \
+        tests/service -q -p no:cacheprovider "$@"
+else
+    echo "PostgreSQL or Redis could not be started"
+    FAILED+=("services")
+fi
+
+echo
+if [ ${#FAILED[@]} -ne 0 ]; then
+    echo "FAILED: ${FAILED[*]}"
+    exit 1
+fi
+echo "all test steps passed"
