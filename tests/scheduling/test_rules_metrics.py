@@ -181,3 +181,22 @@ def test_share_gpu_hours_and_dollars(engine_run):
     assert (a["capacity_gpu_hours"], a["own_gpu_hours"], a["borrowed_gpu_hours"]) == pytest.approx((4, 4, 2))
     assert (l_share["lent_gpu_hours"], l_share["idle_gpu_hours"]) == pytest.approx((2, 2))
     assert a["borrowed_usd"] == pytest.approx(5.0)  # half an instance-hour at $10
+
+
+@pytest.mark.parametrize(
+    ("strategy", "options"),
+    [("LEND", {}), ("RESERVE", {}), ("LEND_AND_BORROW", {"borrow_limit_percent": 0})],
+    ids=["LEND", "RESERVE", "LEND_AND_BORROW-limit-0"],
+)
+def test_idle_quota_is_not_stranded_for_a_job_that_may_not_borrow(engine_run, strategy, options):
+    # l2 waits 0-100 while R's instance is idle, but l2's share may not borrow at all: had R lent its
+    # instance, l2 still could not have used it, so RESERVE cost nothing here.
+    pol = {"capacity": {"gpu": 2}, "shares": [
+        share("R", {"gpu": 1}, "RESERVE"), share("L", {"gpu": 1}, strategy, **options)]}
+    out = engine_run(pol, """
+        job_id submit_time share duration
+        l1     0           L     100
+        l2     0           L     100
+    """).raw
+    assert by_type(out, "R")["idle"] == pytest.approx(200)
+    assert by_type(out, "R")["stranded"] == pytest.approx(0)
