@@ -148,8 +148,11 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "transaction_mode": "IMMEDIATE",
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
-    # Tests share their database with real worker processes, so it must be a file.
-    DATABASES["default"]["TEST"] = {"NAME": env_str("PLANNER_TEST_SQLITE", str(VAR_DIR / "test.sqlite3"))}
+    # Tests share their database with real worker processes, so it must be a file; one per
+    # test process, so that two test runs in one checkout do not clobber each other.
+    DATABASES["default"]["TEST"] = {
+        "NAME": env_str("PLANNER_TEST_SQLITE", str(VAR_DIR / f"test-{os.getpid()}.sqlite3"))
+    }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

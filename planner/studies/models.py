@@ -11,6 +11,8 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import models
+from django.db.models.signals import post_delete
+from django.dispatch import receiver
 from django.utils import timezone
 
 from planner.capacity.models import Policy
@@ -138,3 +140,10 @@ class Run(models.Model):
             return True
         limit = timedelta(seconds=settings.PLANNER_HEARTBEAT_STALE_SECONDS)
         return (now or timezone.now()) - self.heartbeat > limit
+
+
+@receiver(post_delete, sender=Run)
+def delete_result_file(sender, instance: Run, **kwargs) -> None:
+    """A run's result file goes with it (and with its study)."""
+    if instance.result_file.name:
+        instance.result_file.storage.delete(instance.result_file.name)

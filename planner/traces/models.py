@@ -15,6 +15,8 @@ from typing import IO, Any
 
 from django.conf import settings
 from django.db import models
+from django.db.models.signals import post_delete
+from django.dispatch import receiver
 
 from planner.capacity.models import InstanceType
 from planner.strict_json import strict_json
@@ -97,9 +99,9 @@ class Trace(models.Model):
         with self.jobs_file.open("rb") as stream:
             return TraceColumns.load(stream)
 
-    def delete(self, *args: Any, **kwargs: Any):
-        stored = self.jobs_file.name
-        outcome = super().delete(*args, **kwargs)
-        if stored:
-            self.jobs_file.storage.delete(stored)
-        return outcome
+
+@receiver(post_delete, sender=Trace)
+def delete_jobs_file(sender, instance: Trace, **kwargs) -> None:
+    """The jobs file goes with its row (also when deleted in bulk, e.g. from the admin)."""
+    if instance.jobs_file.name:
+        instance.jobs_file.storage.delete(instance.jobs_file.name)

@@ -1,6 +1,8 @@
 """Studies over the API: one run per policy, enqueued after commit, then metrics, CDFs and
 series per run; finance view for finance and admin only."""
 
+import os
+
 import pytest
 
 from planner.studies.models import Run, Study
@@ -85,3 +87,10 @@ def test_a_viewer_cannot_start_a_study(viewer_api, aws_policy, aws_trace):
 
 def test_a_trace_used_by_a_study_cannot_be_deleted(admin_api, study):
     assert admin_api.delete(f"/api/traces/{study.trace_id}/").status_code == 409
+
+
+def test_deleting_a_study_removes_its_result_files(admin_api, study):
+    paths = [run.result_file.path for run in study.runs.all()]
+    assert all(os.path.exists(path) for path in paths)
+    assert admin_api.delete(f"/api/studies/{study.pk}/").status_code == 204
+    assert not any(os.path.exists(path) for path in paths)

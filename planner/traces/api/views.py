@@ -72,6 +72,3 @@ class TraceViewSet(
             created_by=request.user,
         )
         return Response(TraceSerializer(trace).data, status=status.HTTP_201_CREATED)
-
-    def perform_destroy(self, trace: Trace) -> None:
-        trace.delete()
