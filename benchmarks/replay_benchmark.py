@@ -1,0 +1,117 @@
+"""Replay engine benchmark: jobs/second and peak memory, one case per subprocess.
+
+    .venv/bin/python benchmarks/replay_benchmark.py                 # 10k, 100k, 1M synthetic + real traces
+    .venv/bin/python benchmarks/replay_benchmark.py --cases 10k itp   # a selection
+
+Synthetic cases replay `scheduling.synthetic.generate(N)` on the 4-share demo policy (two shares lend
+and borrow with in-share preemption, one lends, one reserves; cross-share reclaim on) sized for about
+85% load. Real cases replay the ITP 2021 trace (ten clusters as ten shares, lending and borrowing) and
+the Alibaba openb pods. Each case runs in its own process, so peak RSS is that case's alone; the
+replay time excludes generating or reading the trace.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT.parent / "shared" / "data"
+SYNTHETIC = {"10k": 10_000, "100k": 100_000, "1m": 1_000_000}
+REAL = ("itp", "openb")
+
+
+def load_case(case: str):
+    from scheduling.model import Policy
+
+    if case in SYNTHETIC:
+        from scheduling.synthetic import demo_policy_dict, demo_pool_gpus, generate
+
+        trace = generate(SYNTHETIC[case], seed=1)
+        return Policy.from_dict(demo_policy_dict(demo_pool_gpus(trace))), trace
+    from scheduling.traces import read_trace
+
+    if case == "itp":
+        from scheduling.model import Strategy
+        from scheduling.quota_tables import itp_policy_dict
+
+        trace = read_trace(DATA / "itp-2021" / "itp_all_clusters.csv", format="itp-2021")
+        return Policy.from_dict(itp_policy_dict(Strategy.LEND_AND_BORROW)), trace
+    if case == "openb":
+        trace = read_trace(DATA / "alibaba-openb-2023" / "openb_pod_list_default.csv", format="alibaba-openb-2023")
+        return Policy.from_dict(_openb_policy(trace)), trace
+    raise SystemExit(f"unknown case {case!r}: choose from {', '.join([*SYNTHETIC, *REAL])}")
+
+
+def _openb_policy(trace) -> dict:
+    """The openb cluster's GPUs (from its node list) shared by its QoS classes in proportion to demand."""
+    import csv
+
+    with open(DATA / "alibaba-openb-2023" / "openb_node_list_gpu_node.csv", newline="") as f:
+        total = sum(int(row["gpu"]) for row in csv.DictReader(f))
+    demand = {}
+    for code, name in enumerate(trace.share_names):
+        mask = trace.share == code
+        demand[name] = float((trace.duration[mask] * trace.instance_count[mask]).sum())
+    whole = sum(demand.values()) or 1.0
+    shares = [
+        {"name": name, "capacity": {"gpu": int(total * d / whole)}, "strategy": "LEND_AND_BORROW",
+         "in_share_preemption": "lower_priority"}
+        for name, d in demand.items()
+    ]  # fmt: skip
+    return {"name": "openb-pooled", "capacity": {"gpu": total}, "shares": shares}
+
+
+def run_case(case: str) -> dict:
+    """Replay one case in this process and return its figures."""
+    from scheduling.engine import replay
+
+    policy, trace = load_case(case)
+    wall, cpu = time.perf_counter(), time.process_time()
+    result = replay(policy, trace)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    summary = result.summary
+    return {
+        "case": case,
+        "jobs": len(trace),
+        "shares": len(policy.shares),
+        "replay_seconds": round(wall, 2),
+        "cpu_seconds": round(cpu, 2),
+        "jobs_per_second": round(len(trace) / wall),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        "utilization": round(summary["utilization"], 3),
+        "preemptions": sum(summary["preemptions"].values()),
+        "p95_wait_hours": round((summary["wait_seconds"]["p95"] or 0) / 3600, 2),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--cases", nargs="*", default=[*SYNTHETIC, *REAL])
+    parser.add_argument("--one", help=argparse.SUPPRESS)  # internal: run one case here
+    args = parser.parse_args()
+    if args.one:
+        print(json.dumps(run_case(args.one)))
+        return
+    columns = ("case", "jobs", "shares", "replay_seconds", "cpu_seconds", "jobs_per_second", "peak_rss_mb",
+               "utilization", "preemptions", "p95_wait_hours")  # fmt: skip
+    print(" | ".join(columns))
+    for case in args.cases:
+        out = subprocess.run(
+            [sys.executable, __file__, "--one", case], capture_output=True, text=True, cwd=ROOT,
+            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        )  # fmt: skip
+        if out.returncode:
+            print(f"{case}: failed: {out.stderr.strip().splitlines()[-1] if out.stderr else out.returncode}")
+            continue
+        figures = json.loads(out.stdout)
+        print(" | ".join(f"{figures[c]:,}" if isinstance(figures[c], int) else str(figures[c]) for c in columns))
+
+
+if __name__ == "__main__":
+    main()
