@@ -43,7 +43,9 @@ def load_case(case: str):
         trace = read_trace(DATA / "itp-2021" / "itp_all_clusters.csv", format="itp-2021")
         return Policy.from_dict(itp_policy_dict(Strategy.LEND_AND_BORROW)), trace
     if case == "openb":
-        trace = read_trace(DATA / "alibaba-openb-2023" / "openb_pod_list_default.csv", format="alibaba-openb-2023")
+        trace = read_trace(
+            DATA / "alibaba-openb-2023" / "openb_pod_list_default.csv", format="alibaba-openb-2023"
+        )
         return Policy.from_dict(_openb_policy(trace)), trace
     raise SystemExit(f"unknown case {case!r}: choose from {', '.join([*SYNTHETIC, *REAL])}")
 
@@ -110,7 +112,9 @@ def main() -> None:
             print(f"{case}: failed: {out.stderr.strip().splitlines()[-1] if out.stderr else out.returncode}")
             continue
         figures = json.loads(out.stdout)
-        print(" | ".join(f"{figures[c]:,}" if isinstance(figures[c], int) else str(figures[c]) for c in columns))
+        print(
+            " | ".join(f"{figures[c]:,}" if isinstance(figures[c], int) else str(figures[c]) for c in columns)
+        )
 
 
 if __name__ == "__main__":

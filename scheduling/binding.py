@@ -30,9 +30,7 @@ class BoundTrace:
 def bind(policy: Policy, trace: Trace) -> BoundTrace:
     type_names = list(policy.instance_types)
     share_index = policy.share_index()
-    share_map = np.array(
-        [share_index.get(name, -1) for name in trace.share_names] or [0], dtype=np.int32
-    )
+    share_map = np.array([share_index.get(name, -1) for name in trace.share_names] or [0], dtype=np.int32)
     share = share_map[trace.share] if len(trace) else np.zeros(0, dtype=np.int32)
     if len(trace) and (share < 0).any():
         row = int(np.argmax(share < 0))

@@ -460,7 +460,11 @@ class _Replay:
         if mode is not InSharePreemption.NEVER:
             equal_too = mode is InSharePreemption.LOWER_OR_NEWER_EQUAL_PRIORITY
             for g in self.groups_of[s][t]:
-                if g.refused and g.jobs and (-g.jobs[0][0] > priority or (equal_too and -g.jobs[0][0] == priority)):
+                if (
+                    g.refused
+                    and g.jobs
+                    and (-g.jobs[0][0] > priority or (equal_too and -g.jobs[0][0] == priority))
+                ):
                     self._reopen(g)
             self.share_refused[s] = False
         if self.usage[s][t] > self.quota[s][t]:

@@ -99,7 +99,9 @@ def compute_metrics(
     share_of_job = bound.share
     summary = _summary(policy, bound, outcomes, totals, accounts, gpus, price, wait, jct, start, end)
     shares = [
-        _share_metrics(policy, s, bound, outcomes, totals, accounts, gpus, price, wait, jct, share_of_job == s)
+        _share_metrics(
+            policy, s, bound, outcomes, totals, accounts, gpus, price, wait, jct, share_of_job == s
+        )
         for s in range(n_shares)
     ]
     return {
@@ -171,7 +173,9 @@ def _type_accounts(policy, t, type_name, log, start, end, edges, day_edges) -> d
     n_types = log.n_types
     keys = [s * n_types + t for s in range(len(shares))]
     u_instants, u_steps, _ = _step_matrix(log.usage_time, log.usage_key, log.usage_value, keys, start, end)
-    p_instants, p_steps, _ = _step_matrix(log.pending_time, log.pending_key, log.pending_value, keys, start, end)
+    p_instants, p_steps, _ = _step_matrix(
+        log.pending_time, log.pending_key, log.pending_value, keys, start, end
+    )
     # Both step functions on the union of their instants, so both stay exact.
     instants = np.union1d(u_instants, p_instants)
     usage = u_steps[np.searchsorted(u_instants, instants, side="right") - 1]
@@ -337,7 +341,9 @@ def _share_metrics(policy, s, bound, outcomes, totals, accounts, gpus, price, wa
         "rerun_gpu_hours": float(rerun @ gpus / 3600),
         "rerun_cost_usd": float(rerun @ price / 3600),
         "wait_seconds": distribution(wait[mask]),
-        "queued_seconds": distribution(np.where(np.isnan(outcomes.first_start[mask]), np.nan, outcomes.queued[mask])),
+        "queued_seconds": distribution(
+            np.where(np.isnan(outcomes.first_start[mask]), np.nan, outcomes.queued[mask])
+        ),
         "jct_seconds": distribution(jct[mask]),
         "by_type": by_type,
     }
@@ -383,7 +389,9 @@ def _series(policy, accounts, gpus, edges) -> dict[str, Any]:
         row["quota"] = float(sum(share.quota(t) * g for t, g in zip(policy.instance_types, gpus)))
         shares[share.name] = row
     unassigned = {
-        k: (np.asarray(sum(a["buckets"][f"unassigned_{k}"][:, 0] * g for a, g in zip(accounts, gpus))) / width)
+        k: (
+            np.asarray(sum(a["buckets"][f"unassigned_{k}"][:, 0] * g for a, g in zip(accounts, gpus))) / width
+        )
         .round(4)
         .tolist()
         for k in ("lent", "idle")
@@ -393,7 +401,9 @@ def _series(policy, accounts, gpus, edges) -> dict[str, Any]:
         "width": width,
         "shares": shares,
         "unassigned": unassigned,
-        "pool_capacity": float(sum(policy.capacity.get(t, 0) * g for t, g in zip(policy.instance_types, gpus))),
+        "pool_capacity": float(
+            sum(policy.capacity.get(t, 0) * g for t, g in zip(policy.instance_types, gpus))
+        ),
     }
 
 
@@ -410,17 +420,26 @@ def _periods(policy, accounts, gpus, price, day_edges, log) -> dict[str, Any]:
         row["usd"]["capacity"] = np.asarray(capacity_usd).round(6).tolist()
         for k in ACCOUNTS:
             row[k] = (sum(a["days"][k][:, s] * g for a, g in zip(accounts, gpus)) / 3600).round(6).tolist()
-            row["usd"][k] = (sum(a["days"][k][:, s] * p for a, p in zip(accounts, price)) / 3600).round(6).tolist()
+            row["usd"][k] = (
+                (sum(a["days"][k][:, s] * p for a, p in zip(accounts, price)) / 3600).round(6).tolist()
+            )
         rerun, rerun_usd = _rerun_by_day(s, day_edges, log, gpus, price)
         row["rerun"] = rerun
         row["usd"]["rerun"] = rerun_usd
         shares[share.name] = row
     unassigned = {
         "capacity": (
-            np.asarray(sum(a["unassigned"] * g * width for a, g in zip(accounts, gpus))) / 3600 + np.zeros(n_days)
-        ).round(6).tolist(),
-        "lent": (sum(a["days"]["unassigned_lent"][:, 0] * g for a, g in zip(accounts, gpus)) / 3600).round(6).tolist(),
-        "idle": (sum(a["days"]["unassigned_idle"][:, 0] * g for a, g in zip(accounts, gpus)) / 3600).round(6).tolist(),
+            np.asarray(sum(a["unassigned"] * g * width for a, g in zip(accounts, gpus))) / 3600
+            + np.zeros(n_days)
+        )
+        .round(6)
+        .tolist(),
+        "lent": (sum(a["days"]["unassigned_lent"][:, 0] * g for a, g in zip(accounts, gpus)) / 3600)
+        .round(6)
+        .tolist(),
+        "idle": (sum(a["days"]["unassigned_idle"][:, 0] * g for a, g in zip(accounts, gpus)) / 3600)
+        .round(6)
+        .tolist(),
     }
     return {"day": day_edges[:-1].tolist(), "shares": shares, "unassigned": unassigned}
 

@@ -145,8 +145,7 @@ class Policy:
         return {
             "name": self.name,
             "instance_types": {
-                t.name: {"gpus": t.gpus, "hourly_price": t.hourly_price}
-                for t in self.instance_types.values()
+                t.name: {"gpus": t.gpus, "hourly_price": t.hourly_price} for t in self.instance_types.values()
             },
             "capacity": dict(self.capacity),
             "queueing": self.queueing.value,
@@ -237,7 +236,9 @@ def validate_policy(policy: Policy) -> None:
                 field=f"shares[{i}].borrow_limit_percent",
             )
         if share.strategy is Strategy.RESERVE and share.lending_limit is not None:
-            raise InputError("a RESERVE share lends nothing: remove lending_limit", field=f"shares[{i}].lending_limit")
+            raise InputError(
+                "a RESERVE share lends nothing: remove lending_limit", field=f"shares[{i}].lending_limit"
+            )
 
 
 def _parse_instance_types(raw: Any) -> dict[str, InstanceType]:
@@ -267,8 +268,14 @@ def _parse_share(raw: Any, index: int, instance_types: Mapping[str, InstanceType
     if not isinstance(name, str) or not name.strip():
         raise InputError("a share needs a name", field=f"{where}.name")
     known = {
-        "name", "capacity", "strategy", "borrow_limit_percent", "borrowing_limit",
-        "lending_limit", "in_share_preemption", "reclaim",
+        "name",
+        "capacity",
+        "strategy",
+        "borrow_limit_percent",
+        "borrowing_limit",
+        "lending_limit",
+        "in_share_preemption",
+        "reclaim",
     }
     for key in raw:
         if key not in known:
@@ -328,7 +335,9 @@ def _parse_count(value: Any, where: str) -> int:
     return int(number)
 
 
-def _parse_number(value: Any, where: str, minimum: float | None = None, strictly_positive: bool = False) -> float:
+def _parse_number(
+    value: Any, where: str, minimum: float | None = None, strictly_positive: bool = False
+) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         try:
             value = float(str(value).strip())
