@@ -1,32 +1,32 @@
 """Plotly figures as plain dicts, drawn in the browser by static/js/planner.js.
 
-A share keeps the same colour on every chart (``share_color``), a policy the same line dash
-and marker (``policy_dash``, ``policy_marker``). Figures are rendered into the page with the
+A share keeps the same colour on every chart (``share_colors`` over the shares of the trace or
+policy: the same set of names always gets the same colours), a policy the same line dash and
+marker (``policy_dash``, ``policy_marker``). Figures are rendered into the page with the
 ``{% chart %}`` tag (``planner_web`` template library), never with inline scripts.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-# Paul Tol's "muted" and "bright" qualitative schemes: told apart with the common forms of
-# colour blindness, and readable on white.
+# Paul Tol's "bright" scheme (grey left out: it is for idle and unassigned capacity), with
+# indigo, teal and olive from "muted" and orange from "vibrant": told apart with the common
+# forms of colour blindness, and readable on white.
 PALETTE = (
-    "#332288",  # indigo
-    "#117733",  # green
-    "#44AA99",  # teal
-    "#88CCEE",  # cyan
-    "#DDCC77",  # sand
-    "#CC6677",  # rose
-    "#AA4499",  # purple
-    "#882255",  # wine
-    "#999933",  # olive
     "#4477AA",  # blue
     "#EE6677",  # red
-    "#228833",  # bright green
+    "#228833",  # green
+    "#CCBB44",  # yellow
+    "#66CCEE",  # cyan
+    "#AA3377",  # purple
+    "#332288",  # indigo
+    "#44AA99",  # teal
+    "#999933",  # olive
+    "#EE7733",  # orange
 )
 DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
 MARKERS = ("circle", "square", "diamond", "triangle-up", "x", "star", "cross", "triangle-down")
@@ -35,10 +35,33 @@ STATE_PATTERNS = {"own": "", "borrowed": "/", "lent": "\\", "idle": ".", "strand
 FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif"
 
 
-def share_color(name: str) -> str:
-    """The colour of a share on every chart: picked from PALETTE by a stable hash of its name."""
+def _slot(name: str) -> int:
     digest = hashlib.blake2s(name.encode("utf-8"), digest_size=4).digest()
-    return PALETTE[int.from_bytes(digest, "big") % len(PALETTE)]
+    return int.from_bytes(digest, "big") % len(PALETTE)
+
+
+def share_color(name: str) -> str:
+    """The colour of a share on every chart: picked from PALETTE by a stable hash of its name.
+
+    Two names can hash to the same colour: when a chart shows several shares, colour them with
+    ``share_colors`` over every share of the trace or policy instead."""
+    return PALETTE[_slot(name)]
+
+
+def share_colors(names: Iterable[str]) -> dict[str, str]:
+    """Colours for a set of shares, all different while the palette lasts: each share takes its
+    ``share_color`` unless a share before it (in name order) has it, then the next free colour.
+    The same set of names always gets the same colours, whatever order they are given in."""
+    taken: dict[int, str] = {}
+    colors: dict[str, str] = {}
+    for name in sorted(set(names)):
+        slot = _slot(name)
+        if len(taken) < len(PALETTE):
+            while slot in taken:
+                slot = (slot + 1) % len(PALETTE)
+        taken[slot] = name
+        colors[name] = PALETTE[slot]
+    return colors
 
 
 def policy_dash(index: int) -> str:
@@ -59,6 +82,11 @@ def state_pattern(state: str) -> str:
 def amount(value: float) -> str:
     """A number for a label: thousands separators, a decimal only when it is not whole."""
     return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.1f}"
+
+
+def gpus_text(value: float) -> str:
+    """``1 GPU``, ``1,560 GPUs``, ``2.5 GPUs``."""
+    return f"{amount(value)} GPU" if value == 1 else f"{amount(value)} GPUs"
 
 
 # -- axes ---------------------------------------------------------------------------------
@@ -188,18 +216,28 @@ def figure(
     extra_layout: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A figure with the app's defaults: a title naming the subject, axis titles with units,
-    thousands separators, unified hover, a horizontal legend under the plot."""
+    thousands separators, hover naming the series, a horizontal legend between title and plot."""
     layout: dict[str, Any] = {
-        "title": {"text": title, "x": 0, "xanchor": "left", "font": {"size": 15}},
+        "title": {
+            "text": title,
+            "x": 0,
+            "xanchor": "left",
+            "xref": "paper",
+            "y": 1,
+            "yref": "container",
+            "yanchor": "top",
+            "pad": {"t": 8},
+            "font": {"size": 15},
+        },
         "height": height,
-        "margin": {"l": 64, "r": 16, "t": 44, "b": 56},
+        "margin": {"l": 64, "r": 16, "t": 72 if show_legend else 44, "b": 56},
         "font": {"family": FONT, "size": 12, "color": "#1f2328"},
         "separators": ".,",
         "paper_bgcolor": "#ffffff",
         "plot_bgcolor": "#ffffff",
         "hovermode": "closest",
         "showlegend": show_legend,
-        "legend": {"orientation": "h", "y": -0.22, "x": 0},
+        "legend": {"orientation": "h", "x": 0, "xanchor": "left", "y": 1.01, "yanchor": "bottom"},
         "xaxis": {
             "title": {"text": x_title},
             "gridcolor": "#e6e8eb",

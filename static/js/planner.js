@@ -85,10 +85,12 @@
     var table = document.getElementById(input.dataset.filterFor);
     if (!table) return;
     var key = "q-" + input.dataset.filterFor;
+    // Several <tbody> group rows (a study and its runs): filter whole groups, else single rows.
+    var groups = table.tBodies.length > 1 ? Array.prototype.slice.call(table.tBodies) : Array.prototype.slice.call(table.tBodies[0] ? table.tBodies[0].rows : []);
     function apply() {
       var text = input.value.trim().toLowerCase();
-      Array.prototype.forEach.call(table.tBodies[0] ? table.tBodies[0].rows : [], function (row) {
-        row.hidden = text !== "" && row.textContent.toLowerCase().indexOf(text) === -1;
+      groups.forEach(function (group) {
+        group.hidden = text !== "" && group.textContent.toLowerCase().indexOf(text) === -1;
       });
     }
     input.value = new URL(window.location.href).searchParams.get(key) || "";

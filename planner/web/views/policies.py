@@ -97,14 +97,15 @@ def quota_figure(shares: list[Share], types: list[InstanceType], capacity: dict[
         names.append(share.name)
         values.append(sum(count * gpus.get(t, 1) for t, count in spec.capacity.items()))
     pool_gpus = sum(count * gpus.get(t, 1) for t, count in capacity.items())
+    colors = charts.share_colors(names)
     traces = [
         charts.bar(
             [value],
             [name],
             name=name,
-            color=charts.share_color(name),
+            color=colors[name],
             unit="GPUs",
-            text=[f"{charts.amount(value)} GPUs"],
+            text=[charts.gpus_text(value)],
             orientation="h",
         )
         for name, value in zip(names, values, strict=True)
@@ -118,14 +119,14 @@ def quota_figure(shares: list[Share], types: list[InstanceType], capacity: dict[
                 name="unassigned (lent to anyone)",
                 color="#bbbbbb",
                 unit="GPUs",
-                text=[f"{charts.amount(unassigned)} GPUs"],
+                text=[charts.gpus_text(unassigned)],
                 pattern=charts.state_pattern("unassigned"),
                 orientation="h",
             )
         )
     fig = charts.figure(
         traces,
-        title=f"Quota per share (pool: {charts.amount(pool_gpus)} GPUs)",
+        title=f"Quota per share (pool: {charts.gpus_text(pool_gpus)})",
         x_title="quota (GPUs)",
         y_title="",
         height=max(160, 60 + 34 * len(traces)),
@@ -177,7 +178,9 @@ def policy_context(request, policy: Policy, *, edit: str = "", **forms) -> dict:
     if editable and edit == "settings" and settings_form is None:
         settings_form = PolicySettingsForm(instance=policy, prefix="settings")
     rows = share_rows(shares, type_names)
+    colors = charts.share_colors(share.name for share in shares)
     for row in rows:
+        row["color"] = colors[row["share"].name]
         row["editing"] = share_form is not None and edit == f"share-{row['share'].pk}"
     studies = (
         Study.objects.filter(runs__policy=policy).select_related("trace").distinct().order_by("-created_at")

@@ -107,17 +107,22 @@ def share_names(summary: dict) -> list[str]:
     return [share["name"] for share in summary.get("shares", [])]
 
 
+def colors_of(summary: dict) -> dict[str, str]:
+    return charts.share_colors(share_names(summary))
+
+
 def arrivals_figure(summary: dict) -> dict:
     arrivals = summary.get("arrivals", {})
     epoch = bool(summary.get("span", {}).get("epoch_times"))
     x, x_title = charts.time_axis(arrivals.get("t", []), epoch_times=epoch)
     width_hours = arrivals.get("width", 0) / 3600
+    colors = colors_of(summary)
     traces = [
         charts.bar(
             x,
             arrivals.get("shares", {}).get(name, []),
             name=name,
-            color=charts.share_color(name),
+            color=colors[name],
             unit="jobs",
         )
         for name in share_names(summary)
@@ -137,19 +142,20 @@ def demand_figure(summary: dict) -> dict:
     epoch = bool(summary.get("span", {}).get("epoch_times"))
     x, x_title = charts.time_axis(demand.get("t", []), epoch_times=epoch)
     width = demand.get("width") or 1
+    colors = colors_of(summary)
     traces = [
         charts.area(
             x,
             [seconds / width for seconds in demand.get("shares", {}).get(name, {}).get("gpu_seconds", [])],
             name=name,
-            color=charts.share_color(name),
+            color=colors[name],
             unit="GPUs",
         )
         for name in share_names(summary)
     ]
     return charts.figure(
         traces,
-        title="GPU demand over time by share (if every job started when submitted)",
+        title="GPU demand by share (each job run from its submission)",
         x_title=x_title,
         y_title="GPUs in use on average",
     )
@@ -188,9 +194,14 @@ def duration_figure(summary: dict) -> dict:
     # Drop the empty bins at both ends so the bars show the part of the range that has jobs.
     used = [i for i, n in enumerate(jobs) if n]
     first, last = (used[0], used[-1]) if used else (0, -1)
-    labels = [f"{duration_label(edges[i])}–{duration_label(edges[i + 1])}" for i in range(first, last + 1)]
+    labels = [f"≥ {duration_label(edges[i])}" for i in range(first, last + 1)]
+    bins = charts.bar(labels, jobs[first : last + 1], name="jobs", color="#228833", unit="jobs")
+    bins["customdata"] = [
+        f"{duration_label(edges[i])} to {duration_label(edges[i + 1])}" for i in range(first, last + 1)
+    ]
+    bins["hovertemplate"] = "%{customdata}: %{y:,} jobs<extra></extra>"
     fig = charts.figure(
-        [charts.bar(labels, jobs[first : last + 1], name="jobs", color="#117733", unit="jobs")],
+        [bins],
         title="Job duration (log-spaced bins)",
         x_title="duration",
         y_title="jobs",
@@ -221,9 +232,10 @@ def trace_detail(request, pk: int):
     studies = Study.objects.filter(trace=trace).order_by("-created_at")
     share_rows = sorted(summary.get("shares", []), key=lambda share: -share.get("gpu_hours", 0))
     total_hours = summary.get("gpu_hours") or 0
+    colors = colors_of(summary)
     for share in share_rows:
         share["gpu_hours_fraction"] = share.get("gpu_hours", 0) / total_hours if total_hours else None
-        share["color"] = charts.share_color(share["name"])
+        share["color"] = colors[share["name"]]
     return render(
         request,
         "web/trace_detail.html",
