@@ -78,11 +78,12 @@ def hours(seconds: float | None) -> float | None:
     return None if seconds is None else seconds / HOUR
 
 
-def verdict(delta: float | None, better: str, scale: float = 1.0) -> str:
-    """ "better" / "worse" / "same" for a difference, given which direction is better."""
+def verdict(delta: float | None, better: str, digits: int = 2) -> str:
+    """"better" / "worse" / "same" for a difference, given which direction is better; a
+    difference that rounds to zero at the shown precision is "same"."""
     if delta is None or not better:
         return ""
-    if abs(delta) <= 1e-9 * max(1.0, abs(scale)):
+    if round(abs(delta), digits) == 0:
         return "same"
     return "better" if (delta > 0) == (better == "higher") else "worse"
 
@@ -91,7 +92,7 @@ def _cell(value: float | None, base: float | None, column: Column, is_baseline: 
     if is_baseline or value is None or base is None:
         return Cell(value)
     delta = value - base
-    return Cell(value, delta, verdict(delta, column.better, scale=base))
+    return Cell(value, delta, verdict(delta, column.better, column.digits))
 
 
 def baseline_of(runs: Sequence[RunColumn]) -> RunColumn | None:
@@ -171,7 +172,6 @@ SHARE = Column("share", "Share")
 POLICY_COLUMNS = [
     Column("utilization", "Utilization", "%", "higher", 1),
     Column("useful_utilization", "Useful utilization", "%", "higher", 1),
-    Column("jobs", "Jobs", "", "", 0),
     Column("unschedulable", "Unschedulable jobs", "", "lower", 0),
     Column("wait_p50", "Wait p50", "h", "lower"),
     Column("wait_p95", "Wait p95", "h", "lower"),
@@ -351,9 +351,13 @@ def format_delta(cell: Cell, column: Column) -> str:
     )
 
 
-def format_value(cell: Cell, column: Column) -> str:
+def format_value(cell: Cell, column: Column, *, with_unit: bool = False) -> str:
+    """The value with thousands separators; $ and % always, other units when ``with_unit``."""
     if column.unit == "$" and isinstance(cell.value, (int, float)):
         return f"${format_number(cell.value, column.digits)}"
     if column.unit == "%" and isinstance(cell.value, (int, float)):
         return f"{format_number(cell.value, column.digits)}%"
-    return format_number(cell.value, column.digits)
+    text = format_number(cell.value, column.digits)
+    if with_unit and column.unit and isinstance(cell.value, (int, float)):
+        return f"{text} {column.unit}"
+    return text

@@ -16,7 +16,7 @@ from planner.web.charts import (
     line,
     policy_dash,
     policy_marker,
-    share_color,
+    share_colors,
     state_pattern,
     time_axis,
 )
@@ -34,6 +34,39 @@ def policy_pattern(index: int) -> str:
     return POLICY_PATTERNS[index % len(POLICY_PATTERNS)]
 
 
+def colors_of(runs: Sequence[RunColumn]) -> dict[str, str]:
+    """Every share of the study in its colour, all different (``charts.share_colors``)."""
+    return share_colors(share_names(runs))
+
+
+def legend_right(fig: dict[str, Any]) -> dict[str, Any]:
+    """A vertical legend right of the plot, for charts with many series."""
+    fig["layout"]["legend"] = {
+        "orientation": "v",
+        "x": 1.02,
+        "xanchor": "left",
+        "y": 1,
+        "yanchor": "top",
+        "tracegroupgap": 2,
+        "font": {"size": 11},
+    }
+    fig["layout"]["margin"]["t"] = 44
+    return fig
+
+
+def _rgba(color: str, alpha: float) -> str:
+    red, green, blue = (int(color[i : i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({red},{green},{blue},{alpha})"
+
+
+def _light(trace: dict[str, Any], color: str) -> dict[str, Any]:
+    """Idle quota: the share's colour, pale, dotted in that colour (not a black field of dots)."""
+    trace["fillcolor"] = _rgba(color, 0.18)
+    if "fillpattern" in trace:
+        trace["fillpattern"].update(fgcolor=color, bgcolor=_rgba(color, 0.12), solidity=0.15)
+    return trace
+
+
 # -- usage over time -------------------------------------------------------------------------
 
 
@@ -46,27 +79,30 @@ def usage_figures(runs: Sequence[RunColumn], view: str = "") -> list[dict[str, A
     and idle quota stacked up to its quota, its borrowed GPUs on top."""
     figures = []
     top = 0.0
+    colors = colors_of(runs)
     for run in runs:
         series = run.metrics.get("series", {})
         epoch_times = bool(run.metrics["summary"].get("epoch_times"))
         origin = run.metrics["summary"].get("horizon", {}).get("start")
         x, x_title = time_axis(series.get("t", []), epoch_times=epoch_times, origin=origin)
         if view:
-            traces, ceiling, title = _share_usage(series, view, x)
+            traces, ceiling, title = _share_usage(series, view, x, colors)
         else:
-            traces, ceiling, title = _pool_usage(series, x)
+            traces, ceiling, title = _pool_usage(series, x, colors)
         stack = [0.0] * len(x)
         for trace in traces:
             if trace.get("stackgroup"):
                 stack = [a + b for a, b in zip(stack, trace["y"], strict=False)]
         top = max(top, ceiling, max(stack, default=0.0))
         figures.append(
-            figure(
-                traces,
-                title=f"{title} under {run.name}",
-                x_title=x_title,
-                y_title="GPUs (average over each interval)",
-                height=360,
+            legend_right(
+                figure(
+                    traces,
+                    title=f"{title} under {run.name}",
+                    x_title=x_title,
+                    y_title="GPUs (average)",
+                    height=430,
+                )
             )
         )
     for fig in figures:
@@ -80,46 +116,52 @@ def _capacity_line(x: list, value: float, name: str) -> dict[str, Any]:
     return trace
 
 
-def _pool_usage(series: dict[str, Any], x: list) -> tuple[list, float, str]:
+def _pool_usage(series: dict[str, Any], x: list, colors: dict[str, str]) -> tuple[list, float, str]:
     shares = series.get("shares", {})
     traces = []
     for state, label in (("own", "own use"), ("borrowed", "borrowed"), ("idle", "idle quota")):
         for name, row in shares.items():
-            traces.append(
-                area(
-                    x,
-                    row.get(state, []),
-                    name=f"{name}: {label}",
-                    color=share_color(name),
-                    unit="GPUs",
-                    pattern=state_pattern(state),
-                    legendgroup=name,
-                )
+            trace = area(
+                x,
+                row.get(state, []),
+                name=f"{name}: {label}",
+                color=colors[name],
+                unit="GPUs",
+                pattern=state_pattern(state),
+                legendgroup=name,
             )
+            traces.append(_light(trace, colors[name]) if state == "idle" else trace)
     unassigned = series.get("unassigned", {})
     if any(unassigned.get("idle", [])):
-        traces.append(
-            area(
-                x,
-                unassigned["idle"],
-                name="unassigned: idle",
-                color=UNASSIGNED_COLOR,
-                unit="GPUs",
-                pattern=state_pattern("unassigned"),
-            )
+        trace = area(
+            x,
+            unassigned["idle"],
+            name="unassigned: idle",
+            color=UNASSIGNED_COLOR,
+            unit="GPUs",
+            pattern=state_pattern("unassigned"),
         )
+        traces.append(_light(trace, UNASSIGNED_COLOR))
     capacity = float(series.get("pool_capacity", 0.0))
     traces.append(_capacity_line(x, capacity, "pool capacity"))
     return traces, capacity, "Pool usage by share"
 
 
-def _share_usage(series: dict[str, Any], name: str, x: list) -> tuple[list, float, str]:
+def _share_usage(
+    series: dict[str, Any], name: str, x: list, colors: dict[str, str]
+) -> tuple[list, float, str]:
     row = series.get("shares", {}).get(name)
     if row is None:
         return [], 0.0, f"Usage of {name} (not in this policy)"
-    color = share_color(name)
-    traces = [
-        area(
+    color = colors[name]
+    traces = []
+    for state, label in (
+        ("own", "own use"),
+        ("lent", "lent"),
+        ("idle", "idle quota"),
+        ("borrowed", "borrowed"),
+    ):
+        trace = area(
             x,
             row.get(state, []),
             name=f"{name}: {label}",
@@ -127,13 +169,7 @@ def _share_usage(series: dict[str, Any], name: str, x: list) -> tuple[list, floa
             unit="GPUs",
             pattern=state_pattern(state),
         )
-        for state, label in (
-            ("own", "own use"),
-            ("lent", "lent"),
-            ("idle", "idle quota"),
-            ("borrowed", "borrowed"),
-        )
-    ]
+        traces.append(_light(trace, color) if state == "idle" else trace)
     quota = float(row.get("quota", 0.0))
     traces.append(_capacity_line(x, quota, f"{name}: quota"))
     return traces, quota, f"Usage of {name}'s quota"
@@ -146,6 +182,7 @@ def cdf_figures(runs: Sequence[RunColumn], kind: str = "wait") -> list[dict[str,
     """One figure per share (then all jobs): the CDF of wait (or JCT) with one line per policy,
     x in hours on a log axis, y 0-100 %, hover with the number of jobs."""
     noun = "Wait time" if kind == "wait" else "Job completion time"
+    colors = colors_of(runs)
     figures = []
     for name in [*share_names(runs), ""]:
         traces = []
@@ -162,7 +199,7 @@ def cdf_figures(runs: Sequence[RunColumn], kind: str = "wait") -> list[dict[str,
                 x,
                 y,
                 name=run.name,
-                color=share_color(name) if name else CAPACITY_COLOR,
+                color=colors[name] if name else CAPACITY_COLOR,
                 unit="%",
                 dash=policy_dash(run.index),
                 marker=policy_marker(run.index),
@@ -175,28 +212,29 @@ def cdf_figures(runs: Sequence[RunColumn], kind: str = "wait") -> list[dict[str,
             )
             traces.append(trace)
         subject = f"{noun} of {name}" if name else f"{noun} of all jobs"
-        figures.append(
-            figure(
-                traces,
-                title=f"{subject}, by policy",
-                x_title=f"{kind} (hours, log scale; under 1 s drawn at 1 s)",
-                y_title="jobs (% of the share's jobs)",
-                x_type="log",
-                y_range=[0, 100],
-                height=320,
-            )
+        fig = figure(
+            traces,
+            title=f"{subject}, by policy",
+            x_title=f"{kind} (hours, log scale; under 1 s drawn at 1 s)",
+            y_title="jobs (% of the share's jobs)",
+            x_type="log",
+            y_range=[0, 100],
+            height=340,
         )
+        fig["layout"]["xaxis"]["dtick"] = 1  # one tick per power of ten
+        figures.append(fig)
     return figures
 
 
 def percentile_figure(runs: Sequence[RunColumn], kind: str = "wait") -> dict[str, Any]:
     """p50 / p95 / p99 of wait (or JCT) per share, one bar series per policy."""
     names = share_names(runs)
+    colors = colors_of(runs)
     key = f"{kind}_seconds"
     traces = []
     for run in runs:
         shares = {s["name"]: s for s in run.metrics.get("shares", [])}
-        x_share, x_pct, y, colors = [], [], [], []
+        x_share, x_pct, y, bar_colors = [], [], [], []
         for name in names:
             block = shares.get(name, {}).get(key) or {}
             for pct in ("p50", "p95", "p99"):
@@ -204,17 +242,17 @@ def percentile_figure(runs: Sequence[RunColumn], kind: str = "wait") -> dict[str
                 x_pct.append(pct)
                 value = block.get(pct)
                 y.append(None if value is None else value / HOUR)
-                colors.append(share_color(name))
+                bar_colors.append(colors[name])
         trace = bar(
             [x_share, x_pct],
             y,
             name=run.name,
-            color=colors[0] if colors else CAPACITY_COLOR,
+            color=bar_colors[0] if bar_colors else CAPACITY_COLOR,
             unit="h",
             pattern=policy_pattern(run.index) or " ",
         )
         trace["x"] = [x_share, x_pct]
-        trace["marker"]["color"] = colors
+        trace["marker"]["color"] = bar_colors
         trace["hovertemplate"] = f"{run.name}<br>%{{x}}: %{{y:,.3~r}} h<extra></extra>"
         traces.append(trace)
     noun = "Wait time" if kind == "wait" else "Job completion time"
@@ -234,6 +272,7 @@ def percentile_figure(runs: Sequence[RunColumn], kind: str = "wait") -> dict[str
 def preemption_figure(runs: Sequence[RunColumn]) -> dict[str, Any]:
     """Preemptions per policy stacked by share and cause (cross-share plain, in-share hatched)."""
     names = share_names(runs)
+    colors = colors_of(runs)
     policies = [run.name for run in runs]
     traces = []
     for cause, label, pattern in (("cross_share", "cross-share", ""), ("in_share", "in-share", "/")):
@@ -246,25 +285,28 @@ def preemption_figure(runs: Sequence[RunColumn]) -> dict[str, Any]:
                 policies,
                 counts,
                 name=f"{name}: {label}",
-                color=share_color(name),
+                color=colors[name],
                 unit="preemptions",
                 pattern=pattern,
             )
             trace["legendgroup"] = name
             traces.append(trace)
-    return figure(
-        traces,
-        title="Preemptions by cause and share",
-        x_title="policy",
-        y_title="preemptions (jobs stopped)",
-        barmode="stack",
-        height=340,
+    return legend_right(
+        figure(
+            traces,
+            title="Preemptions by cause and share",
+            x_title="policy",
+            y_title="preemptions (jobs stopped)",
+            barmode="stack",
+            height=340,
+        )
     )
 
 
 def rerun_figure(runs: Sequence[RunColumn]) -> dict[str, Any]:
     """Rerun cost (lost work + start-up) per policy stacked by share, GPU-hours with $ labels."""
     names = share_names(runs)
+    colors = colors_of(runs)
     policies = [run.name for run in runs]
     traces = []
     for name in names:
@@ -273,7 +315,7 @@ def rerun_figure(runs: Sequence[RunColumn]) -> dict[str, Any]:
             share = next((s for s in run.metrics.get("shares", []) if s["name"] == name), {})
             hours.append(share.get("rerun_gpu_hours", 0.0))
             labels.append(f"${share.get('rerun_cost_usd', 0.0):,.0f}")
-        trace = bar(policies, hours, name=name, color=share_color(name), unit="GPU-hours", text=labels)
+        trace = bar(policies, hours, name=name, color=colors[name], unit="GPU-hours", text=labels)
         trace["customdata"] = labels
         trace["hovertemplate"] = f"{name}<br>%{{x}}: %{{y:,.1f}} GPU-hours (%{{customdata}})<extra></extra>"
         traces.append(trace)
@@ -295,6 +337,7 @@ def finance_figure(report: FinanceReport, unit: str = "usd") -> dict[str, Any]:
     values = "usd" if unit == "usd" else "hours"
     unit_label = "$" if unit == "usd" else "GPU-hours"
     x = [p.period.label for p in report.periods]
+    colors = share_colors(report.share_names)
     traces = []
     for name in report.line_names:
         y = [
@@ -302,7 +345,7 @@ def finance_figure(report: FinanceReport, unit: str = "usd") -> dict[str, Any]:
         ]
         if name == UNASSIGNED:
             continue  # unassigned capacity is charged through the idle line or the shares
-        color = UNASSIGNED_COLOR if name == IDLE_LINE else share_color(name)
+        color = UNASSIGNED_COLOR if name == IDLE_LINE else colors[name]
         pattern = state_pattern("idle") if name == IDLE_LINE else ""
         label = "idle capacity (not charged)" if name == IDLE_LINE else name
         traces.append(bar(x, y, name=label, color=color, unit=unit_label, pattern=pattern))

@@ -142,7 +142,7 @@ def _comparison_context(request: HttpRequest, study: Study, columns: list[RunCol
                 "lines": [
                     {
                         "label": line.label,
-                        "text": comparison.format_value(line.cell, line.column),
+                        "text": comparison.format_value(line.cell, line.column, with_unit=True),
                         "delta": comparison.format_delta(line.cell, line.column),
                         "verdict": line.cell.verdict,
                     }
