@@ -203,8 +203,10 @@ class _Replay:
         u = self.usage[s][t]
         q = self.quota[s][t]
         new_u = u + delta
-        self.borrowed_total[t] += max(0, new_u - q) - max(0, u - q)
-        self.lendable_total[t] += self._lendable(s, t, new_u) - self._lendable(s, t, u)
+        if u > q or new_u > q:
+            self.borrowed_total[t] += (new_u - q if new_u > q else 0) - (u - q if u > q else 0)
+        if self.lends[s] and (u < q or new_u < q):
+            self.lendable_total[t] += self._lendable(s, t, new_u) - self._lendable(s, t, u)
         self.used[t] += delta
         self.usage[s][t] = new_u
 
@@ -216,27 +218,25 @@ class _Replay:
             out.append(self.unassigned[t] + others if self.policy.shares[s].strategy.borrows else 0)
         return out
 
-    def fits(self, s: int, t: int, n: int) -> bool:
-        """Admission without preemption: pool capacity, the share's quota plus borrow limit, and
-        the borrowing invariant (sum of borrowed <= unassigned + sum of lendable)."""
-        if self.used[t] + n > self.capacity[t]:
-            return False
+    def headroom(self, s: int, t: int) -> float:
+        """The most instances of type t share s could start now without preemption.
+
+        Three limits: the pool's free capacity; its quota plus borrow limit; and the borrowing
+        invariant (sum of borrowed <= unassigned + sum of lendable), which in closed form says a
+        share may take its idle quota that it cannot lend plus the invariant's current slack:
+        every further instance either stops being lendable or is borrowed, costing one unit."""
         u = self.usage[s][t]
         q = self.quota[s][t]
-        new_u = u + n
-        if new_u > q + self.borrow_limit[s][t]:
-            return False
-        if not self.lends[s] and new_u <= q:
-            return True  # RESERVE within quota: neither borrowed nor lendable totals change
-        # The same arithmetic as _shift_usage, inlined: this is the hottest test of the replay.
-        limit = self.lend_limit[s][t] if self.lends[s] else 0
-        old_lendable = min(limit, q - u) if u < q else 0
-        new_lendable = min(limit, q - new_u) if new_u < q else 0
-        extra_borrowed = new_u - q if new_u > q else 0
-        if u > q:
-            extra_borrowed -= u - q
-        borrowed = self.borrowed_total[t] + extra_borrowed
-        return borrowed <= self.unassigned[t] + self.lendable_total[t] + new_lendable - old_lendable
+        idle = q - u
+        unlendable = 0
+        if idle > 0:
+            unlendable = idle - min(self.lend_limit[s][t], idle) if self.lends[s] else idle
+        slack = self.unassigned[t] + self.lendable_total[t] - self.borrowed_total[t]
+        return min(self.capacity[t] - self.used[t], idle + self.borrow_limit[s][t], unlendable + slack)
+
+    def fits(self, s: int, t: int, n: int) -> bool:
+        """Admission without preemption (section 4, step 1)."""
+        return n <= self.headroom(s, t)
 
     # --- the event loop -------------------------------------------------------------------
 
@@ -432,17 +432,16 @@ class _Replay:
         for s in range(self.n_shares):
             # Its own share's usage fell: within quota now, it may reclaim from borrowers.
             may_reclaim_now = s == owner and self.reclaim[s] is not Reclaim.NEVER
-            too_big = UNLIMITED  # fits() is monotone in the size: groups are sorted by size
+            room = None  # the share's headroom, computed once if needed
             for g in self.groups_of[s][t]:
-                if not g.jobs:
+                if not g.refused or not g.jobs:
                     continue
                 if g.refused == _Group.NO_VICTIMS and not victims_changed:
                     within_quota = self.usage[s][t] + g.count <= self.quota[s][t]
                     if not (may_reclaim_now and within_quota):
-                        if g.count >= too_big:
-                            continue
-                        if not self.fits(s, t, g.count):
-                            too_big = g.count
+                        if room is None:
+                            room = self.headroom(s, t)
+                        if g.count > room:
                             continue
                 self._reopen(g)
         self.share_refused = [False] * self.n_shares
@@ -487,7 +486,7 @@ class _Replay:
     def try_admit(self, job: int, now: float, preempted: list[int]) -> str:
         """Fit, else preempt, else stay RUNNABLE (section 4, steps 1-3)."""
         s, t, n = self.share[job], self.type[job], self.count[job]
-        if self.used[t] + n <= self.capacity[t] and self.fits(s, t, n):
+        if n <= self.headroom(s, t):
             self._start(job, now)
             return ADMITTED
         candidates = self._victim_candidates(job)

@@ -23,28 +23,29 @@ ACCOUNTS = ("own", "borrowed", "lent", "idle", "stranded")
 
 
 class UsageLog:
-    """Changes of usage and of pending instances per (share, type), in time order."""
+    """Changes of usage and of pending instances per (share, type), and rerun costs, in time
+    order, as flat (time, share * n_types + type, value) triples: one C call per record."""
 
     def __init__(self, n_shares: int, n_types: int):
         self.n_types = n_types
-        self.usage_time, self.usage_key, self.usage_value = array("d"), array("l"), array("l")
-        self.pending_time, self.pending_key, self.pending_value = array("d"), array("l"), array("l")
-        self.rerun_time, self.rerun_key, self.rerun_amount = array("d"), array("l"), array("d")
+        self.usage_changes = array("d")
+        self.pending_changes = array("d")
+        self.rerun_costs = array("d")
 
     def usage(self, time: float, share: int, type_: int, value: int) -> None:
-        self.usage_time.append(time)
-        self.usage_key.append(share * self.n_types + type_)
-        self.usage_value.append(value)
-
-    def rerun(self, time: float, share: int, type_: int, instance_seconds: float) -> None:
-        self.rerun_time.append(time)
-        self.rerun_key.append(share * self.n_types + type_)
-        self.rerun_amount.append(instance_seconds)
+        self.usage_changes.extend((time, share * self.n_types + type_, value))
 
     def pending(self, time: float, share: int, type_: int, value: int) -> None:
-        self.pending_time.append(time)
-        self.pending_key.append(share * self.n_types + type_)
-        self.pending_value.append(value)
+        self.pending_changes.extend((time, share * self.n_types + type_, value))
+
+    def rerun(self, time: float, share: int, type_: int, instance_seconds: float) -> None:
+        self.rerun_costs.extend((time, share * self.n_types + type_, instance_seconds))
+
+
+def _columns(records: array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(time, key, value) columns of a flat triple log."""
+    table = np.frombuffer(records, dtype=np.float64).reshape(-1, 3) if len(records) else np.zeros((0, 3))
+    return table[:, 0], table[:, 1].astype(np.int64), table[:, 2]
 
 
 # --- choices of section 3 and 5 for finance, each in one function ----------------------------
@@ -140,15 +141,13 @@ def _horizon(submit: np.ndarray, end: np.ndarray) -> tuple[float, float]:
     return start, max(start, stop)
 
 
-def _step_matrix(times, keys, values, key_of_share, start, end):
+def _step_matrix(records, key_of_share, start, end):
     """Rebuild per-share step functions on the union of change instants of one type.
 
     Returns (instants, matrix instants x shares, durations); several changes at the same
     instant keep the last one, which is the state after that instant."""
     n_shares = len(key_of_share)
-    t = np.frombuffer(times, dtype=np.float64) if len(times) else np.zeros(0)
-    k = np.frombuffer(keys, dtype=np.int64) if len(keys) else np.zeros(0, dtype=np.int64)
-    v = np.frombuffer(values, dtype=np.int64) if len(values) else np.zeros(0, dtype=np.int64)
+    t, k, v = _columns(records)
     mine = np.isin(k, key_of_share)
     t, k, v = t[mine], k[mine], v[mine]
     instants = np.unique(np.concatenate(([start], t[(t >= start) & (t <= end)])))
@@ -172,10 +171,8 @@ def _type_accounts(policy, t, type_name, log, start, end, edges, day_edges) -> d
     shares = policy.shares
     n_types = log.n_types
     keys = [s * n_types + t for s in range(len(shares))]
-    u_instants, u_steps, _ = _step_matrix(log.usage_time, log.usage_key, log.usage_value, keys, start, end)
-    p_instants, p_steps, _ = _step_matrix(
-        log.pending_time, log.pending_key, log.pending_value, keys, start, end
-    )
+    u_instants, u_steps, _ = _step_matrix(log.usage_changes, keys, start, end)
+    p_instants, p_steps, _ = _step_matrix(log.pending_changes, keys, start, end)
     # Both step functions on the union of their instants, so both stay exact.
     instants = np.union1d(u_instants, p_instants)
     usage = u_steps[np.searchsorted(u_instants, instants, side="right") - 1]
@@ -446,12 +443,10 @@ def _periods(policy, accounts, gpus, price, day_edges, log) -> dict[str, Any]:
 
 def _rerun_by_day(s, day_edges, log, gpus, price) -> tuple[list, list]:
     """Rerun cost (lost work + start-up) of share s per day, by the day of each preemption."""
-    if not log.rerun_time:
+    if not log.rerun_costs:
         zeros = [0.0] * (len(day_edges) - 1)
         return zeros, zeros
-    time = np.frombuffer(log.rerun_time, dtype=np.float64)
-    key = np.frombuffer(log.rerun_key, dtype=np.int64)
-    amount = np.frombuffer(log.rerun_amount, dtype=np.float64)
+    time, key, amount = _columns(log.rerun_costs)
     mine = key // log.n_types == s
     t = key[mine] % log.n_types
     day = np.clip(np.searchsorted(day_edges, time[mine], side="right") - 1, 0, len(day_edges) - 2)
