@@ -23,11 +23,14 @@ if [ "$(cat "$STAMP" 2>/dev/null)" != "$WANTED" ]; then
     echo "$WANTED" > "$STAMP"
 fi
 
-mkdir -p var
+VAR=${PLANNER_VAR_DIR:-var}
+mkdir -p "$VAR"
 echo "== database, roles, demo users"
 .venv/bin/python manage.py migrate --noinput -v0
 .venv/bin/python manage.py setup_roles
-.venv/bin/python manage.py create_demo_users --credentials-file var/demo-logins.txt >/dev/null
+# Passwords are shown from $VAR/demo-logins.txt; without that file they are made anew.
+RESET=$([ -f "$VAR/demo-logins.txt" ] || echo --reset)
+.venv/bin/python manage.py create_demo_users $RESET --credentials-file "$VAR/demo-logins.txt" >/dev/null
 echo "== demo data (the first time takes a minute: three studies are replayed)"
 .venv/bin/python manage.py load_demo 2>&1 | grep -v "^Task planner" || true
 
@@ -35,18 +38,23 @@ echo "== starting a worker and the web server"
 .venv/bin/celery -A planner worker -l WARNING --concurrency 2 --without-gossip --without-mingle \
     --without-heartbeat -n "planner-local@%h" &
 WORKER=$!
-stop_worker() {
-    kill -TERM "$WORKER" 2>/dev/null || true
-    wait "$WORKER" 2>/dev/null || true
+.venv/bin/python manage.py runserver "$HOST:$PORT" --noreload &
+SERVER=$!
+stop() {
+    trap - EXIT INT TERM
+    kill -TERM "$SERVER" "$WORKER" 2>/dev/null || true
+    wait "$SERVER" "$WORKER" 2>/dev/null || true
 }
-trap stop_worker EXIT INT TERM
+trap stop EXIT INT TERM
 
+sleep 2
 cat <<INFO
 
   The planner is at http://$HOST:$PORT/   (API: http://$HOST:$PORT/api/docs/, admin: /admin/)
-  Demo logins (also in var/demo-logins.txt):
-$(sed 's/^/    /' var/demo-logins.txt)
+  Demo logins (also in $VAR/demo-logins.txt):
+$(sed 's/^/    /' "$VAR/demo-logins.txt")
   Ctrl-C stops the web server and the worker.
 
 INFO
-.venv/bin/python manage.py runserver "$HOST:$PORT" --noreload
+# Until Ctrl-C, or until either of them stops (then the other is stopped too).
+wait -n "$SERVER" "$WORKER" || true

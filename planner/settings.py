@@ -153,6 +153,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["TEST"] = {
         "NAME": env_str("PLANNER_TEST_SQLITE", str(VAR_DIR / f"test-{os.getpid()}.sqlite3"))
     }
+else:
+    # One test database per test process here too (test_<name>_<pid>), for parallel test runs.
+    DATABASES["default"]["TEST"] = {"NAME": f"test_{DATABASES['default']['NAME']}_{os.getpid()}"}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -267,7 +270,7 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
 # Run liveness: a running run writes a heartbeat this often; one silent for longer than
 # the stale limit has lost its worker and is re-enqueued (or failed after the last attempt).
-PLANNER_HEARTBEAT_SECONDS = env_float("PLANNER_HEARTBEAT_SECONDS", 5.0)
+PLANNER_HEARTBEAT_SECONDS = env_float("PLANNER_HEARTBEAT_SECONDS", 2.0)
 PLANNER_HEARTBEAT_STALE_SECONDS = env_float("PLANNER_HEARTBEAT_STALE_SECONDS", 120.0)
 PLANNER_RUN_MAX_ATTEMPTS = env_int("PLANNER_RUN_MAX_ATTEMPTS", 3)
 PLANNER_RETRY_DELAY_SECONDS = env_float("PLANNER_RETRY_DELAY_SECONDS", 10.0)
