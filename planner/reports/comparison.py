@@ -79,7 +79,7 @@ def hours(seconds: float | None) -> float | None:
 
 
 def verdict(delta: float | None, better: str, digits: int = 2) -> str:
-    """"better" / "worse" / "same" for a difference, given which direction is better; a
+    """ "better" / "worse" / "same" for a difference, given which direction is better; a
     difference that rounds to zero at the shown precision is "same"."""
     if delta is None or not better:
         return ""

@@ -234,29 +234,27 @@ def percentile_figure(runs: Sequence[RunColumn], kind: str = "wait") -> dict[str
     traces = []
     for run in runs:
         shares = {s["name"]: s for s in run.metrics.get("shares", [])}
-        x_share, x_pct, y, bar_colors = [], [], [], []
+        x, y, bar_colors = [], [], []
         for name in names:
             block = shares.get(name, {}).get(key) or {}
             for pct in ("p50", "p95", "p99"):
-                x_share.append(name)
-                x_pct.append(pct)
+                x.append(f"{name}<br>{pct}")
                 value = block.get(pct)
                 y.append(None if value is None else value / HOUR)
                 bar_colors.append(colors[name])
         trace = bar(
-            [x_share, x_pct],
+            x,
             y,
             name=run.name,
             color=bar_colors[0] if bar_colors else CAPACITY_COLOR,
             unit="h",
             pattern=policy_pattern(run.index) or " ",
         )
-        trace["x"] = [x_share, x_pct]
         trace["marker"]["color"] = bar_colors
         trace["hovertemplate"] = f"{run.name}<br>%{{x}}: %{{y:,.3~r}} h<extra></extra>"
         traces.append(trace)
     noun = "Wait time" if kind == "wait" else "Job completion time"
-    return figure(
+    fig = figure(
         traces,
         title=f"{noun} percentiles by share (bars: policies)",
         x_title="share and percentile",
@@ -264,6 +262,8 @@ def percentile_figure(runs: Sequence[RunColumn], kind: str = "wait") -> dict[str
         barmode="group",
         height=360,
     )
+    fig["layout"]["xaxis"]["tickangle"] = 0  # "share<br>p95" reads level, on two lines
+    return fig
 
 
 # -- preemptions and rerun cost ------------------------------------------------------------

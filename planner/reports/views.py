@@ -158,8 +158,13 @@ def _comparison_context(request: HttpRequest, study: Study, columns: list[RunCol
         "cards": cards,
         "shares": shares,
         "usage_view": usage_view,
-        "usage_figures": figures.usage_figures(columns, usage_view),
-        "cdf_figures": figures.cdf_figures(columns, "wait"),
+        "usage_figures": [
+            (f"usage-{column.run_id}", fig)
+            for column, fig in zip(columns, figures.usage_figures(columns, usage_view), strict=True)
+        ],
+        "cdf_figures": [
+            (f"wait-cdf-{n}", fig) for n, fig in enumerate(figures.cdf_figures(columns, "wait"), 1)
+        ],
         "wait_percentiles": figures.percentile_figure(columns, "wait"),
         "jct_percentiles": figures.percentile_figure(columns, "jct"),
         "preemption_figure": figures.preemption_figure(columns),
