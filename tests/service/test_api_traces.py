@@ -100,3 +100,30 @@ def test_deleting_a_trace_removes_its_file(admin_api, media_root):
     path = Trace.objects.get(pk=trace_id).jobs_file.path
     assert admin_api.delete(f"/api/traces/{trace_id}/").status_code == 204
     assert not os.path.exists(path)
+
+
+ITP_CSV = (
+    b"job_id,submission_time,duration,num_gpu,cluster\n"
+    b"a,0,100,1,cluster07\nb,5,50,2,cluster01\nc,9,20,1,cluster07\n"
+)
+
+
+def test_an_importer_format_takes_a_mapping_that_is_stored_with_the_trace(admin_api):
+    mapping = {"share_names": {"cluster07": "vision", "cluster01": "nlp"}}
+    response = upload(admin_api, ITP_CSV, format="itp-2021", mapping=json.dumps(mapping))
+    assert response.status_code == 201, response.json()
+    body = response.json()
+    assert {s["name"] for s in body["summary"]["shares"]} == {"vision", "nlp"}
+    assert body["mapping"] == mapping
+
+
+def test_a_mapping_for_a_format_without_one_is_refused(admin_api):
+    response = upload(admin_api, GOOD_CSV, format="planner-csv", mapping='{"share_column": "team"}')
+    assert response.status_code == 400
+    assert response.json()["error"]["field"] == "mapping"
+
+
+def test_a_mapping_that_is_not_json_is_refused(admin_api):
+    response = upload(admin_api, ITP_CSV, format="itp-2021", mapping="{share")
+    assert response.status_code == 400
+    assert response.json()["error"]["field"] == "mapping"
