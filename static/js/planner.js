@@ -131,7 +131,8 @@
       var body = new FormData(form);
       body.set("action", "preview");
       target.setAttribute("aria-busy", "true");
-      fetch(form.action, { method: "POST", body: body, credentials: "same-origin", headers: { "X-Requested-With": "fetch" } })
+      // form.action would be the buttons named "action": read the attribute
+      fetch(form.getAttribute("action") || window.location.pathname, { method: "POST", body: body, credentials: "same-origin", headers: { "X-Requested-With": "fetch" } })
         .then(function (response) { return response.text(); })
         .then(function (html) {
           var page = new DOMParser().parseFromString(html, "text/html");

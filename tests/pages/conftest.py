@@ -177,7 +177,7 @@ def look_at(page, name: str, chart: str | None = None, *, full_page: bool = True
         )
         assert points > 0, f"{chart}: no series has a value"
         marks = element.evaluate(
-            """el => Array.from(el.querySelectorAll('.plot .trace path, .plot .trace .point path'))
+            """el => Array.from(el.querySelectorAll('.main-svg .trace path'))
                  .filter(p => (p.getAttribute('d') || '').length > 8).length"""
         )
         assert marks > 0, f"{chart}: Plotly drew no bar, line or area"
