@@ -181,7 +181,8 @@ def test_a_killed_worker_does_not_lose_its_run(start_worker, settings):
     doomed = start_worker("doomed")
     study = synthetic_study(jobs=100000, variants=1)
     run = study.runs.get()
-    wait_for(lambda: Run.objects.filter(pk=run.pk, status="running").exists(), 60, "the run to start")
+    # Killed mid-replay, once its heartbeat has reported some progress.
+    wait_for(lambda: Run.objects.filter(pk=run.pk, status="running", progress__gt=0).exists(), 60, "progress")
     doomed.kill()
     assert Run.objects.get(pk=run.pk).status == "running"
     rescuer = start_worker("rescuer")
