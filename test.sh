@@ -66,7 +66,7 @@ mkdir -p var
 echo "======== lint"
 .venv/bin/ruff check . || FAILED+=("lint")
 
-step "engine" PLANNER_CELERY_EAGER=0 -- tests/scheduling -q -p no:cacheprovider "$@"
+step "engine" -- tests/scheduling -q -p no:cacheprovider "$@"
 
 SERVICE_TESTS=(tests/service)
 [ -d tests/pages ] && SERVICE_TESTS+=(tests/pages)
