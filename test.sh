@@ -18,7 +18,7 @@ STAMP=".venv/.installed-$REQUIREMENTS"
 WANTED=$(cat requirements*.txt | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$STAMP" 2>/dev/null)" != "$WANTED" ]; then
     echo "== installing $REQUIREMENTS"
-    .venv/bin/python -m pip install -q -r "$REQUIREMENTS"
+    .venv/bin/python -m pip install -q -r "$REQUIREMENTS" || exit 1
     echo "$WANTED" > "$STAMP"
 fi
 
