@@ -6,10 +6,10 @@ from django.db.models import Count, Prefetch
 from django.shortcuts import render
 
 from planner.capacity.models import Pool, PoolCapacity
-from planner.studies.models import Run, Study
+from planner.studies.models import Study
 from planner.traces.models import Trace
 from planner.web.access import reader_required
-from planner.web.views.headline import headline, study_url
+from planner.web.views.headline import headlines
 
 LATEST_STUDIES = 5
 LATEST_TRACES = 8
@@ -29,17 +29,16 @@ def overview(request):
         }
         for pool in pools
     ]
-    studies = Study.objects.select_related("trace").prefetch_related(
-        Prefetch("runs", queryset=Run.objects.order_by("id"))
-    )[:LATEST_STUDIES]
-    headlines = [(headline(study), study_url(study.pk)) for study in studies]
-    traces = Trace.objects.only("id", "name", "job_count", "created_at", "summary")[:LATEST_TRACES]
+    studies = Study.objects.select_related("trace").defer("trace__summary")[:LATEST_STUDIES]
+    traces = Trace.objects.values("id", "name", "job_count", "created_at", "summary__gpu_hours")[
+        :LATEST_TRACES
+    ]
     return render(
         request,
         "web/overview.html",
         {
             "pools": pool_rows,
-            "headlines": headlines,
+            "headlines": headlines(studies),
             "traces": traces,
             "trace_count": Trace.objects.count(),
             "study_count": Study.objects.count(),

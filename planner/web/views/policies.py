@@ -183,7 +183,11 @@ def policy_context(request, policy: Policy, *, edit: str = "", **forms) -> dict:
         row["color"] = colors[row["share"].name]
         row["editing"] = share_form is not None and edit == f"share-{row['share'].pk}"
     studies = (
-        Study.objects.filter(runs__policy=policy).select_related("trace").distinct().order_by("-created_at")
+        Study.objects.filter(runs__policy=policy)
+        .select_related("trace")
+        .defer("trace__summary")
+        .distinct()
+        .order_by("-created_at")
     )
     return {
         "policy": policy,

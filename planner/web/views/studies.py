@@ -6,25 +6,26 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.core.exceptions import ValidationError
-from django.db.models import Prefetch
+from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 
 from planner.capacity.models import Policy
 from planner.studies.launch import launch_study
-from planner.studies.models import FINISHED, Run, Study
+from planner.studies.models import FINISHED, Study
 from planner.web.access import editor_required, reader_required
 from planner.web.forms import StudyForm
-from planner.web.views.headline import headline, study_url
+from planner.web.views.headline import headlines, study_url
+
+STUDIES_PER_PAGE = 25
 
 
 @reader_required
 def study_list(request):
-    studies = Study.objects.select_related("trace", "baseline", "created_by").prefetch_related(
-        Prefetch("runs", queryset=Run.objects.order_by("id"))
-    )
-    rows = [(headline(study), study_url(study.pk)) for study in studies]
-    working = any(run.status not in FINISHED for study in studies for run in study.runs.all())
-    return render(request, "web/study_list.html", {"rows": rows, "working": working})
+    studies = Study.objects.select_related("trace", "created_by").defer("trace__summary")
+    page = Paginator(studies, STUDIES_PER_PAGE).get_page(request.GET.get("page"))
+    rows = headlines(page.object_list)
+    working = any(policy.status not in FINISHED for item, _ in rows for policy in item.policies)
+    return render(request, "web/study_list.html", {"rows": rows, "working": working, "page": page})
 
 
 @editor_required
