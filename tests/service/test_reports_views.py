@@ -247,3 +247,10 @@ def test_pages_of_a_four_run_million_job_study_answer_in_300_ms_without_reading_
     assert study.trace.job_count == 2000 and study.runs.filter(metrics__summary__jobs=1_000_000).count() == 4
     for label, seconds in timings.items():
         assert seconds < 0.3, f"{label}: {seconds * 1000:.0f} ms"
+
+
+def test_finance_without_a_finished_study_says_what_to_do(study):
+    Run.objects.update(status=RunStatus.QUEUED)  # rolled back after the test
+    page = signed_in("finance").get("/finance/").content.decode()
+    assert "No study has finished yet" in page
+    assert signed_in("finance").get("/finance/report.csv").status_code == 404
