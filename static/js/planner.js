@@ -82,17 +82,21 @@
   }
 
   function setupFilter(input) {
-    var table = document.getElementById(input.dataset.filterFor);
-    if (!table) return;
     var key = "q-" + input.dataset.filterFor;
     // Several <tbody> group rows (a study and its runs): filter whole groups, else single rows.
-    var groups = table.tBodies.length > 1 ? Array.prototype.slice.call(table.tBodies) : Array.prototype.slice.call(table.tBodies[0] ? table.tBodies[0].rows : []);
+    // The table is looked up each time: a refreshed page part brings a new one.
     function apply() {
+      var table = document.getElementById(input.dataset.filterFor);
+      if (!table) return;
+      var groups = table.tBodies.length > 1 ? Array.prototype.slice.call(table.tBodies)
+        : Array.prototype.slice.call(table.tBodies[0] ? table.tBodies[0].rows : []);
       var text = input.value.trim().toLowerCase();
       groups.forEach(function (group) {
         group.hidden = text !== "" && group.textContent.toLowerCase().indexOf(text) === -1;
       });
     }
+    if (input.dataset.filterReady === "yes") { apply(); return; }
+    input.dataset.filterReady = "yes";
     input.value = new URL(window.location.href).searchParams.get(key) || "";
     apply();
     input.addEventListener("input", function () { apply(); setQuery(key, input.value.trim()); });
@@ -107,12 +111,13 @@
       fetch(url, { headers: { "X-Requested-With": "fetch" }, credentials: "same-origin" })
         .then(function (response) { return response.ok ? response.text() : Promise.reject(response.status); })
         .then(function (html) {
-          var holder = document.createElement("div");
-          holder.innerHTML = html;
-          var fresh = holder.querySelector("#" + element.id);
+          var fresh = new DOMParser().parseFromString(html, "text/html").getElementById(element.id);
           if (!fresh) return;
+          fresh = document.adoptNode(fresh);
           element.replaceWith(fresh);
           element = fresh;
+          enhance(fresh);
+          document.querySelectorAll("input[data-filter-for]").forEach(setupFilter);  // filter the new rows
           if (fresh.dataset.refreshUrl) window.setTimeout(poll, every);
         })
         .catch(function () { window.setTimeout(poll, every * 3); });
@@ -157,22 +162,27 @@
     });
   }
 
-  function start() {
-    drawCharts(document);
-    document.querySelectorAll("table[data-sortable]").forEach(setupSortable);
-    document.querySelectorAll("input[data-filter-for]").forEach(setupFilter);
-    document.querySelectorAll("form[data-confirm]").forEach(function (form) {
+  // Everything a page part needs once it is in the document (the page, or a refreshed part).
+  function enhance(root) {
+    drawCharts(root);
+    root.querySelectorAll("table[data-sortable]").forEach(setupSortable);
+    root.querySelectorAll("input[data-filter-for]").forEach(setupFilter);
+    root.querySelectorAll("form[data-confirm]").forEach(function (form) {
       form.addEventListener("submit", function (event) {
         if (!window.confirm(form.dataset.confirm)) event.preventDefault();
       });
     });
-    document.querySelectorAll("form[data-preview]").forEach(setupPreview);
+    root.querySelectorAll("form[data-preview]").forEach(setupPreview);
+  }
+
+  function start() {
+    enhance(document);
     document.querySelectorAll("[data-refresh-url]").forEach(function (element) {
       if (element.id) watchProgress(element);
     });
   }
 
-  window.planner = { drawCharts: drawCharts };
+  window.planner = { drawCharts: drawCharts, enhance: enhance };
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();
 })();

@@ -8,7 +8,7 @@ import pytest
 
 from planner.capacity.models import Policy
 from planner.studies.launch import launch_study
-from planner.studies.models import Study
+from planner.studies.models import Run, RunStatus, Study
 from planner.traces.models import Trace
 from tests.pages.conftest import PASSWORD, SMALL_TRACE_CSV, look_at
 
@@ -193,3 +193,28 @@ def test_narrow_screens_and_the_keyboard(page_as, small_policy):
     # wide tables scroll inside their box: the page itself never scrolls sideways
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     look_at(page, "policy-narrow", "#quota-chart")
+
+
+def test_the_studies_list_follows_running_work_without_a_reload(page_as, small_policy, small_trace):
+    launch_study(name="quick one", trace=small_trace, policies=[small_policy], enqueue=False)
+    Run.objects.update(status=RunStatus.FAILED)
+    study = launch_study(name="slow one", trace=small_trace, policies=[small_policy], enqueue=False)
+    run = study.runs.get()
+    Run.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, progress=0.3)
+    page = page_as("viewer")
+    page.goto("/studies/")
+    assert page.locator("#study-table progress").get_attribute("value") == "0.3"
+    page.get_by_label("Filter").fill("slow")
+    assert page.locator("#study-table tbody:visible").count() == 1
+    look_at(page, "studies-running")
+    page.evaluate("window.notReloaded = true")
+    Run.objects.filter(pk=run.pk).update(
+        status=RunStatus.SUCCEEDED,
+        progress=1,
+        metrics={"summary": {"utilization": 0.75}, "shares": [{"name": "train", "wait_seconds": {"p95": 0}}]},
+    )
+    page.locator("#study-table .status-succeeded").wait_for(timeout=15_000)
+    assert "75.0 %" in page.locator("#study-table").inner_text()
+    assert page.evaluate("window.notReloaded") is True  # updated in place
+    assert page.locator("#study-table tbody:visible").count() == 1  # the filter still applies
+    assert page.locator("#study-progress").get_attribute("data-refresh-url") is None
