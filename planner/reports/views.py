@@ -101,7 +101,7 @@ def _table_context(table: Table) -> dict[str, Any]:
     return {
         "slug": table.slug,
         "title": table.title,
-        "headings": [c.heading for c in table.keys + table.columns],
+        "headings": [(c.heading, False) for c in table.keys] + [(c.heading, True) for c in table.columns],
         "rows": rows,
     }
 
