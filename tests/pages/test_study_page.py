@@ -115,3 +115,12 @@ def test_progress_bars_follow_running_runs_and_the_page_shows_the_comparison_whe
     assert page.locator(".verdict .card").count() == 2
     assert "row 12, duration: -5 is negative" in page.locator(".reports-failed").inner_text()
     look_at(page, "study-done-after-progress", "#wait-percentiles")
+
+
+def test_the_comparison_fits_a_narrow_screen(page_as, study):
+    page = page_as("viewer", width=390, height=800)
+    page.goto(f"/studies/{study.pk}/")
+    page.locator("#wait-percentiles[data-drawn='yes']").wait_for()
+    # Wide tables scroll inside their own box; the page itself does not scroll sideways.
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    look_at(page, "study-narrow", "#wait-percentiles")
