@@ -61,6 +61,8 @@ def test_a_viewer_cannot_change_anything(client_as, small_policy, small_trace):
 def test_a_user_without_a_role_is_refused_with_a_reason(client_as):
     response = client_as("nobody").get("/")
     assert response.status_code == 403
+    assert "ask an admin to give you the viewer role" in response.content.decode()
+    assert "Editing needs the admin role." in client_as("viewer").get("/traces/upload/").content.decode()
 
 
 def test_the_top_bar_names_the_user_and_role(client_as):

@@ -131,3 +131,41 @@ def test_the_policy_page_lists_its_studies_and_the_quota_chart(client_as, small_
     chart = response.context["quota_chart"]
     assert [trace["name"] for trace in chart["data"]] == ["train", "infer", "unassigned (lent to anyone)"]
     assert [trace["x"] for trace in chart["data"]] == [[2], [1], [1]]
+
+
+def test_deleting_a_share_keeps_the_policy_valid(client_as, small_policy):
+    admin = client_as("admin")
+    infer = small_policy.shares.get(name="infer")
+    response = admin.post(f"/policies/{small_policy.pk}/", {"action": "delete-share", "share": infer.pk})
+    assert response.status_code == 302
+    train = small_policy.shares.get()
+    response = admin.post(
+        f"/policies/{small_policy.pk}/", {"action": "delete-share", "share": train.pk}, follow=True
+    )
+    assert "Share train was not deleted: shares: a policy needs a non-empty list of shares" in (
+        response.content.decode()
+    )
+    assert small_policy.shares.filter(pk=train.pk).exists()
+
+
+def test_renaming_a_policy_checks_the_name_is_free(client_as, small_policy):
+    small_policy.duplicate("taken")
+    admin = client_as("admin")
+    data = {
+        "action": "save-settings",
+        "settings-name": "taken",
+        "settings-description": "",
+        "settings-queueing": "strict_fifo",
+        "settings-startup_seconds": "30",
+    }
+    response = admin.post(f"/policies/{small_policy.pk}/", data)
+    assert response.status_code == 400
+    assert response.context["settings_form"].errors["name"] == ["Policy with this Name already exists."]
+    data["settings-name"] = "lab-policy-2"
+    assert admin.post(f"/policies/{small_policy.pk}/", data).status_code == 302
+    small_policy.refresh_from_db()
+    assert (small_policy.name, small_policy.queueing, small_policy.startup_seconds) == (
+        "lab-policy-2",
+        "strict_fifo",
+        30,
+    )
