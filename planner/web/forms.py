@@ -15,7 +15,7 @@ from planner.capacity.models import Policy, ShareSpec
 from planner.traces.models import Trace
 from scheduling.model import InSharePreemption, Reclaim, Strategy
 from scheduling.traces import FORMATS
-from scheduling.traces.mapping import IMPORTERS
+from scheduling.traces.mapping import IMPORTERS, PriorityMode
 
 
 def _choices(enum) -> list[tuple[str, str]]:
@@ -201,19 +201,46 @@ FORMAT_CHOICES = [("auto", "auto: planner CSV or JSON, by name or content")] + [
 ]
 
 
+MAPPING_FIELDS = ("share_column", "priority_column", "priority_mode", "gpus_per_instance")
+
+
 class TraceUploadForm(forms.Form):
-    """A trace file and its name; parsing and row/field errors come from ``scheduling.traces``."""
+    """A trace file and its name; parsing and row/field errors come from ``scheduling.traces``.
+
+    For the importer formats, the common mapping settings have fields of their own; they are
+    merged over the JSON mapping (which can say everything ``TraceMapping`` knows)."""
 
     file = forms.FileField(label="Trace file", help_text="CSV or JSON, gzip-compressed or not")
     name = forms.CharField(max_length=200, label="Name")
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
     format = forms.ChoiceField(choices=FORMAT_CHOICES, initial="auto")
+    share_column = forms.CharField(
+        required=False,
+        label="Share column",
+        widget=forms.TextInput(attrs={"list": "trace-columns", "autocomplete": "off"}),
+        help_text="the column whose values name the shares (Preview lists the columns)",
+    )
+    priority_column = forms.CharField(
+        required=False,
+        label="Priority column",
+        widget=forms.TextInput(attrs={"list": "trace-columns", "autocomplete": "off"}),
+    )
+    priority_mode = forms.ChoiceField(
+        required=False,
+        label="Priorities",
+        choices=[("", "the format's default")] + [(mode.value, mode.value) for mode in PriorityMode],
+        help_text="value: 0..9999 as is; clamp: rounded into 0..9999; rank: any numbers, order kept; "
+        "map: through priority_map in the JSON below",
+    )
+    gpus_per_instance = forms.IntegerField(
+        required=False, label="GPUs per instance", help_text="e.g. 8 for a pool counted in 8-GPU machines"
+    )
     mapping = forms.CharField(
         required=False,
-        label="Column mapping (JSON, importer formats only)",
-        widget=forms.Textarea(attrs={"rows": 5, "spellcheck": "false"}),
-        help_text='e.g. {"share_column": "vc", "priority_column": "qos", "priority_mode": "rank"}; '
-        "keys left out keep the format's defaults",
+        label="Other mapping settings (JSON)",
+        widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false"}),
+        help_text='e.g. {"share_names": {"vc1": "research"}, "share_default": "other"}; '
+        "settings left out keep the format's defaults",
     )
 
     def __init__(self, *args, preview: bool = False, **kwargs):
@@ -238,6 +265,18 @@ class TraceUploadForm(forms.Form):
         if not isinstance(mapping, dict):
             raise ValidationError("must be a JSON object")
         return mapping
+
+    def clean(self) -> dict:
+        data = super().clean()
+        if "mapping" not in data:
+            return data
+        mapping = dict(data["mapping"] or {})
+        for key in MAPPING_FIELDS:
+            value = data.get(key)
+            if value not in (None, ""):
+                mapping[key] = value.strip() if isinstance(value, str) else value
+        data["mapping"] = mapping or None
+        return data
 
 
 class StudyForm(forms.Form):

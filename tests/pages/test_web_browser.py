@@ -218,3 +218,28 @@ def test_the_studies_list_follows_running_work_without_a_reload(page_as, small_p
     assert page.evaluate("window.notReloaded") is True  # updated in place
     assert page.locator("#study-table tbody:visible").count() == 1  # the filter still applies
     assert page.locator("#study-progress").get_attribute("data-refresh-url") is None
+
+
+def test_an_importer_preview_offers_the_files_columns(page_as):
+    with open("tests/scheduling/samples/sacct_parsable.txt", "rb") as sample:
+        content = sample.read()
+    page = page_as("admin")
+    page.goto("/traces/upload/")
+    page.get_by_label("Trace file").set_input_files(
+        {"name": "sacct.txt", "mimeType": "text/plain", "buffer": content}
+    )
+    page.get_by_label("Format").select_option("slurm-sacct")
+    page.get_by_text("Column mapping, for the importer formats").click()
+    page.get_by_label("Share column").fill("Nope")
+    page.get_by_role("button", name="Preview").click()
+    error = page.locator('[data-errors-for="share_column"]')
+    error.get_by_text("'Nope' is not a column of this trace").wait_for()
+    assert page.get_by_label("Share column").get_attribute("aria-invalid") == "true"
+    page.get_by_label("Share column").fill("Account")
+    page.get_by_role("button", name="Preview").click()
+    page.locator("#preview-table").wait_for()
+    assert error.inner_text().strip() == ""
+    options = page.locator("datalist#trace-columns option")
+    assert "Account" in [options.nth(i).get_attribute("value") for i in range(options.count())]
+    look_at(page, "trace-upload-importer-preview")
+    assert Trace.objects.count() == 0

@@ -81,7 +81,7 @@ def test_preview_of_an_importer_format_lists_its_columns(client_as):
         {
             "file": SimpleUploadedFile("sacct.txt", content),
             "format": "slurm-sacct",
-            "mapping": '{"share_column": "Account"}',
+            "share_column": "Account",
             "action": "preview",
         },
     )
@@ -110,3 +110,22 @@ def test_an_empty_file_is_refused_on_the_file_field(client_as):
     assert response.status_code == 400
     assert response.context["form"].errors["file"]
     assert Trace.objects.count() == 0
+
+
+def test_a_mapping_column_that_is_not_in_the_file_is_named_next_to_its_field(client_as):
+    with open(SACCT_SAMPLE, "rb") as sample:
+        content = sample.read()
+    response = client_as("admin").post(
+        "/traces/upload/",
+        {
+            "file": SimpleUploadedFile("sacct.txt", content),
+            "name": "slurm week",
+            "format": "slurm-sacct",
+            "share_column": "Nope",
+            "mapping": '{"share_default": "other"}',
+        },
+    )
+    assert response.status_code == 400
+    message = response.context["form"].errors["share_column"][0]
+    assert message.startswith("mapping.share_column: 'Nope' is not a column of this trace; columns: ")
+    assert not Trace.objects.exists()

@@ -3,6 +3,7 @@ the trace page drawn from its stored summary (``scheduling.traces.summary``), ne
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
 from django.conf import settings
@@ -13,7 +14,7 @@ from planner.studies.models import Study
 from planner.traces.models import Trace, read_upload
 from planner.web import charts
 from planner.web.access import editor_required, reader_required
-from planner.web.forms import TraceUploadForm
+from planner.web.forms import MAPPING_FIELDS, TraceUploadForm
 from planner.web.views.headline import study_url
 from scheduling.errors import InputError
 from scheduling.traces.mapping import IMPORTERS, columns, importer, preview, trace_rows
@@ -30,9 +31,14 @@ def trace_list(request):
 
 
 def error_field(error: InputError) -> str:
-    """The form field an InputError belongs next to: format, mapping or (a row or column) the file."""
-    top = (error.field or "").split(".", 1)[0]
-    return FORM_FIELDS.get(top, "file") if error.row is None else "file"
+    """The form field an InputError belongs next to: format, a mapping setting, the mapping, or
+    (a row or a column of the file) the file."""
+    if error.row is not None:
+        return "file"
+    top, _, rest = (error.field or "").partition(".")
+    if top == "mapping" and rest.split(".", 1)[0] in MAPPING_FIELDS:
+        return rest.split(".", 1)[0]
+    return FORM_FIELDS.get(top, "file")
 
 
 def size_error(upload) -> InputError | None:
@@ -48,7 +54,7 @@ def preview_of(upload, fmt: str, mapping: dict | None) -> dict:
     if fmt in IMPORTERS:
         out["columns"] = columns(upload, fmt)
         upload.seek(0)
-        out["default_mapping"] = importer(fmt).DEFAULT_MAPPING.to_dict()
+        out["default_mapping"] = json.dumps(importer(fmt).DEFAULT_MAPPING.to_dict())
         out["rows"] = preview(upload, fmt, mapping, rows=PREVIEW_ROWS)
     else:
         trace = read_upload(upload, format=fmt, mapping=mapping)
