@@ -91,7 +91,7 @@ class _Group:
     only the first job past its cursor, and a refused group stays ``refused`` until a change
     that could help it (see ``_Replay._capacity_released`` and ``_Replay._started``)."""
 
-    __slots__ = ("count", "jobs", "needs_borrow", "ptr", "refused", "round", "share", "type")
+    __slots__ = ("count", "fit_only", "jobs", "needs_borrow", "ptr", "refused", "round", "share", "type")
 
     # Why the group was last refused. REFUSED and NO_VICTIMS speak for the head and so for the
     # whole group; NO_VICTIMS survives releases that cannot help it. BEHIND: a job past the
@@ -107,6 +107,8 @@ class _Group:
         self.ptr = 0
         self.refused = _Group.OPEN
         self.round = -1  # the round that last set ptr and needs_borrow
+        # Reopened only because it fitted after a release: it still has no preemption candidate.
+        self.fit_only = False
 
 
 def _first(candidate: tuple) -> tuple:
@@ -341,17 +343,19 @@ class _Replay:
         and so would be every job behind it. A group reopened during the round joins in at the
         round's cursor, where the literal walk over all pending jobs would be."""
         self.round_id += 1
+        round_id = self.round_id
         usage_at_start = [row[:] for row in self.usage]
+        quota = self.quota
         preempted: list[int] = []
         admitted = False
         cursor = None
         while True:
             candidates = []
             for g in self.open_groups:
-                if g.round != self.round_id:  # first look in this round
-                    g.round = self.round_id
+                if g.round != round_id:  # first look in this round
+                    g.round = round_id
                     g.ptr = 0
-                    g.needs_borrow = usage_at_start[g.share][g.type] + g.count > self.quota[g.share][g.type]
+                    g.needs_borrow = usage_at_start[g.share][g.type] + g.count > quota[g.share][g.type]
                     g.refused = _Group.OPEN
                 elif g.refused:
                     continue  # refused behind the cursor in this round and not reopened since
@@ -364,10 +368,11 @@ class _Replay:
                     candidates.append((round_key(g.needs_borrow, g.jobs[g.ptr]), g))
             if not candidates:
                 break
-            candidates.sort(key=_first)
+            if len(candidates) > 1:
+                candidates.sort(key=_first)
             for key, g in candidates:
                 job = key[1][-1]
-                outcome = self.try_admit(job, now, preempted)
+                outcome = self.try_admit(job, now, preempted, g.fit_only)
                 if outcome is ADMITTED:
                     del g.jobs[g.ptr]
                     cursor = key
@@ -380,8 +385,10 @@ class _Replay:
                     self.open_groups.discard(g)
             else:
                 break
-        self._requeue(preempted, now)
-        self.open_groups = {g for g in self.open_groups if g.jobs}
+        if preempted:
+            self._requeue(preempted, now)
+        if admitted:
+            self.open_groups = {g for g in self.open_groups if g.jobs}
         return admitted
 
     def _strict_round(self, now: float) -> bool:
@@ -434,19 +441,24 @@ class _Replay:
             may_reclaim_now = s == owner and self.reclaim[s] is not Reclaim.NEVER
             room = None  # the share's headroom, computed once if needed
             for g in self.groups_of[s][t]:
-                if not g.refused or not g.jobs:
-                    continue
-                if g.refused == _Group.NO_VICTIMS and not victims_changed:
+                if not g.jobs or (g.refused == _Group.OPEN and not g.fit_only):
+                    continue  # open already, with nothing assumed about it
+                knows_no_victims = g.refused == _Group.NO_VICTIMS or (g.refused == _Group.OPEN and g.fit_only)
+                if knows_no_victims and not victims_changed:
                     within_quota = self.usage[s][t] + g.count <= self.quota[s][t]
                     if not (may_reclaim_now and within_quota):
+                        if g.refused == _Group.OPEN:
+                            continue  # still without candidates, and open
                         if room is None:
                             room = self.headroom(s, t)
-                        if g.count > room:
-                            continue
+                        if g.count <= room:
+                            self._reopen(g, fit_only=True)
+                        continue
                 self._reopen(g)
         self.share_refused = [False] * self.n_shares
 
-    def _reopen(self, g: _Group) -> None:
+    def _reopen(self, g: _Group, fit_only: bool = False) -> None:
+        g.fit_only = fit_only and (g.fit_only or g.refused == _Group.NO_VICTIMS)
         g.refused = _Group.OPEN
         self.open_groups.add(g)
 
@@ -460,7 +472,7 @@ class _Replay:
             equal_too = mode is InSharePreemption.LOWER_OR_NEWER_EQUAL_PRIORITY
             for g in self.groups_of[s][t]:
                 if (
-                    g.refused
+                    (g.refused or g.fit_only)
                     and g.jobs
                     and (-g.jobs[0][0] > priority or (equal_too and -g.jobs[0][0] == priority))
                 ):
@@ -475,7 +487,7 @@ class _Replay:
                 room = self.quota[other][t] - self.usage[other][t]  # reclaim only within quota
                 for g in self.groups_of[other][t]:
                     if (
-                        g.refused
+                        (g.refused or g.fit_only)
                         and g.jobs
                         and g.count <= room
                         and (reclaim is Reclaim.ANY or -g.jobs[0][0] > lowest)
@@ -483,12 +495,15 @@ class _Replay:
                         self._reopen(g)
                 self.share_refused[other] = False
 
-    def try_admit(self, job: int, now: float, preempted: list[int]) -> str:
-        """Fit, else preempt, else stay RUNNABLE (section 4, steps 1-3)."""
+    def try_admit(self, job: int, now: float, preempted: list[int], no_candidates: bool = False) -> str:
+        """Fit, else preempt, else stay RUNNABLE (section 4, steps 1-3). ``no_candidates``: the
+        caller knows there is no preemption candidate, so only the fit is tried."""
         s, t, n = self.share[job], self.type[job], self.count[job]
         if n <= self.headroom(s, t):
             self._start(job, now)
             return ADMITTED
+        if no_candidates:
+            return NO_VICTIMS
         candidates = self._victim_candidates(job)
         if candidates is None:
             return NO_VICTIMS
