@@ -123,7 +123,7 @@ def compute_metrics(
         "shares": shares,
         "pool": _pool(accounts, gpus, price),
         "series": _series(policy, accounts, gpus, edges),
-        "periods": _periods(policy, accounts, gpus, price, day_edges, log),
+        "periods": _periods(policy, accounts, gpus, price, day_edges, log, start, end),
         "cdfs": {
             "wait": _cdfs(policy, wait, share_of_job),
             "jct": _cdfs(policy, jct, share_of_job),
@@ -404,10 +404,11 @@ def _series(policy, accounts, gpus, edges) -> dict[str, Any]:
     }
 
 
-def _periods(policy, accounts, gpus, price, day_edges, log) -> dict[str, Any]:
+def _periods(policy, accounts, gpus, price, day_edges, log, start, end) -> dict[str, Any]:
     """GPU-hours and $ per calendar day of the trace, per share: finance sums them by week or month."""
-    n_days = len(day_edges) - 1
-    width = np.diff(day_edges)
+    # Capacity counts only the part of each day inside the horizon, like every other account,
+    # so that per day own + lent + idle adds up to capacity.
+    width = np.diff(np.clip(day_edges, start, end))
     shares = {}
     for s, share in enumerate(policy.shares):
         row: dict[str, Any] = {"usd": {}}
@@ -424,21 +425,26 @@ def _periods(policy, accounts, gpus, price, day_edges, log) -> dict[str, Any]:
         row["rerun"] = rerun
         row["usd"]["rerun"] = rerun_usd
         shares[share.name] = row
-    unassigned = {
-        "capacity": (
-            np.asarray(sum(a["unassigned"] * g * width for a, g in zip(accounts, gpus))) / 3600
-            + np.zeros(n_days)
-        )
-        .round(6)
-        .tolist(),
-        "lent": (sum(a["days"]["unassigned_lent"][:, 0] * g for a, g in zip(accounts, gpus)) / 3600)
-        .round(6)
-        .tolist(),
-        "idle": (sum(a["days"]["unassigned_idle"][:, 0] * g for a, g in zip(accounts, gpus)) / 3600)
-        .round(6)
-        .tolist(),
+
+    def per_day(values_per_type) -> dict[str, list]:
+        gpu_hours = sum(v * g for v, g in zip(values_per_type, gpus)) / 3600
+        usd = sum(v * p for v, p in zip(values_per_type, price)) / 3600
+        return np.asarray(gpu_hours).round(6).tolist(), np.asarray(usd).round(6).tolist()
+
+    unassigned: dict[str, Any] = {"usd": {}}
+    for k, values in (
+        ("capacity", [a["unassigned"] * width for a in accounts]),
+        ("lent", [a["days"]["unassigned_lent"][:, 0] for a in accounts]),
+        ("idle", [a["days"]["unassigned_idle"][:, 0] for a in accounts]),
+    ):
+        unassigned[k], unassigned["usd"][k] = per_day(values)
+    pool_capacity, pool_usd = per_day([policy.capacity.get(t, 0) * width for t in policy.instance_types])
+    return {
+        "day": day_edges[:-1].tolist(),
+        "shares": shares,
+        "unassigned": unassigned,
+        "pool": {"capacity": pool_capacity, "usd": {"capacity": pool_usd}},
     }
-    return {"day": day_edges[:-1].tolist(), "shares": shares, "unassigned": unassigned}
 
 
 def _rerun_by_day(s, day_edges, log, gpus, price) -> tuple[list, list]:
