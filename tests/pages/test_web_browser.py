@@ -136,6 +136,9 @@ def test_a_good_upload_shows_its_summary_charts(page_as):
     for chart in ("#arrivals-chart", "#demand-chart", "#size-chart", "#duration-chart"):
         look_at(page, "trace-" + chart.strip("#"), chart)
     look_at(page, "trace")
+    page.get_by_role("navigation", name="Main").get_by_role("link", name="Traces").click()
+    assert page.locator("#trace-table tbody tr").first.locator("td").first.inner_text() == "lab week"
+    look_at(page, "traces")
 
 
 def test_a_study_is_launched_from_the_form(page_as, small_policy, small_trace, eager_celery):

@@ -1,0 +1,50 @@
+"""The chart helpers every page uses: share colours that are stable and distinct within a set,
+policy line styles, and figure defaults (titles, units, thousands separators)."""
+
+from planner.web import charts
+
+
+def test_a_share_gets_the_same_colour_whatever_else_is_drawn():
+    assert charts.share_color("research") == charts.share_color("research")
+    assert charts.share_color("research") in charts.PALETTE
+    one = charts.share_colors(["research", "vision", "nlp"])
+    other = charts.share_colors(["nlp", "research", "vision"])
+    assert one == other  # the order they come in does not matter
+
+
+def test_shares_of_one_set_get_different_colours_while_the_palette_lasts():
+    names = [f"cluster{i:02d}" for i in range(1, len(charts.PALETTE) + 1)]
+    colors = charts.share_colors(names)
+    assert len(set(colors.values())) == len(charts.PALETTE)
+    many = charts.share_colors(names + ["one-more"])
+    assert set(many.values()) == set(charts.PALETTE)  # then colours repeat
+
+
+def test_policies_get_distinct_dashes_and_markers():
+    assert len({charts.policy_dash(i) for i in range(4)}) == 4
+    assert len({charts.policy_marker(i) for i in range(4)}) == 4
+    assert charts.policy_dash(0) == charts.policy_dash(len(charts.DASHES))
+
+
+def test_figures_state_their_subject_and_units():
+    fig = charts.figure(
+        [charts.bar(["a", "b"], [1200, 3400], name="GPU-hours", color="#4477AA", unit="GPU-hours")],
+        title="Idle capacity by share",
+        x_title="share",
+        y_title="GPU-hours",
+    )
+    layout = fig["layout"]
+    assert layout["title"]["text"] == "Idle capacity by share"
+    assert layout["yaxis"]["title"]["text"] == "GPU-hours"
+    assert layout["separators"] == ".," and layout["yaxis"]["tickformat"] == ",~r"
+    assert fig["data"][0]["hovertemplate"] == "GPU-hours<br>%{x}: %{y:,.4~r} GPU-hours<extra></extra>"
+    assert not charts.is_empty(fig)
+    assert charts.is_empty(charts.figure([], title="t", x_title="x", y_title="y"))
+
+
+def test_time_axes_are_dates_for_real_times_and_hours_otherwise():
+    dates, title = charts.time_axis([1711843200.0, 1711846800.0], epoch_times=True)
+    assert dates == ["2024-03-31 00:00:00", "2024-03-31 01:00:00"] and title == "time (UTC)"
+    hours, title = charts.time_axis([100.0, 3700.0, 7300.0], epoch_times=False)
+    assert hours == [0.0, 1.0, 2.0] and title == "hours since the trace's start"
+    assert charts.gpus_text(1) == "1 GPU" and charts.gpus_text(1560) == "1,560 GPUs"
