@@ -42,3 +42,10 @@ def test_each_role_may_do_what_it_should(role, read, edit, finance, user_with_ro
     user = user_with_role(f"someone-{role}", role)
     assert (can_read(user), can_edit(user), can_read_finance(user)) == (read, edit, finance)
     assert role_of(user) == (role or "")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_roles_come_back_after_a_database_flush():
+    call_command("flush", "--noinput")
+    assert set(Group.objects.values_list("name", flat=True)) >= {"admin", "finance", "viewer"}
+    assert Group.objects.get(name="viewer").permissions.filter(codename="view_policy").exists()

@@ -126,10 +126,11 @@ def synthetic_study(jobs: int, variants: int) -> Study:
     columns = generate(jobs, seed=7)
     policy_dict = demo_policy_dict(demo_pool_gpus(columns))
     engine = EnginePolicy.from_dict(policy_dict)
-    gpu = InstanceType.objects.create(name="gpu", gpus=1, hourly_price=2.5)
-    pool = Pool.objects.create(name="demo")
+    tag = uuid.uuid4().hex[:6]  # names of our own: other tests may have left a "gpu" or a "demo"
+    gpu, _ = InstanceType.objects.get_or_create(name="gpu", defaults={"gpus": 1, "hourly_price": 2.5})
+    pool = Pool.objects.create(name=f"demo-{tag}")
     pool.set_capacity({gpu.name: engine.capacity["gpu"]})
-    first = Policy.objects.create(name="demo-0", pool=pool, startup_seconds=engine.startup_seconds)
+    first = Policy.objects.create(name=f"demo-{tag}-0", pool=pool, startup_seconds=engine.startup_seconds)
     first.replace_shares(
         [
             ShareSpec(s.name, s.strategy.value, s.borrow_limit_percent, s.in_share_preemption.value,
@@ -137,8 +138,8 @@ def synthetic_study(jobs: int, variants: int) -> Study:
             for s in engine.shares
         ]
     )  # fmt: skip
-    policies = [first] + [first.duplicate(f"demo-{i}") for i in range(1, variants)]
-    trace = Trace.store(columns, name=f"synthetic-{jobs}")
+    policies = [first] + [first.duplicate(f"demo-{tag}-{i}") for i in range(1, variants)]
+    trace = Trace.store(columns, name=f"synthetic-{jobs}-{tag}")
     return launch_study(name="spread", trace=trace, policies=policies)
 
 
