@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from planner.accounts.permissions import can_edit
-from planner.capacity.models import InstanceType, Policy, Pool, PoolCapacity, Share, ShareLimit
+from planner.capacity.models import InstanceType, Policy, Pool, PoolCapacity, Share, ShareLimit, ShareSpec
 from planner.studies.models import Study
 from planner.web import charts
 from planner.web.access import EDIT_DENIED, editor_required, reader_required
@@ -137,7 +137,8 @@ def quota_figure(shares: list[Share], types: list[InstanceType], capacity: dict[
     return fig
 
 
-def policy_context(request, policy: Policy, *, edit: str = "", **forms) -> dict:
+def policy_context(request, policy: Policy, *, edit: str = "", **bound) -> dict:
+    """The policy page; ``bound`` holds forms already filled in (with their errors)."""
     capacity = list(policy.pool.capacities.select_related("instance_type"))
     shares = list(
         policy.shares.order_by("position", "id").prefetch_related(
@@ -148,8 +149,8 @@ def policy_context(request, policy: Policy, *, edit: str = "", **forms) -> dict:
     type_names = [t.name for t in types]
     capacity_counts = {c.instance_type.name: c.count for c in capacity}
     editable = can_edit(request.user)
-    share_form = forms.get("share_form")
-    capacity_form = forms.get("capacity_form")
+    share_form = bound.get("share_form")
+    capacity_form = bound.get("capacity_form")
     if editable and edit.startswith("share-") and share_form is None:
         share = next((s for s in shares if f"share-{s.pk}" == edit), None)
         if share is not None:
@@ -174,7 +175,7 @@ def policy_context(request, policy: Policy, *, edit: str = "", **forms) -> dict:
         if form is not None:
             for field in form.fields.values():
                 field.widget.attrs["form"] = form_id
-    settings_form = forms.get("settings_form")
+    settings_form = bound.get("settings_form")
     if editable and edit == "settings" and settings_form is None:
         settings_form = PolicySettingsForm(instance=policy, prefix="settings")
     rows = share_rows(shares, type_names)
@@ -209,7 +210,7 @@ def policy_context(request, policy: Policy, *, edit: str = "", **forms) -> dict:
         "studies": [(study, study_url(study.pk)) for study in studies],
         "variants": policy.variants.all(),
         "presets": PRESETS.values(),
-        "duplicate_form": forms.get("duplicate_form")
+        "duplicate_form": bound.get("duplicate_form")
         or VariantNameForm(initial={"name": f"{policy.name} variant"}),
     }
 
@@ -249,21 +250,25 @@ def type_names_of(policy: Policy) -> list[str]:
     return [t.name for t in instance_types_of(policy, capacity, shares)]
 
 
+def store_share(share: Share, spec: ShareSpec) -> None:
+    """Check ``spec`` in its policy (the engine decides) and store it; raises ValidationError."""
+    with transaction.atomic():
+        share.check_in_policy(spec)
+        share.name = spec.name
+        share.strategy = spec.strategy
+        share.borrow_limit_percent = spec.borrow_limit_percent
+        share.in_share_preemption = spec.in_share_preemption
+        share.reclaim = spec.reclaim
+        share.save()
+        share.set_limits(spec)
+
+
 def save_share(request, policy: Policy):
     share = get_object_or_404(Share, pk=request.POST.get("share"), policy=policy)
     form = ShareForm(request.POST, instance_types=type_names_of(policy), prefix="share")
     if form.is_valid():
-        spec = form.spec()
         try:
-            with transaction.atomic():
-                share.check_in_policy(spec)
-                share.name = spec.name
-                share.strategy = spec.strategy
-                share.borrow_limit_percent = spec.borrow_limit_percent
-                share.in_share_preemption = spec.in_share_preemption
-                share.reclaim = spec.reclaim
-                share.save()
-                share.set_limits(spec)
+            store_share(share, form.spec())
         except ValidationError as error:
             form.place(error)
         else:
@@ -276,19 +281,10 @@ def save_share(request, policy: Policy):
 def add_share(request, policy: Policy):
     form = ShareForm(request.POST, instance_types=type_names_of(policy), prefix="share")
     if form.is_valid():
-        spec = form.spec()
         last = policy.shares.order_by("-position").first()
         share = Share(policy=policy, position=(last.position + 1) if last else 0)
         try:
-            with transaction.atomic():
-                share.check_in_policy(spec)
-                share.name = spec.name
-                share.strategy = spec.strategy
-                share.borrow_limit_percent = spec.borrow_limit_percent
-                share.in_share_preemption = spec.in_share_preemption
-                share.reclaim = spec.reclaim
-                share.save()
-                share.set_limits(spec)
+            store_share(share, form.spec())
         except ValidationError as error:
             form.place(error)
         else:
