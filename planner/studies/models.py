@@ -19,6 +19,17 @@ from planner.capacity.models import Policy
 from planner.traces.models import Trace
 
 
+def run_summary(metrics: dict) -> dict:
+    """What lists and headlines need: ``metrics["summary"]`` plus each share's jobs, waits,
+    preemptions and rerun cost (no series, no CDFs)."""
+    keep = ("name", "strategy", "jobs", "succeeded", "failed", "unschedulable", "preemptions",
+            "wait_seconds", "jct_seconds", "rerun_cost_usd")  # fmt: skip
+    return {
+        **metrics.get("summary", {}),
+        "shares": [{key: share.get(key) for key in keep} for share in metrics.get("shares", [])],
+    }
+
+
 class Study(models.Model):
     """A what-if question: the same trace under several policies, compared with a baseline."""
 
@@ -91,8 +102,9 @@ class Run(models.Model):
 
     ``policy_snapshot`` is the exact policy dict replayed (policies change later);
     ``attempts`` counts the times a worker started it; ``heartbeat`` is refreshed while a
-    worker runs it; ``metrics`` is ``ReplayResult.metrics``; ``result_file`` holds the
-    per-job outcomes (``.npz``, job order of the trace).
+    worker runs it; ``metrics`` is ``ReplayResult.metrics`` (hundreds of KB for a big
+    study: lists defer it and read ``summary``); ``result_file`` holds the per-job
+    outcomes (``.npz``, job order of the trace).
     """
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="runs")
@@ -108,6 +120,9 @@ class Run(models.Model):
     worker = models.CharField(max_length=255, blank=True, help_text="the worker that ran the last attempt")
     heartbeat = models.DateTimeField(null=True, blank=True)
     metrics = models.JSONField(null=True, blank=True)
+    summary = models.JSONField(
+        null=True, blank=True, help_text="the small part of metrics that lists show (see run_summary)"
+    )
     result_file = models.FileField(upload_to="runs/", max_length=255, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)

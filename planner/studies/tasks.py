@@ -20,7 +20,7 @@ from django.db import close_old_connections, connection, transaction
 from django.utils import timezone
 
 from planner.strict_json import strict_json
-from planner.studies.models import Run, RunStatus
+from planner.studies.models import Run, RunStatus, run_summary
 from scheduling.engine import replay
 from scheduling.errors import InputError
 from scheduling.model import Policy as EnginePolicy
@@ -134,6 +134,7 @@ def execute(run_id: int, attempt: int) -> bool:
         recorded = _owned(run_id, attempt).update(
             status=RunStatus.SUCCEEDED,
             metrics=metrics,
+            summary=run_summary(metrics),
             result_file=name,
             progress=1.0,
             error="",

@@ -94,3 +94,10 @@ def test_deleting_a_study_removes_its_result_files(admin_api, study):
     assert all(os.path.exists(path) for path in paths)
     assert admin_api.delete(f"/api/studies/{study.pk}/").status_code == 204
     assert not any(os.path.exists(path) for path in paths)
+
+
+def test_lists_carry_the_run_summary_not_the_full_metrics(admin_api, study):
+    run = admin_api.get("/api/studies/").json()["results"][0]["runs"][0]
+    assert "metrics" not in run and "series" not in run["summary"]
+    assert {share["name"] for share in run["summary"]["shares"]} == {"QS1", "QS2", "QS3"}
+    assert "p95" in run["summary"]["shares"][0]["wait_seconds"]

@@ -10,7 +10,9 @@ from planner.traces.models import Trace
 
 
 class RunSerializer(serializers.ModelSerializer):
-    summary = serializers.SerializerMethodField(help_text="metrics.summary once the run succeeded")
+    summary = serializers.JSONField(
+        read_only=True, help_text="metrics.summary and per-share waits once the run succeeded"
+    )
     status = serializers.ChoiceField(choices=RunStatus.choices, read_only=True)
 
     class Meta:
@@ -32,9 +34,6 @@ class RunSerializer(serializers.ModelSerializer):
             "summary",
         ]
         read_only_fields = fields
-
-    def get_summary(self, run: Run) -> dict | None:
-        return (run.metrics or {}).get("summary")
 
 
 class RunDetailSerializer(RunSerializer):

@@ -26,7 +26,7 @@ class StudyViewSet(
     viewsets.GenericViewSet,
 ):
     queryset = Study.objects.select_related("trace", "created_by").prefetch_related(
-        Prefetch("runs", queryset=Run.objects.order_by("id"))
+        Prefetch("runs", queryset=Run.objects.defer("metrics", "policy_snapshot").order_by("id"))
     )
     serializer_class = StudySerializer
     filterset_fields = ["trace", "created_by", "baseline"]
@@ -60,7 +60,7 @@ def finished_metrics(run: Run) -> dict:
 
 
 class RunViewSet(viewsets.ReadOnlyModelViewSet):
-    queryset = Run.objects.select_related("study")
+    queryset = Run.objects.select_related("study").defer("metrics")
     filterset_fields = ["study", "status", "policy", "worker"]
     search_fields = ["policy_name", "error"]
     ordering_fields = ["id", "created_at", "finished_at", "progress"]
