@@ -23,7 +23,10 @@ class PoolCapacityFormSet(BaseInlineFormSet):
             if not data or data.get("DELETE") or data.get("instance_type") is None:
                 continue
             capacity[data["instance_type"].name] = data["count"]
-        self.instance.check_capacity(capacity)
+        try:
+            self.instance.check_capacity(capacity)
+        except ValidationError as error:
+            raise ValidationError(error.messages) from None
 
 
 class PoolCapacityInline(admin.TabularInline):

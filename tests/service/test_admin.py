@@ -53,3 +53,19 @@ def test_a_share_quota_beyond_the_pool_is_refused_in_the_admin(admin_browser, aw
     form["strategy"] = "LEND"
     assert admin_browser.post(f"/admin/capacity/share/{qs3.pk}/change/", form).status_code == 302
     assert aws_policy.engine_policy().shares[2].strategy.value == "LEND"
+
+
+def test_shrinking_a_pool_below_its_quotas_is_refused_in_the_admin(admin_browser, aws_policy):
+    pool = aws_policy.pool
+    row = pool.capacities.get()
+    form = {
+        "name": pool.name, "description": "",
+        "capacities-TOTAL_FORMS": 1, "capacities-INITIAL_FORMS": 1, "capacities-MIN_NUM_FORMS": 0,
+        "capacities-MAX_NUM_FORMS": 1000,
+        "capacities-0-id": row.pk, "capacities-0-pool": pool.pk,
+        "capacities-0-instance_type": row.instance_type_id, "capacities-0-count": 2,
+    }  # fmt: skip
+    response = admin_browser.post(f"/admin/capacity/pool/{pool.pk}/change/", form)
+    assert response.status_code == 200
+    assert "more than the pool&#x27;s 2" in response.content.decode()
+    assert pool.capacity == {row.instance_type.name: 3}
