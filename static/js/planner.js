@@ -131,7 +131,12 @@
     var target = document.getElementById(form.dataset.preview);
     form.addEventListener("submit", function (event) {
       var submitter = event.submitter;
-      if (!target || !submitter || submitter.value !== "preview") return;
+      if (submitter && submitter.value !== "preview") {
+        var busy = document.getElementById("upload-busy");
+        if (busy) busy.hidden = false;
+        return;
+      }
+      if (!target || !submitter) return;
       event.preventDefault();
       var body = new FormData(form);
       body.set("action", "preview");
