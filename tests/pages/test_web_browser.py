@@ -8,7 +8,7 @@ import pytest
 
 from planner.capacity.models import Policy
 from planner.studies.launch import launch_study
-from planner.studies.models import Run, RunStatus, Study
+from planner.studies.models import Run, RunStatus, Study, run_summary
 from planner.traces.models import Trace
 from tests.pages.conftest import PASSWORD, SMALL_TRACE_CSV, look_at
 
@@ -211,10 +211,9 @@ def test_the_studies_list_follows_running_work_without_a_reload(page_as, small_p
     assert page.locator("#study-table tbody:visible").count() == 1
     look_at(page, "studies-running")
     page.evaluate("window.notReloaded = true")
+    metrics = {"summary": {"utilization": 0.75}, "shares": [{"name": "train", "wait_seconds": {"p95": 0}}]}
     Run.objects.filter(pk=run.pk).update(
-        status=RunStatus.SUCCEEDED,
-        progress=1,
-        metrics={"summary": {"utilization": 0.75}, "shares": [{"name": "train", "wait_seconds": {"p95": 0}}]},
+        status=RunStatus.SUCCEEDED, progress=1, metrics=metrics, summary=run_summary(metrics)
     )
     page.locator("#study-table .status-succeeded").wait_for(timeout=15_000)
     assert "75.0 %" in page.locator("#study-table").inner_text()

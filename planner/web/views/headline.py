@@ -1,6 +1,6 @@
-"""The headline of a study, read from a few keys of its runs' metrics (never the series or CDFs):
-utilization per policy and the p95 wait of the share that waits longest under the baseline
-(the share a reader worries about first)."""
+"""The headline of a study, read from its runs' ``summary`` (the small part of the metrics; never
+the series or CDFs): utilization per policy and the p95 wait of the share that waits longest
+under the baseline (the share a reader worries about first)."""
 
 from __future__ import annotations
 
@@ -12,18 +12,8 @@ from django.urls import NoReverseMatch, reverse
 
 from planner.studies.models import Run, RunStatus, Study
 
-# What the headline reads of each run: JSON keys fetched by the database, not whole metrics.
-RUN_VALUES = (
-    "id",
-    "study_id",
-    "policy_id",
-    "policy_name",
-    "status",
-    "progress",
-    "metrics__summary__utilization",
-    "metrics__summary__useful_utilization",
-    "metrics__shares",
-)
+# What the headline reads of each run (``Run.summary``, never the full metrics).
+RUN_VALUES = ("id", "study_id", "policy_id", "policy_name", "status", "progress", "summary")
 
 
 @dataclass(frozen=True)
@@ -53,7 +43,7 @@ def study_url(study_id: int) -> str:
 
 
 def p95_of(shares: list | None, share: str | None) -> float | None:
-    """The share's p95 wait in hours, from ``metrics["shares"]``."""
+    """The share's p95 wait in hours, from ``summary["shares"]``."""
     for row in shares or []:
         if row.get("name") == share:
             p95 = (row.get("wait_seconds") or {}).get("p95")
@@ -70,23 +60,25 @@ def longest_waiting_share(shares: list | None) -> str | None:
 
 def headline(study: Study, runs: list[dict]) -> StudyHeadline:
     """``runs``: the study's runs as ``Run.objects.values(*RUN_VALUES)`` rows."""
-    done = [r for r in runs if r["status"] == RunStatus.SUCCEEDED]
+    done = [r for r in runs if r["status"] == RunStatus.SUCCEEDED and r["summary"]]
     baseline = next((r for r in runs if r["policy_id"] == study.baseline_id), runs[0] if runs else None)
-    share = longest_waiting_share(baseline["metrics__shares"]) if baseline in done else None
+    share = longest_waiting_share(baseline["summary"].get("shares")) if baseline in done else None
     if share is None and done:
-        share = longest_waiting_share(done[0]["metrics__shares"])
-    policies = [
-        PolicyHeadline(
-            policy=run["policy_name"],
-            status=run["status"],
-            progress=run["progress"],
-            utilization=run["metrics__summary__utilization"] if run in done else None,
-            useful_utilization=run["metrics__summary__useful_utilization"] if run in done else None,
-            share_p95_wait_hours=p95_of(run["metrics__shares"], share) if run in done else None,
-            is_baseline=run is baseline,
+        share = longest_waiting_share(done[0]["summary"].get("shares"))
+    policies = []
+    for run in runs:
+        summary = run["summary"] if run in done else {}
+        policies.append(
+            PolicyHeadline(
+                policy=run["policy_name"],
+                status=run["status"],
+                progress=run["progress"],
+                utilization=summary.get("utilization"),
+                useful_utilization=summary.get("useful_utilization"),
+                share_p95_wait_hours=p95_of(summary.get("shares"), share),
+                is_baseline=run is baseline,
+            )
         )
-        for run in runs
-    ]
     return StudyHeadline(study=study, share=share, policies=policies)
 
 
