@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The second command: the whole test suite.
 #   1. engine tests (tests/scheduling), once, without a database;
-#   2. service and page tests on the embedded default: SQLite + the filesystem broker;
+#   2. service tests, then page tests, on the embedded default: SQLite + the filesystem broker;
 #   3. service tests on PostgreSQL (127.0.0.1:5432) + Redis (127.0.0.1:6379) with real
 #      celery worker processes (the services are started if they are down).
 # Exits non-zero when any step fails or runs no test. Extra arguments go to every pytest.
@@ -68,12 +68,17 @@ echo "======== lint"
 
 step "engine" -- tests/scheduling -q -p no:cacheprovider "$@"
 
-SERVICE_TESTS=(tests/service)
-[ -d tests/pages ] && SERVICE_TESTS+=(tests/pages)
 rm -rf var/test-broker
 step "service on SQLite + filesystem broker" \
     DATABASE_URL= REDIS_URL= PLANNER_BROKER_DIR=var/test-broker -- \
-    "${SERVICE_TESTS[@]}" -q -p no:cacheprovider "$@"
+    tests/service -q -p no:cacheprovider "$@"
+
+# The browser pages in a pytest of their own: a database of their own, nothing left over.
+if [ -d tests/pages ]; then
+    step "pages on SQLite + filesystem broker" \
+        DATABASE_URL= REDIS_URL= PLANNER_BROKER_DIR=var/test-broker -- \
+        tests/pages -q -p no:cacheprovider "$@"
+fi
 
 if start_postgresql && start_redis; then
     step "service on PostgreSQL + Redis" \

@@ -16,10 +16,13 @@ def counts() -> tuple[int, int, int, int]:
 
 
 def test_the_demo_loads_once_with_every_study_replayed():
+    before = counts()
     call_command("load_demo", "--skip-itp")
     loaded = counts()
-    assert loaded == (8, 2, 2, 8)
-    assert set(Run.objects.values_list("status", flat=True)) == {"succeeded"}
+    # 2 x (a policy and 3 variants), 2 traces, 2 studies of 4 runs each.
+    assert tuple(after - earlier for after, earlier in zip(loaded, before, strict=True)) == (8, 2, 2, 8)
+    demo_runs = Run.objects.filter(study__trace__name__in=["aws-example", "synthetic-teams"])
+    assert set(demo_runs.values_list("status", flat=True)) == {"succeeded"}
     static = Policy.objects.get(name="aws-example-static-split")
     assert static.parent.name == "aws-example"
     assert {share.strategy for share in static.shares.all()} == {"RESERVE"}
