@@ -96,6 +96,7 @@ INSTALLED_APPS = [
     "planner.studies",
     "planner.api",
     "planner.demo",
+    "planner.calibration",
 ]
 if (BASE_DIR / "planner" / "web" / "__init__.py").exists():
     INSTALLED_APPS.append("planner.web")  # the browser pages, when installed

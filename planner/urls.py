@@ -15,3 +15,4 @@ if find_spec("planner.reports") is not None and find_spec("planner.reports.urls"
     urlpatterns.append(path("", include("planner.reports.urls")))  # /studies/<id>/, /finance/
 if find_spec("planner.web") is not None and find_spec("planner.web.urls") is not None:
     urlpatterns.append(path("", include("planner.web.urls")))
+urlpatterns.append(path("", include("planner.calibration.urls")))  # /api/calibrations/, /calibration/

@@ -1,0 +1,109 @@
+"""Starting a calibration (the policy snapshotted, the replay enqueued once the transaction commits)
+and recovering the ones whose worker died (a stale heartbeat: re-enqueued, or failed with the reason
+after the last attempt)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import timedelta
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from planner.calibration.models import Calibration
+from planner.capacity.models import Policy
+from planner.studies.models import RunStatus
+from planner.traces.models import Trace
+
+NO_RECORDED_STARTS = (
+    "the trace {name} records no start times: calibration compares replayed waits with recorded "
+    "ones (upload a Slurm sacct, Alibaba openb or Helios trace, or a planner CSV with recorded_start)"
+)
+
+
+def recorded_start_count(trace: Trace) -> int:
+    """Jobs of the trace with a recorded start (from its stored summary)."""
+    return int((trace.summary or {}).get("recorded_starts") or 0)
+
+
+def enqueue_calibrations(ids: Iterable[int]) -> None:
+    """Send one ``calibrate_trace`` task per calibration after the current transaction commits."""
+    from planner.calibration.tasks import calibrate_trace
+
+    for pk in list(ids):
+        transaction.on_commit(lambda pk=pk: calibrate_trace.delay(pk))
+
+
+@transaction.atomic
+def start_calibration(
+    *, trace: Trace, policy: Policy, created_by=None, note: str = "", enqueue: bool = True
+) -> Calibration:
+    """Snapshot ``policy`` (validated by the engine) and enqueue the replay of ``trace`` under it.
+    Raises ValidationError naming the field when the trace records no start or the policy cannot
+    replay it (invalid, or a share of the trace missing from it)."""
+    if not recorded_start_count(trace):
+        raise ValidationError({"trace": NO_RECORDED_STARTS.format(name=trace.name)})
+    try:
+        snapshot = policy.engine_policy().to_dict()
+    except ValidationError as error:
+        raise ValidationError({"policy": f"{policy.name}: {' '.join(error.messages)}"}) from None
+    policy_shares = {share["name"] for share in snapshot["shares"]}
+    missing = [s["name"] for s in (trace.summary or {}).get("shares", []) if s["name"] not in policy_shares]
+    if missing:
+        shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
+        raise ValidationError(
+            {"policy": f"{policy.name} has no share for the trace's {shown}: pick the policy in force"}
+        )
+    calibration = Calibration.objects.create(
+        trace=trace,
+        policy=policy,
+        policy_name=policy.name,
+        policy_snapshot=snapshot,
+        note=note or policy.description,
+        created_by=created_by,
+    )
+    if enqueue:
+        enqueue_calibrations([calibration.pk])
+    return calibration
+
+
+def reap_stale_calibrations(calibrations=None, now=None) -> dict[str, list[int]]:
+    """Re-enqueue, or fail after the last attempt, the running calibrations whose heartbeat is stale."""
+    now = now or timezone.now()
+    stale_before = now - timedelta(seconds=settings.PLANNER_HEARTBEAT_STALE_SECONDS)
+    candidates = (
+        (calibrations if calibrations is not None else Calibration.objects.all())
+        .filter(status=RunStatus.RUNNING)
+        .filter(Q(heartbeat__lt=stale_before) | Q(heartbeat__isnull=True))
+    )
+    outcome: dict[str, list[int]] = {"requeued": [], "failed": []}
+    for calibration in candidates:
+        silent = (
+            f"no heartbeat from {calibration.worker or 'its worker'} since "
+            f"{calibration.heartbeat:%Y-%m-%d %H:%M:%S} UTC"
+            if calibration.heartbeat
+            else "its worker never reported"
+        )
+        same = Calibration.objects.filter(
+            pk=calibration.pk,
+            status=RunStatus.RUNNING,
+            attempts=calibration.attempts,
+            heartbeat=calibration.heartbeat,
+        )
+        with transaction.atomic():
+            if calibration.attempts >= settings.PLANNER_RUN_MAX_ATTEMPTS:
+                if same.update(
+                    status=RunStatus.FAILED,
+                    error=f"attempt {calibration.attempts} of {calibration.attempts} stopped: {silent}",
+                    finished_at=now,
+                ):
+                    outcome["failed"].append(calibration.pk)
+            elif same.update(
+                status=RunStatus.QUEUED, progress=0, error=f"attempt {calibration.attempts} stopped: {silent}"
+            ):
+                enqueue_calibrations([calibration.pk])
+                outcome["requeued"].append(calibration.pk)
+    return outcome

@@ -1,0 +1,80 @@
+"""A calibration: a trace with recorded start times replayed under the policy that was in force,
+and how far the replayed waits are from the recorded ones (``scheduling.calibration``).
+
+State lives in the database like a study's Run (status, progress, heartbeat, attempts, error), so
+the page and the API read it directly and a calibration whose worker died is recognised and redone.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from planner.capacity.models import Policy
+from planner.studies.models import FINISHED, RunStatus
+from planner.traces.models import Trace
+
+
+def calibration_summary(metrics: dict) -> dict:
+    """What lists need: per block (all jobs, then each share) the counts, KS, p50/p95 and the
+    verdict, without distributions and CDFs."""
+    keep = ("name", "jobs", "compared", "excluded", "ks", "p50", "p95", "verdict")
+    blocks = [metrics["all"], *metrics.get("shares", [])] if metrics else []
+    return {"blocks": [{key: block.get(key) for key in keep} for block in blocks]}
+
+
+class Calibration(models.Model):
+    """The trace replayed under ``policy_snapshot`` (the policy in force, as it was when asked),
+    compared with the waits the trace recorded. ``metrics`` is ``scheduling.calibration.calibrate``."""
+
+    trace = models.ForeignKey(Trace, on_delete=models.CASCADE, related_name="calibrations")
+    policy = models.ForeignKey(
+        Policy, null=True, blank=True, on_delete=models.SET_NULL, related_name="calibrations"
+    )
+    policy_name = models.CharField(
+        max_length=100, help_text="the policy's name when the calibration was made"
+    )
+    policy_snapshot = models.JSONField(help_text="the exact policy replayed")
+    note = models.TextField(blank=True, help_text="what is assumed about the policy in force")
+    status = models.CharField(
+        max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED, db_index=True
+    )
+    progress = models.FloatField(default=0)
+    error = models.TextField(blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    worker = models.CharField(max_length=255, blank=True)
+    heartbeat = models.DateTimeField(null=True, blank=True)
+    metrics = models.JSONField(null=True, blank=True)
+    summary = models.JSONField(null=True, blank=True, help_text="see calibration_summary")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="calibrations",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.trace} under {self.policy_name}"
+
+    @property
+    def finished(self) -> bool:
+        return self.status in FINISHED
+
+    def heartbeat_is_stale(self, now=None) -> bool:
+        """True when a running calibration has not reported for longer than the stale limit."""
+        if self.status != RunStatus.RUNNING:
+            return False
+        if self.heartbeat is None:
+            return True
+        limit = timedelta(seconds=settings.PLANNER_HEARTBEAT_STALE_SECONDS)
+        return (now or timezone.now()) - self.heartbeat > limit

@@ -1,0 +1,66 @@
+"""The calibration pages: the list (with the form that starts one, for admins) and one calibration:
+per share, the recorded against the simulated wait-time CDF, the KS distance, p50/p95 ratios and the
+verdict, so a user sees how far to trust the what-if."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.shortcuts import get_object_or_404, redirect, render
+
+from planner.accounts.permissions import can_edit
+from planner.calibration.figures import share_figures
+from planner.calibration.forms import CalibrationForm
+from planner.calibration.launch import reap_stale_calibrations, start_calibration
+from planner.calibration.models import Calibration
+from planner.web.access import EDIT_DENIED, reader_required
+
+
+@reader_required
+def calibration_list(request):
+    form = CalibrationForm()
+    status = 200
+    if request.method == "POST":
+        if not can_edit(request.user):
+            raise PermissionDenied(EDIT_DENIED)
+        form = CalibrationForm(request.POST)
+        if form.is_valid():
+            try:
+                calibration = start_calibration(
+                    trace=form.cleaned_data["trace"],
+                    policy=form.cleaned_data["policy"],
+                    created_by=request.user,
+                )
+            except ValidationError as error:
+                for field, problems in error.message_dict.items():
+                    form.add_error(field if field in form.fields else None, problems)
+            else:
+                messages.success(request, f"Calibration of {calibration.trace.name} started.")
+                return redirect("calibration:detail", pk=calibration.pk)
+        status = 400
+    calibrations = Calibration.objects.select_related("trace", "created_by").defer(
+        "metrics", "policy_snapshot", "trace__summary"
+    )
+    working = any(not c.finished for c in calibrations)
+    return render(
+        request,
+        "calibration/list.html",
+        {"calibrations": calibrations, "form": form, "working": working},
+        status=status,
+    )
+
+
+@reader_required
+def calibration_detail(request, pk: int):
+    reap_stale_calibrations(Calibration.objects.filter(pk=pk))
+    calibration = get_object_or_404(
+        Calibration.objects.select_related("trace", "policy", "created_by"), pk=pk
+    )
+    metrics = calibration.metrics or {}
+    context = {
+        "calibration": calibration,
+        "overall": metrics.get("all"),
+        "blocks": share_figures(metrics) if metrics else [],
+        "thresholds": metrics.get("thresholds", {}),
+    }
+    return render(request, "calibration/detail.html", context)
