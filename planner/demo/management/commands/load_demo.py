@@ -1,6 +1,7 @@
 """``manage.py load_demo``: the demo policies, traces and studies (replayed here, in-process).
 Safe to run again: nothing is duplicated, unfinished demo runs are completed."""
 
+from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
 from planner.demo.loader import DemoLoader
@@ -14,4 +15,6 @@ class Command(BaseCommand):
 
     def handle(self, *args, skip_itp: bool, **options) -> None:
         studies = DemoLoader(say=self.stdout.write).load(itp=not skip_itp)
+        if not skip_itp:  # with the real traces: openb's worked calibration (planner.calibration)
+            call_command("load_demo_calibration", stdout=self.stdout)
         self.stdout.write(f"demo ready: {len(studies)} studies")
