@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from planner.web.charts import figure, line, policy_dash, share_colors
@@ -57,6 +58,8 @@ def cdf_figure(block: dict[str, Any], color: str) -> dict[str, Any]:
         height=340,
     )
     fig["layout"]["xaxis"]["dtick"] = 1  # one tick per power of ten
+    # A little room left of the 1 s floor, so a curve rising there is not hidden by the axis.
+    fig["layout"]["xaxis"]["range"] = [math.log10(FLOOR_SECONDS / HOUR) - 0.25, math.log10(right_end) + 0.1]
     return fig
 
 
