@@ -113,7 +113,9 @@ def compare_waits(
 
 
 def wait_text(seconds: float) -> str:
-    """A wait for a sentence: ``45 s``, ``4.1 min``, ``3.2 h``, ``2.5 d``."""
+    """A wait for a sentence: ``0.5 s``, ``45 s``, ``4.1 min``, ``3.2 h``, ``2.5 d``."""
+    if seconds < 10 and not float(seconds).is_integer():
+        return f"{seconds:.1f} s"
     if seconds < 60:
         return f"{seconds:.0f} s"
     if seconds < 3600:

@@ -134,7 +134,9 @@ def test_cdfs_are_downsampled_to_500_points():
 
 
 def test_wait_text_picks_a_readable_unit():
-    assert [wait_text(s) for s in (45, 246, 3 * 3600 + 720, 3 * 86400)] == [
+    assert [wait_text(s) for s in (0, 0.5, 45, 246, 3 * 3600 + 720, 3 * 86400)] == [
+        "0 s",
+        "0.5 s",
         "45 s",
         "4.1 min",
         "3.2 h",
