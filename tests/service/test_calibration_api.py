@@ -125,3 +125,25 @@ def test_a_calibration_whose_worker_died_is_redone_when_read(
         admin_api.get(f"/api/calibrations/{calibration.pk}/")
     calibration.refresh_from_db()
     assert calibration.status == "succeeded" and calibration.attempts == 2
+
+
+def test_the_django_admin_lists_calibrations_and_computes_one_again(
+    calibration, eager_celery, django_capture_on_commit_callbacks
+):
+    from django.contrib.auth.models import User
+    from django.test import Client
+
+    first_finish = calibration.finished_at
+    client = Client()
+    client.force_login(User.objects.create_superuser("root", password="pw-root"))
+    listing = client.get("/admin/calibration/calibration/")
+    assert listing.status_code == 200 and b"aws-example" in listing.content
+    assert client.get(f"/admin/calibration/calibration/{calibration.pk}/change/").status_code == 200
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(
+            "/admin/calibration/calibration/",
+            {"action": "compute_again", "_selected_action": [calibration.pk]},
+        )
+    calibration.refresh_from_db()
+    assert calibration.status == "succeeded" and calibration.finished_at > first_finish
+    assert calibration.attempts == 1  # attempts counted afresh
