@@ -188,6 +188,8 @@ class _Replay:
         self.finishes: list[tuple] = []
         self.events: list[tuple] = []
         self.log = UsageLog(self.n_shares, n_types)
+        self.log_usage = self.log.usage_changes.extend  # (time, share * n_types + type, usage)
+        self.log_pending = self.log.pending_changes.extend  # (time, share * n_types + type, instances)
         self.totals = _Totals(self.n_shares, n_types)
         self.ignored_updates = 0
         self.borrowable_ever = [self._borrowable_ever(s) for s in range(self.n_shares)]
@@ -211,6 +213,12 @@ class _Replay:
             self.lendable_total[t] += self._lendable(s, t, new_u) - self._lendable(s, t, u)
         self.used[t] += delta
         self.usage[s][t] = new_u
+
+    def _change_usage(self, now: float, s: int, t: int, delta: int) -> None:
+        """A real change (a start, finish or preemption), kept in the usage log for the metrics;
+        victim searches try changes with _shift_usage alone."""
+        self._shift_usage(s, t, delta)
+        self.log_usage((now, s * self.n_types + t, self.usage[s][t]))
 
     def _borrowable_ever(self, s: int) -> list[float]:
         """Everything share s could borrow if every other share were idle."""
@@ -318,11 +326,11 @@ class _Replay:
         self.state[job] = State.SUCCEEDED
         self.end[job] = now
         self._remove_running(job, s, t)
-        self._shift_usage(s, t, -n)
-        self.log.usage(now, s, t, self.usage[s][t])
+        self._change_usage(now, s, t, -n)
         self.totals.startup[s][t] += min(now - self.start_time[job], self.startup) * n
         self._capacity_released(t, owner=s)
-        self._event(now, job, EventKind.FINISH)
+        if self.record_events:
+            self.events.append((now, job, EventKind.FINISH, None, -1))
 
     # --- the scheduling pass (section 4) ---------------------------------------------------
 
@@ -609,8 +617,7 @@ class _Replay:
         self.preemptions[victim] += 1
         self.attempt[victim] += 1  # its finish event is now stale
         self._remove_running(victim, s, t)
-        self._shift_usage(s, t, -n)
-        self.log.usage(now, s, t, self.usage[s][t])
+        self._change_usage(now, s, t, -n)
         self._capacity_released(t, owner=s)
         self.totals.preempted(s, t, cause, lost * n, startup_spent * n)
         self.log.rerun(now, s, t, (lost + startup_spent) * n)
@@ -635,13 +642,13 @@ class _Replay:
         if self.first_start[job] != self.first_start[job]:  # nan: never started before
             self.first_start[job] = now
         self.queued[job] += now - self.queued_since[job]
-        self._shift_usage(s, t, n)
-        self.log.usage(now, s, t, self.usage[s][t])
+        self._change_usage(now, s, t, n)
         self._add_running(job, s, t)
         self._started(job, s, t)
         end = now + self.startup + (self.duration[job] - self.saved[job])
         heapq.heappush(self.finishes, (end, self.rank[job], self.attempt[job], job))
-        self._event(now, job, EventKind.START)
+        if self.record_events:
+            self.events.append((now, job, EventKind.START, None, -1))
 
     # --- queues ----------------------------------------------------------------------------
 
@@ -700,7 +707,7 @@ class _Replay:
         s, t = self.share[job], self.type[job]
         self.pending_jobs += sign
         self.pending_instances[s][t] += sign * self.count[job]
-        self.log.pending(now, s, t, self.pending_instances[s][t])
+        self.log_pending((now, s * self.n_types + t, self.pending_instances[s][t]))
 
     def _add_running(self, job: int, s: int, t: int) -> None:
         key = victim_key(self.priority[job], self.start_time[job], self.rank[job], job)

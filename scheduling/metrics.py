@@ -24,19 +24,14 @@ ACCOUNTS = ("own", "borrowed", "lent", "idle", "stranded")
 
 class UsageLog:
     """Changes of usage and of pending instances per (share, type), and rerun costs, in time
-    order, as flat (time, share * n_types + type, value) triples: one C call per record."""
+    order, as flat (time, share * n_types + type, value) triples: one C call per record (the
+    engine appends to ``usage_changes`` and ``pending_changes`` with their ``extend``)."""
 
     def __init__(self, n_shares: int, n_types: int):
         self.n_types = n_types
         self.usage_changes = array("d")
         self.pending_changes = array("d")
         self.rerun_costs = array("d")
-
-    def usage(self, time: float, share: int, type_: int, value: int) -> None:
-        self.usage_changes.extend((time, share * self.n_types + type_, value))
-
-    def pending(self, time: float, share: int, type_: int, value: int) -> None:
-        self.pending_changes.extend((time, share * self.n_types + type_, value))
 
     def rerun(self, time: float, share: int, type_: int, instance_seconds: float) -> None:
         self.rerun_costs.extend((time, share * self.n_types + type_, instance_seconds))
