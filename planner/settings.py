@@ -229,6 +229,7 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Quota shares, traces and what-if studies for shared GPU pools.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["planner.accounts.permissions.IsPlannerUser"],  # no schema without a role
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
