@@ -1,0 +1,195 @@
+"""Who may read and who may change what, over every page URL (from the URL resolver) and every
+API operation (from the OpenAPI schema), for anonymous callers, a revoked token, a signed-in user
+without a role, viewer, finance and admin. A route added later fails here until it is classified."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.apps import apps
+from django.urls import URLResolver, get_resolver
+from drf_spectacular.generators import SchemaGenerator
+
+pytestmark = pytest.mark.django_db
+
+# Who is asking: nobody, another user's revoked token, a signed-in user without a role, each role.
+IDENTITIES = ("anonymous", "revoked", "nobody", "viewer", "finance", "admin")
+READERS = {"viewer", "finance", "admin"}
+FINANCE_READERS = {"finance", "admin"}
+ADMINS = {"admin"}
+
+# Page route name -> (who may GET it, who may POST to it; None: POST changes nothing for anyone).
+PAGES: dict[str, tuple[set[str] | str, set[str] | None]] = {
+    "web:overview": (READERS, None),
+    "web:policies": (READERS, None),
+    "web:policy": (READERS, ADMINS),
+    "web:policy-duplicate": (ADMINS, ADMINS),
+    "web:policy-preset": (ADMINS, ADMINS),
+    "web:traces": (READERS, None),
+    "web:trace-upload": (ADMINS, ADMINS),
+    "web:trace": (READERS, None),
+    "web:studies": (READERS, None),
+    "web:study-new": (ADMINS, ADMINS),
+    "reports:study": (READERS, None),
+    "reports:study-progress": (READERS, None),
+    "reports:study-csv": (READERS, None),
+    "reports:finance": (FINANCE_READERS, None),
+    "reports:finance-csv": (FINANCE_READERS, None),
+    "calibration:list": (READERS, ADMINS),
+    "calibration:detail": (READERS, None),
+}
+# Pages that only take a POST: a GET is 405 for everyone (it shows nothing); the POST test covers them.
+POST_ONLY = {"web:policy-duplicate", "web:policy-preset"}
+PUBLIC_PAGES = {"web:login", "rest_framework:login", "web:logout", "rest_framework:logout"}
+# Slugs of routes that take one (a real table, so the allowed roles get a 200).
+SLUGS = {"reports:study-csv": "policies", "reports:finance-csv": "report"}
+
+
+def page_routes() -> list[tuple[str, str]]:
+    """(route name, route pattern) of every page: everything but /admin/ and /api/."""
+
+    def walk(patterns, prefix: str, namespace: str):
+        for pattern in patterns:
+            if isinstance(pattern, URLResolver):
+                inner = f"{namespace}{pattern.namespace}:" if pattern.namespace else namespace
+                yield from walk(pattern.url_patterns, prefix + str(pattern.pattern), inner)
+            else:
+                yield f"{namespace}{pattern.name}", prefix + str(pattern.pattern)
+
+    return sorted(
+        (name, route)
+        for name, route in walk(get_resolver().url_patterns, "", "")
+        if not route.startswith(("admin/", "api/"))
+    )
+
+
+def api_operations() -> list[tuple[str, str]]:
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    return sorted((path, method) for path, ops in schema["paths"].items() for method in ops)
+
+
+def concrete(route: str, world, name: str) -> str:
+    path = "/" + route
+    if "<int:pk>" in path or "{id}" in path:
+        pk = world.pk_for(path.split("<")[0].split("{")[0])
+        path = path.replace("<int:pk>", str(pk)).replace("{id}", str(pk))
+    return path.replace("<slug:table>", SLUGS.get(name, "x"))
+
+
+def fingerprint() -> dict[str, object]:
+    """Every planner row (and when it last changed, where the model says), to see that nothing changed."""
+    state: dict[str, object] = {}
+    for label in ("capacity", "traces", "studies", "calibration", "authtoken"):
+        for model in apps.get_app_config(label).get_models():
+            state[model._meta.label] = sorted(
+                tuple(str(v) for v in row) for row in model.objects.values_list()
+            )
+    return state
+
+
+def test_every_page_route_is_classified():
+    names = {name for name, _ in page_routes()}
+    unclassified = names - set(PAGES) - PUBLIC_PAGES
+    assert not unclassified, f"classify these pages in PAGES (who may read, who may change): {unclassified}"
+    assert set(PAGES) <= names, f"PAGES names routes that no longer exist: {set(PAGES) - names}"
+
+
+@pytest.mark.parametrize("name, route", [r for r in page_routes() if r[0] in PAGES])
+def test_page_access_by_role(world, name, route):
+    readers, writers = PAGES[name]
+    path = concrete(route, world, name)
+    wrong = []
+    for identity in IDENTITIES:
+        response = world.session(identity).get(path)
+        if name in POST_ONLY:
+            ok = response.status_code == 405
+        elif identity in ("anonymous", "revoked"):
+            ok = response.status_code == 302 and response["Location"].startswith("/login/?next=")
+        elif identity in readers:
+            ok = response.status_code == 200
+        else:
+            ok = response.status_code == 403
+        if not ok:
+            wrong.append(f"GET {path} as {identity}: {response.status_code}")
+    assert not wrong, wrong
+
+
+@pytest.mark.parametrize("name, route", [r for r in page_routes() if r[0] in PAGES])
+def test_page_posts_change_nothing_without_the_role(world, name, route):
+    """A POST with an empty form from anyone who may not change the page: refused (or, for a page
+    that changes nothing, harmless); from an admin: an answer, never a server error."""
+    _, writers = PAGES[name]
+    path = concrete(route, world, name)
+    wrong = []
+    for identity in IDENTITIES:
+        before = fingerprint()
+        response = world.session(identity).post(path, {"action": "rename", "name": ""})
+        code = response.status_code
+        if code >= 500:
+            wrong.append(f"POST {path} as {identity}: {code}")
+        elif identity in ("anonymous", "revoked"):
+            if not (code == 302 and response["Location"].startswith("/login/?next=")):
+                wrong.append(f"POST {path} as {identity}: {code}, not sent to the login page")
+        elif writers is not None and identity not in writers and code != 403:
+            wrong.append(f"POST {path} as {identity}: {code}, not 403")
+        if (writers is None or identity not in writers) and fingerprint() != before:
+            wrong.append(f"POST {path} as {identity} changed the database")
+    assert not wrong, wrong
+
+
+def api_allowed(path: str, method: str, identity: str) -> bool:
+    if identity in ("anonymous", "revoked"):
+        return False
+    if path == "/api/tokens/" or (path == "/api/me/" and method == "get"):
+        return True  # any signed-in user: their own token, who they are
+    if method != "get":
+        return identity in ADMINS
+    if path.endswith("/finance/"):
+        return identity in FINANCE_READERS
+    return identity in READERS
+
+
+@pytest.mark.parametrize("path, method", api_operations())
+def test_api_access_by_role(world, path, method):
+    url = concrete(path.lstrip("/"), world, "")
+    wrong = []
+    # Admin last: an admin's DELETE or PUT may change what the others would have read.
+    for identity in IDENTITIES:
+        response = getattr(world.api(identity), method)(url, {}, format="json")
+        code = response.status_code
+        if code >= 500:
+            wrong.append(f"{method.upper()} {url} as {identity}: {code}")
+        elif identity in ("anonymous", "revoked"):
+            if code != 401:
+                wrong.append(f"{method.upper()} {url} as {identity}: {code}, not 401")
+        elif api_allowed(path, method, identity):
+            if code in (401, 403):
+                wrong.append(f"{method.upper()} {url} as {identity}: {code}, should be allowed")
+        elif code != 403:
+            wrong.append(f"{method.upper()} {url} as {identity}: {code}, not 403")
+    assert not wrong, wrong
+
+
+@pytest.mark.parametrize("path", ["/api/", "/api/schema/", "/api/docs/"])
+def test_api_root_schema_and_docs_need_a_role(world, path):
+    assert world.api("anonymous").get(path).status_code == 401
+    assert world.api("revoked").get(path).status_code == 401
+    assert world.api("nobody").get(path).status_code == 403
+    assert world.api("viewer").get(path).status_code == 200
+
+
+def test_the_django_admin_is_for_the_admin_role_only(world):
+    for identity in ("anonymous", "nobody", "viewer", "finance"):
+        response = world.session(identity).get("/admin/capacity/policy/")
+        assert response.status_code == 302 and "/admin/login/" in response["Location"], identity
+    response = world.session("admin").get("/admin/capacity/policy/")
+    assert response.status_code in (200, 302)
+    if response.status_code == 302:  # the admin role is not staff: it is sent to log in, not let in
+        assert "/admin/login/" in response["Location"]
+
+
+def test_the_schema_lists_what_the_matrix_covers():
+    paths = {path for path, _ in api_operations()}
+    assert {"/api/policies/{id}/", "/api/shares/{id}/", "/api/runs/{id}/finance/", "/api/tokens/"} <= paths
+    assert all(re.fullmatch(r"/api/[a-z\-{}/]+", path) for path in paths)
