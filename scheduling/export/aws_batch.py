@@ -1,0 +1,532 @@
+"""A policy as the AWS Batch quota-management CLI inputs, and those inputs read back into a policy.
+
+``to_aws_batch`` writes one JSON document per ``aws batch`` call (service environment, scheduling policy,
+job queue, one quota share per share) and a shell script that runs them; each knob AWS Batch lacks is
+named in the bundle's notes. ``from_aws_batch`` reads such documents back into a policy dict.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from scheduling.errors import InputError
+from scheduling.model import (
+    InSharePreemption,
+    Policy,
+    Queueing,
+    Reclaim,
+    Share,
+    Strategy,
+    borrow_limit_from_percent,
+)
+
+# File names of the documents, in the order the script runs them.
+SERVICE_ENVIRONMENT = "create-service-environment.json"
+SCHEDULING_POLICY = "create-scheduling-policy.json"
+JOB_QUEUE = "create-job-queue.json"
+QUOTA_SHARE_PREFIX = "create-quota-share-"
+
+SERVICE_TYPE = "SAGEMAKER_TRAINING"
+MAX_CAPACITY_LIMITS = 5  # per quota share (AWS Batch user guide, "Quota shares")
+MAX_QUOTA_SHARES = 20  # per job queue (same page)
+MAX_TAGS = 50  # per AWS resource
+
+# Planner facts AWS Batch does not use, kept as tags so that an import restores them.
+TAG_GPUS = "planner:gpus:"  # + instance type
+TAG_HOURLY_PRICE = "planner:hourly_price:"  # + instance type
+TAG_STARTUP = "planner:startup_seconds"
+TAG_SHARE = "planner:share"  # the share's planner name when AWS needed another one
+
+AWS_NAMES = "AWS names take up to 128 letters, digits, - and _"
+_AWS_NAME = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+_IN_SHARE = {"ENABLED": InSharePreemption.LOWER_PRIORITY, "DISABLED": InSharePreemption.NEVER}
+
+
+@dataclass(frozen=True)
+class ExportBundle:
+    """The CLI inputs (file name -> JSON object), the script that runs them, and what was lost."""
+
+    documents: dict[str, dict[str, Any]]
+    script: str
+    notes: tuple[str, ...] = field(default=())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"documents": self.documents, "script": self.script, "notes": list(self.notes)}
+
+
+def to_aws_batch(policy: Policy | Mapping[str, Any]) -> ExportBundle:
+    """The AWS Batch documents of ``policy`` (a Policy or its section 7 JSON)."""
+    policy = policy if isinstance(policy, Policy) else Policy.from_dict(policy)
+    notes: list[str] = []
+    base = _aws_name(policy.name)
+    if base != policy.name:
+        notes.append(f"policy name {policy.name!r} is written {base!r}: {AWS_NAMES}")
+    documents: dict[str, dict[str, Any]] = {
+        SERVICE_ENVIRONMENT: _service_environment(policy, base, notes),
+        SCHEDULING_POLICY: {"name": base, "quotaSharePolicy": {"idleResourceAssignmentStrategy": "FIFO"}},
+        JOB_QUEUE: {
+            "jobQueueName": base,
+            "jobQueueType": SERVICE_TYPE,
+            "state": "ENABLED",
+            "priority": 1,
+            "serviceEnvironmentOrder": [{"order": 1, "serviceEnvironment": base}],
+        },
+    }
+    if policy.queueing is Queueing.STRICT_FIFO:
+        notes.append(
+            "queueing strict_fifo has no AWS Batch setting: a quota share's jobs are queued the AWS way "
+            "(the scheduling policy only offers idleResourceAssignmentStrategy FIFO)"
+        )
+    if len(policy.shares) > MAX_QUOTA_SHARES:
+        notes.append(
+            f"{len(policy.shares)} shares: AWS Batch attaches at most {MAX_QUOTA_SHARES} quota shares "
+            "to a job queue"
+        )
+    used: set[str] = set()
+    share_files = []
+    for share in policy.shares:
+        name = _unique(_aws_name(share.name), used)
+        file_name = f"{QUOTA_SHARE_PREFIX}{name}.json"
+        documents[file_name] = _quota_share(policy, share, name, base, notes)
+        share_files.append(file_name)
+    return ExportBundle(documents=documents, script=_script(policy, base, share_files), notes=tuple(notes))
+
+
+def _service_environment(policy: Policy, base: str, notes: list[str]) -> dict[str, Any]:
+    limits = []
+    for type_name, count in policy.capacity.items():
+        if not type_name.startswith("ml."):
+            notes.append(
+                f"instance type {type_name!r} is not a SageMaker instance type (ml.*): "
+                "rename it in every document before running the script"
+            )
+        if count <= 0:
+            notes.append(f"the pool has no {type_name}: left out of the capacity limits")
+            continue
+        limits.append({"maxCapacity": count, "capacityUnit": type_name})
+    tags = {}
+    for instance_type in policy.instance_types.values():
+        tags[TAG_GPUS + instance_type.name] = _number_text(instance_type.gpus)
+        tags[TAG_HOURLY_PRICE + instance_type.name] = _number_text(instance_type.hourly_price)
+        if instance_type.hourly_price:
+            notes.append(
+                f"hourly_price of {instance_type.name} ({instance_type.hourly_price:g} $/instance-hour) "
+                f"is no AWS Batch setting: kept as tag {TAG_HOURLY_PRICE}{instance_type.name}"
+            )
+    tags[TAG_STARTUP] = _number_text(policy.startup_seconds)
+    if policy.startup_seconds:
+        notes.append(
+            f"startup_seconds {policy.startup_seconds:g} describes SageMaker's start-up, it is no AWS Batch "
+            f"setting: kept as tag {TAG_STARTUP}"
+        )
+    if len(tags) > MAX_TAGS:
+        notes.append(f"{len(tags)} planner tags on the service environment: AWS accepts at most {MAX_TAGS}")
+    return {
+        "serviceEnvironmentName": base,
+        "serviceEnvironmentType": SERVICE_TYPE,
+        "state": "ENABLED",
+        "capacityLimits": limits,
+        "tags": tags,
+    }
+
+
+def _quota_share(policy: Policy, share: Share, name: str, job_queue: str, notes: list[str]) -> dict[str, Any]:
+    limits = [{"maxCapacity": count, "capacityUnit": t} for t, count in share.capacity.items() if count > 0]
+    if not limits:
+        notes.append(
+            f"share {share.name} has no quota: AWS Batch needs at least one capacity limit of 1 or more, "
+            "so create-quota-share will refuse it"
+        )
+    if len(limits) > MAX_CAPACITY_LIMITS:
+        notes.append(
+            f"share {share.name} has {len(limits)} capacity limits: AWS takes at most {MAX_CAPACITY_LIMITS}"
+        )
+    sharing: dict[str, Any] = {"strategy": share.strategy.value}
+    if share.strategy is Strategy.LEND_AND_BORROW:
+        percent = _borrow_limit(policy, share, notes)
+        if percent is not None:
+            sharing["borrowLimit"] = percent
+    if share.lending_limit is not None:
+        notes.append(
+            f"lending_limit of share {share.name} has no AWS Batch equivalent: AWS lends all idle quota "
+            "of LEND and LEND_AND_BORROW shares"
+        )
+    if share.reclaim is not Reclaim.ANY:
+        notes.append(
+            f"reclaim {share.reclaim.value} of share {share.name} has no AWS Batch equivalent: AWS always "
+            "reclaims lent quota by cross-share preemption (reclaim any)"
+        )
+    if share.in_share_preemption is InSharePreemption.LOWER_OR_NEWER_EQUAL_PRIORITY:
+        notes.append(
+            f"in_share_preemption lower_or_newer_equal_priority of share {share.name} has no AWS Batch "
+            "equivalent: written as ENABLED, which preempts only lower-priority jobs"
+        )
+    in_share = "DISABLED" if share.in_share_preemption is InSharePreemption.NEVER else "ENABLED"
+    document: dict[str, Any] = {
+        "quotaShareName": name,
+        "jobQueue": job_queue,
+        "capacityLimits": limits,
+        "resourceSharingConfiguration": sharing,
+        "preemptionConfiguration": {"inSharePreemption": in_share},
+        "state": "ENABLED",
+    }
+    if name != share.name:
+        notes.append(f"share {share.name!r} is written {name!r}: {AWS_NAMES}")
+        document["tags"] = {TAG_SHARE: share.name}
+    return document
+
+
+def _borrow_limit(policy: Policy, share: Share, notes: list[str]) -> int | None:
+    """AWS borrowLimit (a whole percent of the share's quota, -1 unlimited); None leaves the AWS default
+    (-1), which is how a share without any limit comes back on import."""
+    if share.borrowing_limit is None:
+        percent = share.borrow_limit_percent
+        if percent is None:
+            return None
+        if percent < 0:
+            return -1
+        if percent != int(percent):
+            notes.append(
+                f"borrow_limit_percent {percent:g} of share {share.name} is written {int(percent)}: "
+                "AWS borrowLimit takes whole percents"
+            )
+        return int(percent)
+    limits = {t: share.borrow_limit(t) for t in policy.capacity}
+    wanted = ", ".join(f"{count:g} x {t}" for t, count in limits.items() if math.isfinite(count))
+    exact = _exact_percent(share, limits)
+    if exact is not None:
+        notes.append(
+            f"borrowing_limit of share {share.name} ({wanted}) has no AWS Batch equivalent: written as "
+            f"borrowLimit {exact}% of its quota, which allows the same"
+        )
+        return exact
+    percent = _largest_percent_within(share, limits)
+    allowed = ", ".join(f"{borrow_limit_from_percent(share.quota(t), percent):g} x {t}" for t in limits)
+    notes.append(
+        f"borrowing_limit of share {share.name} ({wanted}) has no AWS Batch equivalent and no percent gives "
+        f"it exactly: written as borrowLimit {percent}%, which allows {allowed}"
+    )
+    return percent
+
+
+def _percent_bound(share: Share, limits: Mapping[str, float]) -> int:
+    """A percent above which no borrowLimit can still meet the finite limits."""
+    bounds = [100 * (count + 1) // share.quota(t) + 1 for t, count in limits.items()
+              if math.isfinite(count) and share.quota(t) > 0]  # fmt: skip
+    return max(bounds, default=0)
+
+
+def _exact_percent(share: Share, limits: Mapping[str, float]) -> int | None:
+    if all(math.isinf(count) for count in limits.values()):
+        return -1
+    for percent in range(_percent_bound(share, limits) + 1):
+        if all(borrow_limit_from_percent(share.quota(t), percent) == count for t, count in limits.items()):
+            return percent
+    return None
+
+
+def _largest_percent_within(share: Share, limits: Mapping[str, float]) -> int:
+    best = 0
+    for percent in range(_percent_bound(share, limits) + 1):
+        if all(borrow_limit_from_percent(share.quota(t), percent) <= count for t, count in limits.items()):
+            best = percent
+    return best
+
+
+def _script(policy: Policy, base: str, share_files: list[str]) -> str:
+    lines = [
+        "#!/bin/sh",
+        f"# AWS Batch quota management for policy {policy.name}, written by the planner.",
+        "# Run it where the JSON files are, with the AWS CLI v2 and AWS Batch permissions.",
+        "# Command-line options override the values read from --cli-input-json.",
+        "set -eu",
+        "",
+        "wait_valid() {  # $1 describe command, $2 its name option, $3 the name, $4 the list in its output",
+        "  while :; do",
+        '    status=$(aws batch "$1" "$2" "$3" --query "$4[0].status" --output text)',
+        '    case "$status" in',
+        "      VALID) return 0 ;;",
+        '      INVALID) echo "$3 is INVALID" >&2; exit 1 ;;',
+        "    esac",
+        "    sleep 5",
+        "  done",
+        "}",
+        "",
+        f"aws batch create-service-environment --cli-input-json file://{SERVICE_ENVIRONMENT}",
+        f"wait_valid describe-service-environments --service-environments {_shell(base)} serviceEnvironments",
+        "POLICY_ARN=$(aws batch create-scheduling-policy "
+        f"--cli-input-json file://{SCHEDULING_POLICY} --query arn --output text)",
+        f"aws batch create-job-queue --cli-input-json file://{JOB_QUEUE}"
+        ' --scheduling-policy-arn "$POLICY_ARN"',
+        f"wait_valid describe-job-queues --job-queues {_shell(base)} jobQueues",
+    ]
+    lines += [f"aws batch create-quota-share --cli-input-json file://{_shell(name)}" for name in share_files]
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------------------
+# Import
+
+
+def from_aws_batch(documents: Mapping[str, Any] | Iterable[Any]) -> dict[str, Any]:
+    """The policy dict of AWS Batch quota-management documents: a mapping of file name -> JSON object
+    (an exported bundle's ``documents``, or the whole bundle) or a list of JSON objects.
+
+    Each object is recognised by its fields (``serviceEnvironmentName``, ``quotaSharePolicy``,
+    ``jobQueueName``, ``quotaShareName``). Raises InputError naming the document and the field.
+    """
+    labelled = _labelled_documents(documents)
+    environments, policies, queues, shares = [], [], [], []
+    for label, document in labelled:
+        if "serviceEnvironmentName" in document:
+            environments.append((label, document))
+        elif "quotaShareName" in document:
+            shares.append((label, document))
+        elif "jobQueueName" in document:
+            queues.append((label, document))
+        elif "quotaSharePolicy" in document or "fairsharePolicy" in document:
+            policies.append((label, document))
+        else:
+            raise InputError(
+                "not an AWS Batch quota-management document (no serviceEnvironmentName, quotaSharePolicy, "
+                "jobQueueName or quotaShareName)",
+                field=label,
+            )
+    if len(environments) != 1:
+        raise InputError(
+            f"expected one service environment, found {len(environments)}", field=SERVICE_ENVIRONMENT
+        )
+    if not shares:
+        raise InputError("no quota share (create-quota-share) document", field=QUOTA_SHARE_PREFIX + "*.json")
+    if len(policies) > 1:
+        raise InputError(f"expected one scheduling policy, found {len(policies)}", field=policies[1][0])
+    if len(queues) > 1:
+        raise InputError(f"expected one job queue, found {len(queues)}", field=queues[1][0])
+
+    env_label, environment = environments[0]
+    capacity = _read_capacity_limits(environment, env_label)
+    instance_types, startup = _read_planner_tags(environment, env_label, capacity)
+    name = str(environment["serviceEnvironmentName"])
+    if policies:
+        name = _read_scheduling_policy(*policies[0])
+    queue_name = None
+    if queues:
+        queue_label, queue = queues[0]
+        queue_name = _string(queue, "jobQueueName", queue_label)
+        queue_type = queue.get("jobQueueType", SERVICE_TYPE)
+        if queue_type != SERVICE_TYPE:
+            raise InputError(f"{queue_type!r} is not {SERVICE_TYPE}", field=f"{queue_label}.jobQueueType")
+    env_name = environment["serviceEnvironmentName"]
+    data = {
+        "name": name,
+        "instance_types": instance_types,
+        "capacity": capacity,
+        "queueing": Queueing.BEST_EFFORT_FIFO.value,
+        "startup_seconds": startup,
+        "shares": [_read_quota_share(label, doc, capacity, queue_name) for label, doc in shares],
+        "description": f"Imported from AWS Batch service environment {env_name}.",
+    }
+    try:
+        Policy.from_dict(data)
+    except InputError as error:
+        raise InputError(f"the imported policy: {error.reason}", field=error.field) from None
+    return data
+
+
+def _labelled_documents(documents: Any) -> list[tuple[str, Mapping[str, Any]]]:
+    if isinstance(documents, Mapping) and isinstance(documents.get("documents"), (Mapping, list)):
+        documents = documents["documents"]  # a whole exported bundle
+    if isinstance(documents, Mapping):
+        items = [(str(label), document) for label, document in documents.items()]
+    elif isinstance(documents, (list, tuple)):
+        items = [(f"document {i + 1}", document) for i, document in enumerate(documents)]
+    else:
+        raise InputError("expected a JSON object of file name -> document, or a list of documents")
+    if not items:
+        raise InputError("no documents")
+    for label, document in items:
+        if not isinstance(document, Mapping):
+            raise InputError("must be a JSON object", field=label)
+    return items
+
+
+def _read_capacity_limits(document: Mapping[str, Any], label: str) -> dict[str, int]:
+    if document.get("serviceEnvironmentType", SERVICE_TYPE) != SERVICE_TYPE:
+        raise InputError(
+            f"{document.get('serviceEnvironmentType')!r} is not {SERVICE_TYPE}",
+            field=f"{label}.serviceEnvironmentType",
+        )
+    capacity = _capacity_limits(document, label)
+    if not capacity:
+        raise InputError("the service environment has no capacity limits", field=f"{label}.capacityLimits")
+    return capacity
+
+
+def _capacity_limits(document: Mapping[str, Any], label: str) -> dict[str, int]:
+    limits = document.get("capacityLimits")
+    if not isinstance(limits, list):
+        raise InputError("must be a list of {maxCapacity, capacityUnit}", field=f"{label}.capacityLimits")
+    counts: dict[str, int] = {}
+    for i, limit in enumerate(limits):
+        where = f"{label}.capacityLimits[{i}]"
+        if not isinstance(limit, Mapping):
+            raise InputError("must be an object {maxCapacity, capacityUnit}", field=where)
+        unit = limit.get("capacityUnit")
+        if not isinstance(unit, str) or not unit:
+            raise InputError("needs a capacityUnit (an instance type)", field=f"{where}.capacityUnit")
+        if unit == "NUM_INSTANCES":
+            raise InputError(
+                "NUM_INSTANCES counts all instance types together: quota management needs one capacity "
+                "limit per instance type",
+                field=f"{where}.capacityUnit",
+            )
+        if unit in counts:
+            raise InputError(f"{unit} is listed twice", field=f"{where}.capacityUnit")
+        count = limit.get("maxCapacity")
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise InputError(f"{count!r} is not a whole number of instances", field=f"{where}.maxCapacity")
+        if count:
+            counts[unit] = count
+    return counts
+
+
+def _read_planner_tags(
+    document: Mapping[str, Any], label: str, capacity: Mapping[str, int]
+) -> tuple[dict[str, dict[str, float]], float]:
+    tags = document.get("tags") or {}
+    if not isinstance(tags, Mapping):
+        raise InputError("must be an object of key -> value", field=f"{label}.tags")
+    types: dict[str, dict[str, float]] = {t: {"gpus": 1, "hourly_price": 0} for t in capacity}
+    startup: float = 0
+    for key, value in tags.items():
+        where = f"{label}.tags.{key}"
+        if key.startswith(TAG_GPUS):
+            spec = types.setdefault(key[len(TAG_GPUS) :], {"gpus": 1, "hourly_price": 0})
+            spec["gpus"] = _tag_number(value, where)
+        elif key.startswith(TAG_HOURLY_PRICE):
+            spec = types.setdefault(key[len(TAG_HOURLY_PRICE) :], {"gpus": 1, "hourly_price": 0})
+            spec["hourly_price"] = _tag_number(value, where)
+        elif key == TAG_STARTUP:
+            startup = _tag_number(value, where)
+    return types, startup
+
+
+def _read_scheduling_policy(label: str, document: Mapping[str, Any]) -> str:
+    if "quotaSharePolicy" not in document:
+        raise InputError(
+            "a fair-share scheduling policy has no quota shares: quota management needs quotaSharePolicy",
+            field=f"{label}.fairsharePolicy",
+        )
+    quota_policy = document["quotaSharePolicy"]
+    if not isinstance(quota_policy, Mapping):
+        raise InputError("must be an object", field=f"{label}.quotaSharePolicy")
+    strategy = quota_policy.get("idleResourceAssignmentStrategy", "FIFO")
+    if strategy != "FIFO":
+        raise InputError(
+            f"{strategy!r} is not FIFO (the only value AWS Batch documents)",
+            field=f"{label}.quotaSharePolicy.idleResourceAssignmentStrategy",
+        )
+    return _string(document, "name", label)
+
+
+def _read_quota_share(
+    label: str, document: Mapping[str, Any], pool: Mapping[str, int], queue_name: str | None
+) -> dict[str, Any]:
+    name = _string(document, "quotaShareName", label)
+    if queue_name is not None and document.get("jobQueue", queue_name) != queue_name:
+        raise InputError(
+            f"{document.get('jobQueue')!r} is not the job queue {queue_name!r} of these documents",
+            field=f"{label}.jobQueue",
+        )
+    capacity = _capacity_limits(document, label)
+    for i, type_name in enumerate(capacity):
+        if type_name not in pool:
+            raise InputError(
+                f"{type_name} is not in the service environment's capacity limits",
+                field=f"{label}.capacityLimits[{i}].capacityUnit",
+            )
+    sharing = document.get("resourceSharingConfiguration")
+    if not isinstance(sharing, Mapping):
+        raise InputError(
+            "must be an object {strategy, borrowLimit}", field=f"{label}.resourceSharingConfiguration"
+        )
+    strategy = sharing.get("strategy")
+    if strategy not in {s.value for s in Strategy}:
+        raise InputError(
+            f"{strategy!r} is not one of RESERVE, LEND, LEND_AND_BORROW",
+            field=f"{label}.resourceSharingConfiguration.strategy",
+        )
+    share: dict[str, Any] = {"name": name, "capacity": capacity, "strategy": strategy}
+    if "borrowLimit" in sharing:
+        limit = sharing["borrowLimit"]
+        where = f"{label}.resourceSharingConfiguration.borrowLimit"
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < -1:
+            raise InputError(f"{limit!r} is not a whole percent (-1 = unlimited)", field=where)
+        if strategy != Strategy.LEND_AND_BORROW.value and limit != -1:
+            raise InputError(f"borrowLimit only applies to LEND_AND_BORROW, not {strategy}", field=where)
+        if strategy == Strategy.LEND_AND_BORROW.value:
+            share["borrow_limit_percent"] = limit
+    preemption = document.get("preemptionConfiguration")
+    if not isinstance(preemption, Mapping) or preemption.get("inSharePreemption") not in _IN_SHARE:
+        raise InputError(
+            "needs inSharePreemption ENABLED or DISABLED",
+            field=f"{label}.preemptionConfiguration.inSharePreemption",
+        )
+    share["in_share_preemption"] = _IN_SHARE[preemption["inSharePreemption"]].value
+    share["reclaim"] = Reclaim.ANY.value  # AWS always reclaims lent quota by cross-share preemption
+    tags = document.get("tags") or {}
+    if isinstance(tags, Mapping) and isinstance(tags.get(TAG_SHARE), str) and tags[TAG_SHARE].strip():
+        share["name"] = tags[TAG_SHARE]
+    return share
+
+
+# ---------------------------------------------------------------------------------------
+# Small shared pieces
+
+
+def _aws_name(text: str) -> str:
+    """A name AWS Batch accepts: up to 128 letters, digits, hyphens and underscores."""
+    if _AWS_NAME.match(text):
+        return text
+    cleaned = re.sub(r"[^A-Za-z0-9_-]+", "-", text).strip("-")[:128]
+    return cleaned or "planner"
+
+
+def _unique(name: str, used: set[str]) -> str:
+    candidate, n = name, 2
+    while candidate in used:
+        suffix = f"-{n}"
+        candidate, n = name[: 128 - len(suffix)] + suffix, n + 1
+    used.add(candidate)
+    return candidate
+
+
+def _number_text(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+def _tag_number(value: Any, where: str) -> float:
+    try:
+        number = float(str(value).strip())
+    except ValueError:
+        raise InputError(f"{value!r} is not a number", field=where) from None
+    if not math.isfinite(number) or number < 0:
+        raise InputError(f"{value!r} must be a finite number, at least 0", field=where)
+    return int(number) if number.is_integer() else number
+
+
+def _string(document: Mapping[str, Any], key: str, label: str) -> str:
+    value = document.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise InputError("needs a name", field=f"{label}.{key}")
+    return value
+
+
+def _shell(word: str) -> str:
+    """``word`` quoted for sh when it needs it (AWS names never do; file names stay readable)."""
+    return word if re.match(r"^[A-Za-z0-9_.:/=+-]+$", word) else "'" + word.replace("'", "'\\''") + "'"
+

@@ -1,0 +1,671 @@
+"""A policy as Kueue objects (kueue.x-k8s.io/v1beta1) in one multi-document YAML, and such YAML read back.
+
+One Cohort holds the pool (its own nominalQuota is the unassigned capacity), one ResourceFlavor per
+instance type, one ClusterQueue per share, and WorkloadPriorityClasses for the job priorities in use.
+Quotas are ``nvidia.com/gpu`` counts: a share's n instances of a type with g GPUs are n x g GPUs.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import textwrap
+from collections.abc import Iterable, Mapping
+from fractions import Fraction
+from typing import Any
+
+import yaml
+
+from scheduling.errors import InputError
+from scheduling.model import (
+    MAX_PRIORITY,
+    InSharePreemption,
+    Policy,
+    Queueing,
+    Reclaim,
+    Share,
+    Strategy,
+)
+
+API_VERSION = "kueue.x-k8s.io/v1beta1"
+GPU_RESOURCE = "nvidia.com/gpu"
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
+
+# Planner facts Kueue does not use, kept as annotations so that an import restores them.
+ANNOTATION_POLICY = "planner/policy-name"
+ANNOTATION_STARTUP = "planner/startup-seconds"
+ANNOTATION_SHARE = "planner/share-name"
+ANNOTATION_INSTANCE_TYPE = "planner/instance-type"
+ANNOTATION_GPUS = "planner/gpus-per-instance"
+ANNOTATION_HOURLY_PRICE = "planner/hourly-price"
+
+WITHIN_CLUSTER_QUEUE = {
+    InSharePreemption.NEVER: "Never",
+    InSharePreemption.LOWER_PRIORITY: "LowerPriority",
+    InSharePreemption.LOWER_OR_NEWER_EQUAL_PRIORITY: "LowerOrNewerEqualPriority",
+}
+RECLAIM_WITHIN_COHORT = {Reclaim.NEVER: "Never", Reclaim.LOWER_PRIORITY: "LowerPriority", Reclaim.ANY: "Any"}
+QUEUEING_STRATEGY = {Queueing.BEST_EFFORT_FIFO: "BestEffortFIFO", Queueing.STRICT_FIFO: "StrictFIFO"}
+
+_DNS_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+def to_kueue_yaml(
+    policy: Policy | Mapping[str, Any], *, priorities: Iterable[int] = (0,), gpu_resource: str = GPU_RESOURCE
+) -> str:
+    """The Kueue objects of ``policy`` as multi-document YAML, with ``kueue_notes`` as leading comments.
+
+    ``priorities`` are the job priorities to make a WorkloadPriorityClass for: ``priority-<p>`` with
+    value p, so a job of planner priority p is labelled ``kueue.x-k8s.io/priority-class: priority-<p>``.
+    """
+    policy = policy if isinstance(policy, Policy) else Policy.from_dict(policy)
+    priorities = sorted(set(_check_priorities(priorities)))
+    flavors = _flavor_names(policy)
+    share_names = _share_names(policy)
+    cohort = _dns_name(policy.name, "planner")
+    documents: list[dict[str, Any]] = [_cohort(policy, cohort, flavors, gpu_resource)]
+    documents += [_resource_flavor(policy, type_name, flavor) for type_name, flavor in flavors.items()]
+    documents += [
+        _cluster_queue(policy, share, share_names[share.name], cohort, flavors, gpu_resource)
+        for share in policy.shares
+    ]
+    documents += [_priority_class(p) for p in priorities]
+    header = [f"# Kueue ({API_VERSION}) configuration of policy {policy.name}, written by the planner."]
+    header += ["#", "# Notes:"]
+    for note in kueue_notes(policy, gpu_resource=gpu_resource):
+        header += textwrap.wrap(note, width=100, initial_indent="# - ", subsequent_indent="#   ")
+    body = yaml.safe_dump_all(documents, sort_keys=False, default_flow_style=False, explicit_start=True)
+    return "\n".join(header) + "\n" + body
+
+
+def kueue_notes(policy: Policy, *, gpu_resource: str = GPU_RESOURCE) -> list[str]:
+    """What the Kueue export changes or cannot say, in words (also the YAML's leading comments)."""
+    notes = [
+        f"Quotas are {gpu_resource} counts per ResourceFlavor (one flavor per instance type): a quota of n "
+        f"instances of a type with g GPUs each is n x g. Jobs should request whole instances' worth of "
+        f"GPUs and select their instance type with a nodeSelector on {INSTANCE_TYPE_LABEL}, so that Kueue "
+        "picks that flavor.",
+        "Every ClusterQueue has namespaceSelector {} (all namespaces may submit): narrow it, and create a "
+        "LocalQueue per namespace pointing at it.",
+        f"WorkloadPriorityClass priority-<p> has value p: label a job {PRIORITY_CLASS_LABEL}: priority-<p> "
+        "to give it the planner's priority p.",
+        "borrowWithinCohort is Never: in the planner a job that must borrow never preempts.",
+    ]
+    unassigned = {t: policy.unassigned(t) for t in policy.capacity if policy.unassigned(t) > 0}
+    if unassigned:
+        counts = ", ".join(f"{n} x {t}" for t, n in unassigned.items())
+        notes.append(
+            f"Unassigned capacity ({counts}) is the Cohort's own nominalQuota, which every ClusterQueue of "
+            "the Cohort may borrow (Kueue hierarchical cohorts; the v1beta1 Cohort object needs a recent "
+            "Kueue, v1alpha1 before)."
+        )
+    for share in policy.shares:
+        if share.strategy is Strategy.LEND_AND_BORROW and share.borrowing_limit is None:
+            percent = share.borrow_limit_percent
+            if percent is not None and percent >= 0:
+                limits = ", ".join(f"{share.borrow_limit(t):g} x {t}" for t in policy.capacity)
+                notes.append(
+                    f"borrow_limit_percent {percent:g} of share {share.name} becomes an absolute "
+                    f"borrowingLimit per flavor ({limits}): Kueue has no percent; an import reads it back "
+                    "as borrowing_limit."
+                )
+        for type_name in policy.capacity:
+            lend = share.lend_limit(type_name)
+            if math.isfinite(lend) and lend > share.quota(type_name) and share.strategy.lends:
+                notes.append(
+                    f"lending_limit {lend:g} of share {share.name} for {type_name} is above its quota "
+                    f"{share.quota(type_name)}: written as lendingLimit = nominalQuota (the same effect)."
+                )
+    if policy.startup_seconds:
+        notes.append(
+            f"startup_seconds {policy.startup_seconds:g} has no Kueue setting (it is how long a started job "
+            f"holds capacity before work): kept as annotation {ANNOTATION_STARTUP} on the Cohort."
+        )
+    priced = [t for t in policy.instance_types.values() if t.hourly_price]
+    if priced:
+        notes.append(
+            "hourly_price has no Kueue setting: kept as annotation "
+            f"{ANNOTATION_HOURLY_PRICE} on each ResourceFlavor."
+        )
+    renamed = [s.name for s in policy.shares if _dns_name(s.name, "share") != s.name]
+    if renamed:
+        notes.append(
+            f"Share names {', '.join(renamed)} are not Kubernetes names: the ClusterQueues are named in "
+            f"lower case with - and keep the planner name in annotation {ANNOTATION_SHARE}."
+        )
+    return notes
+
+
+def _cohort(policy: Policy, name: str, flavors: Mapping[str, str], gpu_resource: str) -> dict[str, Any]:
+    spec: dict[str, Any] = {}
+    unassigned = [(t, policy.unassigned(t)) for t in flavors if policy.unassigned(t) > 0]
+    if unassigned:
+        spec["resourceGroups"] = [
+            {
+                "coveredResources": [gpu_resource],
+                "flavors": [
+                    {
+                        "name": flavors[t],
+                        "resources": [{"name": gpu_resource, "nominalQuota": _gpus(policy, t, count)}],
+                    }
+                    for t, count in unassigned
+                ],
+            }
+        ]
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "Cohort",
+        "metadata": {
+            "name": name,
+            "annotations": {
+                ANNOTATION_POLICY: policy.name,
+                ANNOTATION_STARTUP: _number_text(policy.startup_seconds),
+            },
+        },
+        "spec": spec,
+    }
+
+
+def _resource_flavor(policy: Policy, type_name: str, flavor: str) -> dict[str, Any]:
+    instance_type = policy.instance_types[type_name]
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ResourceFlavor",
+        "metadata": {
+            "name": flavor,
+            "annotations": {
+                ANNOTATION_INSTANCE_TYPE: type_name,
+                ANNOTATION_GPUS: _number_text(instance_type.gpus),
+                ANNOTATION_HOURLY_PRICE: _number_text(instance_type.hourly_price),
+            },
+        },
+        "spec": {"nodeLabels": {INSTANCE_TYPE_LABEL: type_name}},
+    }
+
+
+def _cluster_queue(
+    policy: Policy, share: Share, name: str, cohort: str, flavors: Mapping[str, str], gpu_resource: str
+) -> dict[str, Any]:
+    flavor_quotas = []
+    for type_name, flavor in flavors.items():
+        quota = share.quota(type_name)
+        resource: dict[str, Any] = {"name": gpu_resource, "nominalQuota": _gpus(policy, type_name, quota)}
+        borrow = share.borrow_limit(type_name)  # 0 for RESERVE and LEND
+        if math.isfinite(borrow):
+            resource["borrowingLimit"] = _gpus(policy, type_name, borrow)
+        lend = share.lend_limit(type_name)  # 0 for RESERVE
+        if math.isfinite(lend):
+            resource["lendingLimit"] = _gpus(policy, type_name, min(lend, quota))
+        flavor_quotas.append({"name": flavor, "resources": [resource]})
+    annotations = {ANNOTATION_SHARE: share.name}
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ClusterQueue",
+        "metadata": {"name": name, "annotations": annotations},
+        "spec": {
+            "cohort": cohort,
+            "namespaceSelector": {},
+            "queueingStrategy": QUEUEING_STRATEGY[policy.queueing],
+            "preemption": {
+                "reclaimWithinCohort": RECLAIM_WITHIN_COHORT[share.reclaim],
+                "withinClusterQueue": WITHIN_CLUSTER_QUEUE[share.in_share_preemption],
+                "borrowWithinCohort": {"policy": "Never"},
+            },
+            "resourceGroups": [{"coveredResources": [gpu_resource], "flavors": flavor_quotas}],
+        },
+    }
+
+
+def _priority_class(priority: int) -> dict[str, Any]:
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "WorkloadPriorityClass",
+        "metadata": {"name": f"priority-{priority}"},
+        "value": priority,
+        "description": f"planner priority {priority} (higher runs first)",
+    }
+
+
+def _check_priorities(priorities: Iterable[int]) -> list[int]:
+    out = []
+    for p in priorities:
+        if isinstance(p, bool) or not isinstance(p, int) or not 0 <= p <= MAX_PRIORITY:
+            raise InputError(f"{p!r} is not a priority from 0 to {MAX_PRIORITY}", field="priorities")
+        out.append(p)
+    return out
+
+
+def _gpus(policy: Policy, type_name: str, instances: float) -> int | float:
+    value = instances * policy.instance_types[type_name].gpus
+    return int(value) if float(value).is_integer() else value
+
+
+def _flavor_names(policy: Policy) -> dict[str, str]:
+    """Instance type -> ResourceFlavor name, for every type the pool or any share names."""
+    types = list(policy.capacity)
+    types += [t for t in policy.instance_types if t not in policy.capacity]
+    used: set[str] = set()
+    return {t: _unique(_dns_name(t, "flavor"), used) for t in types}
+
+
+def _share_names(policy: Policy) -> dict[str, str]:
+    used: set[str] = set()
+    return {s.name: _unique(_dns_name(s.name, "share"), used) for s in policy.shares}
+
+
+# ---------------------------------------------------------------------------------------
+# Import
+
+
+def from_kueue_yaml(text: str | bytes, *, gpu_resource: str = GPU_RESOURCE) -> dict[str, Any]:
+    """The policy dict of Kueue v1beta1 YAML (documents, or ``kind: List`` from kubectl).
+
+    Reads the Cohort, ResourceFlavors and ClusterQueues; other kinds and resources other than
+    ``gpu_resource`` are listed in the policy's description as not used. A flavor counts instances of
+    ``planner/gpus-per-instance`` GPUs (1 when the annotation is absent: the flavor is counted in GPUs).
+    Raises InputError naming the object (``ClusterQueue/team-a``) and the field.
+    """
+    documents = _load_documents(text)
+    cohorts: dict[str, tuple[str, Mapping[str, Any]]] = {}
+    flavors: dict[str, tuple[str, Mapping[str, Any]]] = {}
+    queues: list[tuple[str, Mapping[str, Any]]] = []
+    ignored: list[str] = []
+    priority_classes: list[str] = []
+    for label, document in documents:
+        kind = document["kind"]
+        name = document["metadata"]["name"]
+        if kind == "Cohort":
+            cohorts[name] = (label, document)
+        elif kind == "ResourceFlavor":
+            flavors[name] = (label, document)
+        elif kind == "ClusterQueue":
+            queues.append((label, document))
+        elif kind == "WorkloadPriorityClass":
+            value = document.get("value")
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise InputError(f"{value!r} is not a whole number", field=f"{label}.value")
+            priority_classes.append(f"{name}={value}")
+        else:
+            ignored.append(label)
+    if not queues:
+        raise InputError("no ClusterQueue: the planner needs one per share", field="document 1")
+
+    types = {name: _read_flavor(label, document) for name, (label, document) in flavors.items()}
+    seen: dict[str, str] = {}
+    for flavor, (type_name, _, _) in types.items():
+        if type_name in seen:
+            raise InputError(
+                f"instance type {type_name} is also ResourceFlavor {seen[type_name]}: one flavor per type",
+                field=f"ResourceFlavor/{flavor}.metadata.annotations.{ANNOTATION_INSTANCE_TYPE}",
+            )
+        seen[type_name] = flavor
+    notes: list[str] = []
+    cohort_names = {_cohort_of(label, document) for label, document in queues} - {""}
+    if len(cohort_names) > 1:
+        raise InputError(
+            f"ClusterQueues are in several cohorts ({', '.join(sorted(cohort_names))}): "
+            "a policy is one cohort, import each cohort on its own",
+            field=f"{queues[0][0]}.spec.cohort",
+        )
+    cohort_name = next(iter(cohort_names), "")
+    strategies = {_queueing_of(label, document) for label, document in queues}
+    if len(strategies) > 1:
+        raise InputError(
+            "ClusterQueues mix StrictFIFO and BestEffortFIFO: the planner has one queueing rule per policy",
+            field=f"{queues[0][0]}.spec.queueingStrategy",
+        )
+    pool: dict[str, int] = {}
+    shares = []
+    for label, document in queues:
+        share = _read_cluster_queue(label, document, types, gpu_resource, notes)
+        for type_name, count in share["capacity"].items():
+            pool[type_name] = pool.get(type_name, 0) + count
+        shares.append(share)
+    policy_name, startup = cohort_name or "kueue-import", 0
+    if cohort_name in cohorts:
+        label, cohort = cohorts[cohort_name]
+        policy_name, startup = _read_cohort(label, cohort, types, gpu_resource, pool, notes)
+    ignored += [label for name, (label, _) in cohorts.items() if name != cohort_name]
+    instance_types = {t: {"gpus": gpus, "hourly_price": price} for t, gpus, price in types.values()}
+    if ignored:
+        notes.append(f"not used: {', '.join(ignored)}")
+    if priority_classes:
+        notes.append(
+            "WorkloadPriorityClasses (a job's priority is in the trace): " + ", ".join(priority_classes)
+        )
+    data = {
+        "name": policy_name,
+        "description": " ".join([f"Imported from Kueue cohort {cohort_name or '(none)'}."] + notes),
+        "instance_types": instance_types,
+        "capacity": {types[flavor][0]: count for flavor, count in pool.items()},
+        "queueing": strategies.pop().value,
+        "startup_seconds": startup,
+        "shares": shares,
+    }
+    for share in shares:
+        share["capacity"] = {types[f][0]: n for f, n in share["capacity"].items() if n}
+        for key in ("borrowing_limit", "lending_limit"):
+            if key in share:
+                share[key] = {types[f][0]: n for f, n in share[key].items()}
+    data["capacity"] = {t: n for t, n in data["capacity"].items() if n}
+    try:
+        Policy.from_dict(data)
+    except InputError as error:
+        raise InputError(f"the imported policy: {error.reason}", field=error.field) from None
+    return data
+
+
+def _load_documents(text: str | bytes) -> list[tuple[str, Mapping[str, Any]]]:
+    try:
+        raw = [doc for doc in yaml.safe_load_all(text) if doc is not None]
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(error, "problem", None) or "cannot be read"
+        raise InputError(f"not valid YAML: {problem}{where}") from None
+    flat: list[tuple[int, Any]] = []
+    for i, document in enumerate(raw):
+        if isinstance(document, Mapping) and document.get("kind") == "List":
+            items = document.get("items")
+            if not isinstance(items, list):
+                raise InputError("a List needs items", field=f"document {i + 1}.items")
+            flat += [(i, item) for item in items]
+        else:
+            flat.append((i, document))
+    if not flat:
+        raise InputError("no YAML documents")
+    out = []
+    for i, document in flat:
+        where = f"document {i + 1}"
+        if not isinstance(document, Mapping):
+            raise InputError("must be a Kubernetes object (apiVersion, kind, metadata)", field=where)
+        kind = document.get("kind")
+        if not isinstance(kind, str) or not kind:
+            raise InputError("needs a kind", field=f"{where}.kind")
+        metadata = document.get("metadata")
+        name = metadata.get("name") if isinstance(metadata, Mapping) else None
+        if not isinstance(name, str) or not name:
+            raise InputError("needs metadata.name", field=f"{where} ({kind}).metadata.name")
+        label = f"{kind}/{name}"
+        api_version = document.get("apiVersion")
+        if kind in {"Cohort", "ResourceFlavor", "ClusterQueue", "WorkloadPriorityClass"} and (
+            api_version != API_VERSION
+        ):
+            raise InputError(
+                f"{api_version!r} is not {API_VERSION}, the version this import reads",
+                field=f"{label}.apiVersion",
+            )
+        out.append((label, document))
+    return out
+
+
+def _read_flavor(label: str, document: Mapping[str, Any]) -> tuple[str, float, float]:
+    """(instance type name, GPUs per instance, hourly price) of a ResourceFlavor."""
+    annotations = _annotations(label, document)
+    type_name = annotations.get(ANNOTATION_INSTANCE_TYPE) or document["metadata"]["name"]
+    gpus = _annotation_number(annotations, ANNOTATION_GPUS, label, default=1, positive=True)
+    price = _annotation_number(annotations, ANNOTATION_HOURLY_PRICE, label, default=0)
+    return str(type_name), gpus, price
+
+
+def _cohort_of(label: str, document: Mapping[str, Any]) -> str:
+    cohort = _spec(label, document).get("cohort", "")
+    if not isinstance(cohort, str):
+        raise InputError("must be a cohort name", field=f"{label}.spec.cohort")
+    return cohort
+
+
+def _queueing_of(label: str, document: Mapping[str, Any]) -> Queueing:
+    strategy = _spec(label, document).get("queueingStrategy", "BestEffortFIFO")
+    for queueing, name in QUEUEING_STRATEGY.items():
+        if strategy == name:
+            return queueing
+    raise InputError(
+        f"{strategy!r} is not StrictFIFO or BestEffortFIFO", field=f"{label}.spec.queueingStrategy"
+    )
+
+
+def _read_cluster_queue(
+    label: str,
+    document: Mapping[str, Any],
+    types: Mapping[str, tuple[str, float, float]],
+    gpu_resource: str,
+    notes: list[str],
+) -> dict[str, Any]:
+    """A share, per flavor name (the caller renames flavors to instance types)."""
+    spec = _spec(label, document)
+    quotas = _read_resource_groups(label, spec, types, gpu_resource, notes)
+    name = _annotations(label, document).get(ANNOTATION_SHARE) or document["metadata"]["name"]
+    preemption = spec.get("preemption") or {}
+    if not isinstance(preemption, Mapping):
+        raise InputError("must be an object", field=f"{label}.spec.preemption")
+    reclaim = _enum_of(RECLAIM_WITHIN_COHORT, preemption.get("reclaimWithinCohort", "Never"),
+                       f"{label}.spec.preemption.reclaimWithinCohort")  # fmt: skip
+    within = _enum_of(WITHIN_CLUSTER_QUEUE, preemption.get("withinClusterQueue", "Never"),
+                      f"{label}.spec.preemption.withinClusterQueue")  # fmt: skip
+    borrow_within = preemption.get("borrowWithinCohort") or {}
+    if isinstance(borrow_within, Mapping) and borrow_within.get("policy", "Never") != "Never":
+        notes.append(f"{label}: borrowWithinCohort {borrow_within.get('policy')} is not modelled (Never).")
+    if spec.get("fairSharing"):
+        notes.append(f"{label}: fairSharing is not modelled.")
+    share: dict[str, Any] = {
+        "name": str(name),
+        "capacity": {flavor: q[0] for flavor, q in quotas.items()},
+        "in_share_preemption": within.value,
+        "reclaim": reclaim.value,
+    }
+    if not _cohort_of(label, document):
+        share["strategy"] = Strategy.RESERVE.value
+        notes.append(f"{label} is in no cohort: imported as RESERVE (it neither lends nor borrows).")
+        return share
+    borrowing = {flavor: q[1] for flavor, q in quotas.items() if q[1] is not None}
+    lending = {flavor: q[2] for flavor, q in quotas.items() if q[2] is not None}
+    if quotas and all(q[1] == 0 and q[2] == 0 for q in quotas.values()):
+        share["strategy"] = Strategy.RESERVE.value
+    elif quotas and all(q[1] == 0 for q in quotas.values()):
+        share["strategy"] = Strategy.LEND.value
+        if lending:
+            share["lending_limit"] = lending
+    else:
+        share["strategy"] = Strategy.LEND_AND_BORROW.value
+        # A flavor the ClusterQueue does not list cannot be borrowed by it.
+        borrowing |= {flavor: 0 for flavor in types if flavor not in quotas}
+        if borrowing:
+            share["borrowing_limit"] = borrowing
+        if lending:
+            share["lending_limit"] = lending
+    return share
+
+
+def _read_resource_groups(
+    label: str,
+    spec: Mapping[str, Any],
+    types: Mapping[str, tuple[str, float, float]],
+    gpu_resource: str,
+    notes: list[str],
+) -> dict[str, tuple[int, int | None, int | None]]:
+    """Flavor -> (nominalQuota, borrowingLimit, lendingLimit) in instances, for ``gpu_resource``."""
+    groups = spec.get("resourceGroups") or []
+    if not isinstance(groups, list):
+        raise InputError("must be a list", field=f"{label}.spec.resourceGroups")
+    quotas: dict[str, tuple[int, int | None, int | None]] = {}
+    other_resources: set[str] = set()
+    for g, group in enumerate(groups):
+        flavors = group.get("flavors") if isinstance(group, Mapping) else None
+        if not isinstance(flavors, list):
+            raise InputError("needs a list of flavors", field=f"{label}.spec.resourceGroups[{g}].flavors")
+        for f, flavor in enumerate(flavors):
+            where = f"{label}.spec.resourceGroups[{g}].flavors[{f}]"
+            if not isinstance(flavor, Mapping) or not isinstance(flavor.get("name"), str):
+                raise InputError("needs a name and resources", field=where)
+            flavor_name = flavor["name"]
+            resources = flavor.get("resources")
+            if not isinstance(resources, list):
+                raise InputError("needs a list of resources", field=f"{where}.resources")
+            for r, resource in enumerate(resources):
+                at = f"{where}.resources[{r}]"
+                if not isinstance(resource, Mapping) or not isinstance(resource.get("name"), str):
+                    raise InputError("needs a name and a nominalQuota", field=at)
+                if resource["name"] != gpu_resource:
+                    other_resources.add(resource["name"])
+                    continue
+                if flavor_name not in types:
+                    raise InputError(
+                        f"no ResourceFlavor named {flavor_name!r} among the documents", field=f"{where}.name"
+                    )
+                if flavor_name in quotas:
+                    raise InputError(f"flavor {flavor_name} is listed twice", field=f"{where}.name")
+                gpus = types[flavor_name][1]
+                if "nominalQuota" not in resource:
+                    raise InputError("needs a nominalQuota", field=f"{at}.nominalQuota")
+                quotas[flavor_name] = (
+                    _instances(resource["nominalQuota"], gpus, f"{at}.nominalQuota"),
+                    _instances(resource["borrowingLimit"], gpus, f"{at}.borrowingLimit")
+                    if resource.get("borrowingLimit") is not None
+                    else None,
+                    _instances(resource["lendingLimit"], gpus, f"{at}.lendingLimit")
+                    if resource.get("lendingLimit") is not None
+                    else None,
+                )
+    if other_resources:
+        notes.append(f"{label}: quotas of {', '.join(sorted(other_resources))} are not used (GPUs only).")
+    return quotas
+
+
+def _read_cohort(
+    label: str,
+    document: Mapping[str, Any],
+    types: Mapping[str, tuple[str, float, float]],
+    gpu_resource: str,
+    pool: dict[str, int],
+    notes: list[str],
+) -> tuple[str, float]:
+    """Adds the Cohort's own nominalQuota (unassigned capacity) to ``pool``; its policy name and start-up."""
+    spec = _spec(label, document)
+    if spec.get("parent") or spec.get("parentName"):
+        notes.append(f"{label}: its parent cohort is not modelled (one cohort per policy).")
+    quotas = _read_resource_groups(label, spec, types, gpu_resource, notes)
+    for flavor, (quota, _, _) in quotas.items():
+        pool[flavor] = pool.get(flavor, 0) + quota
+    if any(borrow is not None or lend is not None for _, borrow, lend in quotas.values()):
+        notes.append(f"{label}: borrowingLimit and lendingLimit of a cohort are not modelled.")
+    annotations = _annotations(label, document)
+    name = annotations.get(ANNOTATION_POLICY) or document["metadata"]["name"]
+    startup = _annotation_number(annotations, ANNOTATION_STARTUP, label, default=0)
+    return str(name), startup
+
+
+# ---------------------------------------------------------------------------------------
+# Small shared pieces
+
+_SUFFIXES = {
+    "": Fraction(1),
+    "m": Fraction(1, 1000),
+    "k": Fraction(10**3),
+    "M": Fraction(10**6),
+    "G": Fraction(10**9),
+    "T": Fraction(10**12),
+    "P": Fraction(10**15),
+    "E": Fraction(10**18),
+    "Ki": Fraction(2**10),
+    "Mi": Fraction(2**20),
+    "Gi": Fraction(2**30),
+    "Ti": Fraction(2**40),
+    "Pi": Fraction(2**50),
+    "Ei": Fraction(2**60),
+}
+_QUANTITY = re.compile(
+    r"^([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE]([+-]?[0-9]+))?(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E)?$"
+)
+
+
+def parse_quantity(value: Any, where: str) -> Fraction:
+    """A Kubernetes resource quantity (``8``, ``"16"``, ``"500m"``, ``"1k"``) as an exact number."""
+    if isinstance(value, bool):
+        raise InputError(f"{value!r} is not a quantity", field=where)
+    if isinstance(value, int):
+        number = Fraction(value)
+    elif isinstance(value, float) and math.isfinite(value):
+        number = Fraction(str(value))
+    else:
+        match = _QUANTITY.match(str(value).strip())
+        if not match:
+            raise InputError(f"{value!r} is not a Kubernetes quantity", field=where)
+        digits, exponent, suffix = match.groups()
+        number = Fraction(digits) * Fraction(10) ** int(exponent or 0) * _SUFFIXES[suffix or ""]
+    if number < 0:
+        raise InputError(f"{value!r} is negative", field=where)
+    return number
+
+
+def _instances(value: Any, gpus: float, where: str) -> int:
+    count = parse_quantity(value, where) / Fraction(str(gpus))
+    if count.denominator != 1:
+        raise InputError(
+            f"{value!r} GPUs is not a whole number of instances of {gpus:g} GPUs "
+            f"(annotation {ANNOTATION_GPUS} of the flavor)",
+            field=where,
+        )
+    return int(count)
+
+
+def _spec(label: str, document: Mapping[str, Any]) -> Mapping[str, Any]:
+    spec = document.get("spec") or {}
+    if not isinstance(spec, Mapping):
+        raise InputError("must be an object", field=f"{label}.spec")
+    return spec
+
+
+def _annotations(label: str, document: Mapping[str, Any]) -> Mapping[str, Any]:
+    annotations = document["metadata"].get("annotations") or {}
+    if not isinstance(annotations, Mapping):
+        raise InputError("must be an object", field=f"{label}.metadata.annotations")
+    return annotations
+
+
+def _annotation_number(
+    annotations: Mapping[str, Any], key: str, label: str, *, default: float, positive: bool = False
+) -> float:
+    if key not in annotations:
+        return default
+    value = annotations[key]
+    try:
+        number = float(str(value).strip())
+    except ValueError:
+        raise InputError(f"{value!r} is not a number", field=f"{label}.metadata.annotations.{key}") from None
+    if not math.isfinite(number) or number < 0 or (positive and number == 0):
+        raise InputError(
+            f"{value!r} must be a finite number above {'0' if positive else 'or at 0'}",
+            field=f"{label}.metadata.annotations.{key}",
+        )
+    return int(number) if number.is_integer() else number
+
+
+def _enum_of(mapping: Mapping[Any, str], value: Any, where: str):
+    for member, name in mapping.items():
+        if value == name:
+            return member
+    raise InputError(f"{value!r} is not one of {', '.join(mapping.values())}", field=where)
+
+
+def _dns_name(text: str, fallback: str) -> str:
+    """A Kubernetes object name (RFC 1123 subdomain): lower case, digits, - and ., at most 253."""
+    if _DNS_NAME.match(text) and len(text) <= 253:
+        return text
+    cleaned = re.sub(r"[^a-z0-9.-]+", "-", text.lower())
+    cleaned = re.sub(r"\.{2,}", ".", cleaned).strip("-.")[:253].strip("-.")
+    return cleaned if cleaned and _DNS_NAME.match(cleaned) else fallback
+
+
+def _unique(name: str, used: set[str]) -> str:
+    candidate, n = name, 2
+    while candidate in used:
+        suffix = f"-{n}"
+        candidate, n = name[: 253 - len(suffix)] + suffix, n + 1
+    used.add(candidate)
+    return candidate
+
+
+def _number_text(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
