@@ -27,7 +27,9 @@ def make_broker_folders(sender, **_kwargs) -> None:
 
 @worker_ready.connect
 def reap_runs_on_start(**_kwargs) -> None:
-    """A worker that starts after a crash picks up the runs whose worker died."""
+    """A worker that starts after a crash picks up the runs and calibrations whose worker died."""
+    from planner.calibration.launch import reap_stale_calibrations
     from planner.studies.reaper import reap_stale_runs
 
     reap_stale_runs()
+    reap_stale_calibrations()

@@ -21,6 +21,8 @@ RESOURCES = {
     "traces": "trace-list",
     "studies": "study-list",
     "runs": "run-list",
+    "calibrations": "calibration-list",
+    "quota-tables": "quota-tables",
     "me": "api-me",
     "tokens": "api-tokens",
     "schema": "api-schema",

@@ -71,7 +71,14 @@ def study_db(django_db_setup, django_db_blocker):
         study = replayed_study("views")
     yield study
     with django_db_blocker.unblock():
+        # Everything replayed_study made, so later tests in the same run start from a clean slate.
+        policies = list(study.policies.all())
+        pool_ids = {p.pool_id for p in policies}
+        trace = study.trace
         Study.objects.filter(pk=study.pk).delete()
+        Policy.objects.filter(pk__in=[p.pk for p in policies]).delete()
+        Pool.objects.filter(pk__in=pool_ids).delete()
+        trace.delete()
 
 
 @pytest.fixture
