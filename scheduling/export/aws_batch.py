@@ -40,6 +40,7 @@ TAG_GPUS = "planner:gpus:"  # + instance type
 TAG_HOURLY_PRICE = "planner:hourly_price:"  # + instance type
 TAG_STARTUP = "planner:startup_seconds"
 TAG_SHARE = "planner:share"  # the share's planner name when AWS needed another one
+TAG_POLICY = "planner:policy"  # the same for the policy
 
 AWS_NAMES = "AWS names take up to 128 letters, digits, - and _"
 _AWS_NAME = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
@@ -63,11 +64,16 @@ def to_aws_batch(policy: Policy | Mapping[str, Any]) -> ExportBundle:
     policy = policy if isinstance(policy, Policy) else Policy.from_dict(policy)
     notes: list[str] = []
     base = _aws_name(policy.name)
+    scheduling_policy: dict[str, Any] = {
+        "name": base,
+        "quotaSharePolicy": {"idleResourceAssignmentStrategy": "FIFO"},
+    }
     if base != policy.name:
         notes.append(f"policy name {policy.name!r} is written {base!r}: {AWS_NAMES}")
+        scheduling_policy["tags"] = {TAG_POLICY: policy.name}
     documents: dict[str, dict[str, Any]] = {
         SERVICE_ENVIRONMENT: _service_environment(policy, base, notes),
-        SCHEDULING_POLICY: {"name": base, "quotaSharePolicy": {"idleResourceAssignmentStrategy": "FIFO"}},
+        SCHEDULING_POLICY: scheduling_policy,
         JOB_QUEUE: {
             "jobQueueName": base,
             "jobQueueType": SERVICE_TYPE,
@@ -430,6 +436,9 @@ def _read_scheduling_policy(label: str, document: Mapping[str, Any]) -> str:
             f"{strategy!r} is not FIFO (the only value AWS Batch documents)",
             field=f"{label}.quotaSharePolicy.idleResourceAssignmentStrategy",
         )
+    tags = document.get("tags") or {}
+    if isinstance(tags, Mapping) and isinstance(tags.get(TAG_POLICY), str) and tags[TAG_POLICY].strip():
+        return tags[TAG_POLICY]
     return _string(document, "name", label)
 
 
@@ -529,4 +538,3 @@ def _string(document: Mapping[str, Any], key: str, label: str) -> str:
 def _shell(word: str) -> str:
     """``word`` quoted for sh when it needs it (AWS names never do; file names stay readable)."""
     return word if re.match(r"^[A-Za-z0-9_.:/=+-]+$", word) else "'" + word.replace("'", "'\\''") + "'"
-
