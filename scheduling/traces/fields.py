@@ -20,6 +20,9 @@ from typing import IO, Any
 from scheduling.errors import InputError
 
 MAX_TEXT_LENGTH = 256
+# Times and durations beyond 10^10 seconds (about 317 years; as a Unix time, 2286) are refused:
+# no trace runs that long, and replaying one would count millions of empty days.
+MAX_SECONDS = 1e10
 
 
 def is_absent(value: Any) -> bool:
@@ -75,6 +78,8 @@ def parse_time(value: Any, row: int | None, field: str | None) -> tuple[float, b
     if number is not None:
         if number < 0:
             raise InputError(f"{_show_number(value)} is negative", row=row, field=field)
+        if number > MAX_SECONDS:
+            raise InputError(f"{_show_number(value)} is beyond 1e+10 seconds", row=row, field=field)
         return number, False
     text = value.strip()
     try:
@@ -87,7 +92,10 @@ def parse_time(value: Any, row: int | None, field: str | None) -> tuple[float, b
         ) from None
     if stamp.tzinfo is None:
         stamp = stamp.replace(tzinfo=naive_timestamp_zone())
-    return stamp.timestamp(), True
+    seconds = stamp.timestamp()
+    if seconds > MAX_SECONDS:
+        raise InputError(f"{_show(value)} is after the year 2286", row=row, field=field)
+    return seconds, True
 
 
 def parse_seconds(value: Any, row: int | None, field: str | None, *, allow_zero: bool = True) -> float:
@@ -101,6 +109,8 @@ def parse_seconds(value: Any, row: int | None, field: str | None, *, allow_zero:
         raise InputError(f"{_show_number(value)} is negative", row=row, field=field)
     if number == 0 and not allow_zero:
         raise InputError(f"{_show_number(value)} must be more than 0", row=row, field=field)
+    if number > MAX_SECONDS:
+        raise InputError(f"{_show_number(value)} is beyond {MAX_SECONDS:.0e} seconds", row=row, field=field)
     return number
 
 
