@@ -337,11 +337,15 @@ def _json_array_items(lines: Iterator[str], limit: int | None) -> Iterator[tuple
                 return
             try:
                 item, end = decoder.raw_decode(buffer, position)
+            except RecursionError:
+                raise InputError("is not valid JSON (nested too deeply)", row=count + 1) from None
             except json.JSONDecodeError as err:
                 if len(buffer) - position > MAX_JOB_CHARS:
                     raise InputError(f"is not valid JSON ({err.msg})", row=count + 1) from None
                 pending_error = err  # maybe just incomplete: read on
                 break
+            except ValueError as err:  # a number of thousands of digits
+                raise InputError(f"is not valid JSON ({str(err)[:120]})", row=count + 1) from None
             count += 1
             yield count, item
             if limit is not None and count >= limit:

@@ -26,6 +26,7 @@ from scheduling.traces.fields import (
     TraceInput,
     TraceSource,
     UndecodableText,
+    _show,
     open_source,
     parse_int,
     parse_optional_int,
@@ -137,8 +138,8 @@ def _header_index(header: list[str]) -> dict[str, int]:
     for position, raw in enumerate(header):
         name = raw.strip()
         if name not in COLUMNS:
-            shown = repr(name) if name else f"column {position + 1} (no name)"
-            raise InputError(f"unknown column {shown}: the columns are {_allowed()}", field=name or None)
+            shown = _show(name) if name else f"column {position + 1} (no name)"
+            raise InputError(f"unknown column {shown}: the columns are {_allowed()}", field=name[:60] or None)
         if name in index:
             raise InputError(f"the column {name!r} appears twice in the header", field=name)
         index[name] = position
@@ -160,6 +161,8 @@ def read_planner_json(source: TraceInput | TraceSource, *, max_rows: int | None 
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+    except (ValueError, RecursionError) as exc:  # a number of thousands of digits, nesting too deep
+        raise InputError(f"is not a JSON trace: {str(exc)[:120]}") from None
     if not isinstance(data, dict):
         raise InputError('a JSON trace is an object: {"jobs": [...], "priority_updates": [...]}')
     for key in data:
