@@ -1,0 +1,145 @@
+"""Work on a row that a worker must own while it computes: claimed, beating, then recorded.
+
+Runs and calibrations share it (both have status, attempts, worker, heartbeat, progress, error
+and finished_at). A worker first *claims* the row (a locked update that bumps ``attempts``);
+every later write (heartbeat, progress, the result) is conditional on that attempt still owning
+the row, so a superseded attempt can never overwrite a newer one, and a finished row is never
+computed again.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from django.conf import settings
+from django.db import close_old_connections, connection, models, transaction
+from django.utils import timezone
+
+from planner.studies.models import RunStatus
+from scheduling.errors import InputError
+
+logger = logging.getLogger(__name__)
+
+
+class Superseded(Exception):
+    """Another attempt took the row over (this one was presumed dead): stop computing."""
+
+
+def claim(model: type[models.Model], pk: int, worker: str) -> tuple[int | None, bool]:
+    """Take a row for this worker. Returns ``(attempt, busy)``: ``attempt`` is None when there is
+    nothing to do, and ``busy`` says another live attempt is computing it right now."""
+    now = timezone.now()
+    with transaction.atomic():
+        row = model.objects.select_for_update().filter(pk=pk).first()
+        if row is None or row.finished:
+            return None, False
+        if row.status == RunStatus.RUNNING and not row.heartbeat_is_stale(now):
+            return None, True
+        if row.attempts >= settings.PLANNER_RUN_MAX_ATTEMPTS:
+            last = f" (last: {row.error})" if row.error else ""
+            row.status = RunStatus.FAILED
+            row.error = f"gave up after {row.attempts} attempts: the worker stopped each time{last}"
+            row.finished_at = now
+            row.save(update_fields=["status", "error", "finished_at"])
+            return None, False
+        row.status = RunStatus.RUNNING
+        row.attempts += 1
+        row.worker = worker
+        row.heartbeat = now
+        row.started_at = now
+        row.progress = 0
+        row.save(update_fields=["status", "attempts", "worker", "heartbeat", "started_at", "progress"])
+        return row.attempts, False
+
+
+def owned(model: type[models.Model], pk: int, attempt: int) -> models.QuerySet:
+    """The row, if this attempt still owns it (an empty queryset otherwise)."""
+    return model.objects.filter(pk=pk, attempts=attempt, status=RunStatus.RUNNING)
+
+
+def fail(model: type[models.Model], pk: int, attempt: int, reason: str) -> None:
+    now = timezone.now()
+    owned(model, pk, attempt).update(
+        status=RunStatus.FAILED, error=reason[:4000], finished_at=now, heartbeat=now
+    )
+
+
+class Heartbeat:
+    """While the engine computes, a thread writes heartbeat and latest progress every few seconds,
+    so progress is throttled and a long silent phase still proves the worker is alive."""
+
+    def __init__(self, model: type[models.Model], pk: int, attempt: int, interval: float):
+        self.model = model
+        self.pk = pk
+        self.attempt = attempt
+        self.interval = interval
+        self.fraction = 0.0
+        self.superseded = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self._loop, name=f"heartbeat-{model._meta.model_name}-{pk}", daemon=True
+        )
+
+    def report(self, fraction: float) -> None:
+        """The engine's progress callback."""
+        self.fraction = max(0.0, min(float(fraction), 1.0))
+        if self.superseded:
+            raise Superseded()
+
+    def beat(self) -> None:
+        progress = round(min(self.fraction, 0.99), 4)
+        if not owned(self.model, self.pk, self.attempt).update(heartbeat=timezone.now(), progress=progress):
+            self.superseded = True
+
+    def _loop(self) -> None:
+        try:
+            while not self._stop.wait(self.interval):
+                self.beat()
+        except Exception:
+            logger.exception("heartbeat of %s %s failed", self.model._meta.model_name, self.pk)
+        finally:
+            connection.close()
+
+    def __enter__(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def run_attempt(task, model: type[models.Model], pk: int, execute: Callable[[int, int], bool]) -> str:
+    """The body of a bind=True, acks_late task computing row ``pk`` with ``execute(pk, attempt)``.
+
+    Idempotent: a finished row is left alone and a redelivered one restarts. Bad input fails the
+    row with the engine's message; other errors are retried, then fail it with the reason."""
+    name = model._meta.model_name
+    if not task.request.is_eager:
+        close_old_connections()
+    attempt, busy = claim(model, pk, worker=task.request.hostname or "eager")
+    if attempt is None:
+        if busy and not task.request.is_eager:
+            # A redelivery while another attempt still beats: look again once it could be stale.
+            task.apply_async((pk,), countdown=settings.PLANNER_HEARTBEAT_STALE_SECONDS + 1)
+        return "busy" if busy else "nothing to do"
+    try:
+        recorded = execute(pk, attempt)
+    except Superseded:
+        return "superseded"
+    except InputError as error:
+        fail(model, pk, attempt, error.describe())
+        return "failed"
+    except Exception as error:
+        reason = f"attempt {attempt} failed: {type(error).__name__}: {error}"
+        logger.exception("%s %s: %s", name, pk, reason)
+        if attempt < settings.PLANNER_RUN_MAX_ATTEMPTS:
+            if owned(model, pk, attempt).update(status=RunStatus.QUEUED, error=reason, progress=0):
+                raise task.retry(countdown=settings.PLANNER_RETRY_DELAY_SECONDS * attempt) from error
+            return "superseded"
+        fail(model, pk, attempt, reason)
+        return "failed"
+    return "succeeded" if recorded else "superseded"
