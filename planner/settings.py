@@ -97,6 +97,7 @@ INSTALLED_APPS = [
     "planner.api",
     "planner.demo",
     "planner.calibration",
+    "planner.exports",
 ]
 if (BASE_DIR / "planner" / "web" / "__init__.py").exists():
     INSTALLED_APPS.append("planner.web")  # the browser pages, when installed

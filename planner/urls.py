@@ -16,3 +16,4 @@ if find_spec("planner.reports") is not None and find_spec("planner.reports.urls"
 if find_spec("planner.web") is not None and find_spec("planner.web.urls") is not None:
     urlpatterns.append(path("", include("planner.web.urls")))
 urlpatterns.append(path("", include("planner.calibration.urls")))  # /api/calibrations/, /calibration/
+urlpatterns.append(path("", include("planner.exports.urls")))  # policies to AWS Batch / Kueue and back
