@@ -191,6 +191,11 @@ STORAGES = {
 PLANNER_MAX_UPLOAD_BYTES = env_int("PLANNER_MAX_UPLOAD_BYTES", 512 * 1024 * 1024)
 PLANNER_MAX_TRACE_ROWS = env_int("PLANNER_MAX_TRACE_ROWS", 5_000_000)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 4 * 1024 * 1024  # larger uploads are streamed to a temporary file
+FILE_UPLOAD_HANDLERS = [
+    "planner.traces.uploads.LimitedUploadHandler",  # the size limit, counted while streaming
+    "django.core.files.uploadhandler.MemoryFileUploadHandler",
+    "django.core.files.uploadhandler.TemporaryFileUploadHandler",
+]
 DATA_UPLOAD_MAX_MEMORY_SIZE = 4 * 1024 * 1024
 
 # --- security when not in development -------------------------------------------------

@@ -5,6 +5,7 @@ Bad input of a trace upload is ``{"error": {"row", "field", "message"}}`` (``inp
 
 from __future__ import annotations
 
+from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import ProtectedError
 from rest_framework import serializers, status
@@ -30,6 +31,8 @@ def input_error(error: InputError, http_status: int = status.HTTP_400_BAD_REQUES
 
 
 def exception_handler(exc, context):
+    if isinstance(exc, RequestDataTooBig):  # an upload stopped while streaming (planner.traces.uploads)
+        return input_error(InputError(str(exc), field="file"))
     if isinstance(exc, DjangoValidationError):
         exc = as_drf(exc)
     if isinstance(exc, ProtectedError):
