@@ -251,6 +251,9 @@ def _script(policy: Policy, base: str, share_files: list[str]) -> str:
         "# Command-line options override the values read from --cli-input-json.",
         "set -eu",
         "",
+        # Statuses CREATING / VALID / INVALID as in the AWS Batch user guide; the ``status`` field of the
+        # describe outputs and the ``arn`` of create-scheduling-policy's output are as the API reference
+        # names them for job queues; for service environments it is assumed to be the same.
         "wait_valid() {  # $1 describe command, $2 its name option, $3 the name, $4 the list in its output",
         "  while :; do",
         '    status=$(aws batch "$1" "$2" "$3" --query "$4[0].status" --output text)',
