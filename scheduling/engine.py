@@ -24,6 +24,7 @@ from scheduling.model import (
     Queueing,
     Reclaim,
     UnschedulableReason,
+    WaitReason,
 )
 from scheduling.result import EventKind, JobOutcomes, ReplayResult, State
 from scheduling.trace import Trace
@@ -82,6 +83,20 @@ def unschedulable_reason(
     return None
 
 
+def wait_reason(
+    count: int, usage: int, quota: int, borrow_limit: float, borrows: bool, used: int, capacity: int
+) -> WaitReason:
+    """The first limit of section 4's fit test that a refused job runs into **(choice: the
+    share's own limits first, then the pool, then the borrowing invariant)**."""
+    if usage + count > quota and not borrows:
+        return WaitReason.OVER_QUOTA_NO_BORROWING
+    if usage + count > quota + borrow_limit:
+        return WaitReason.BORROW_LIMIT
+    if used + count > capacity:
+        return WaitReason.POOL_FULL
+    return WaitReason.NOTHING_LENDABLE
+
+
 class _Group:
     """Pending jobs of one share with one instance type and one size, in queue order.
 
@@ -91,7 +106,10 @@ class _Group:
     only the first job past its cursor, and a refused group stays ``refused`` until a change
     that could help it (see ``_Replay._capacity_released`` and ``_Replay._started``)."""
 
-    __slots__ = ("count", "fit_only", "jobs", "needs_borrow", "ptr", "refused", "round", "share", "type")
+    __slots__ = (
+        "count", "fit_only", "jobs", "needs_borrow", "ptr", "reason",
+        "refused", "round", "share", "since", "type",
+    )  # fmt: skip
 
     # Why the group was last refused. REFUSED and NO_VICTIMS speak for the head and so for the
     # whole group; NO_VICTIMS survives releases that cannot help it. BEHIND: a job past the
@@ -109,6 +127,8 @@ class _Group:
         self.round = -1  # the round that last set ptr and needs_borrow
         # Reopened only because it fitted after a release: it still has no preemption candidate.
         self.fit_only = False
+        self.reason = WaitReason.POOL_FULL  # why its jobs wait (set when its head is refused)
+        self.since = 0.0  # when its waiting time was last added up
 
 
 def _first(candidate: tuple) -> tuple:
@@ -178,6 +198,8 @@ class _Replay:
         self.groups: dict[tuple[int, int, int], _Group] = {}
         self.share_queue: list[list[tuple]] = [[] for _ in shares]  # strict_fifo heads
         self.share_refused = [False] * self.n_shares  # strict_fifo: the head was refused
+        self.share_reason = [WaitReason.POOL_FULL] * self.n_shares  # strict_fifo: why the head waits
+        self.share_since = [0.0] * self.n_shares
         self.open_groups: set[_Group] = set()  # groups whose head may be admissible
         self.round_id = 0
         self.groups_of: list[list[list[_Group]]] = [[[] for _ in types] for _ in shares]
@@ -382,6 +404,7 @@ class _Replay:
                 job = key[1][-1]
                 outcome = self.try_admit(job, now, preempted, g.fit_only)
                 if outcome is ADMITTED:
+                    self._add_waiting_time(g, now)
                     del g.jobs[g.ptr]
                     cursor = key
                     admitted = True
@@ -391,6 +414,8 @@ class _Replay:
                 else:
                     g.refused = _Group.NO_VICTIMS if outcome is NO_VICTIMS else _Group.REFUSED
                     self.open_groups.discard(g)
+                    self._add_waiting_time(g, now)
+                    g.reason = self._wait_reason(job)
             else:
                 break
         if preempted:
@@ -432,6 +457,8 @@ class _Replay:
                     break
                 done[s] = True
                 self.share_refused[s] = True
+                self._add_share_waiting_time(s, now)
+                self.share_reason[s] = self._wait_reason(job)
             else:
                 break
         self._requeue(preempted, now)
@@ -661,11 +688,14 @@ class _Replay:
             group = self.groups[(s, t, n)] = _Group(s, t, n)
             self.groups_of[s][t].append(group)
             self.groups_of[s][t].sort(key=lambda g: g.count)
+        if not self.strict:
+            self._add_waiting_time(group, now)
         insort(group.jobs, key)
         if group.jobs[0] is key:  # a new head: the group's refusal said nothing about it
             self._reopen(group)
         if self.strict:
             queue = self.share_queue[s]
+            self._add_share_waiting_time(s, now)
             insort(queue, key)
             if queue[0] is key:
                 self.share_refused[s] = False
@@ -681,10 +711,13 @@ class _Replay:
     def _dequeue(self, job: int, now: float) -> None:
         s, t, n = self.share[job], self.type[job], self.count[job]
         key = self.queue_keys[job]
-        jobs = self.groups[(s, t, n)].jobs
-        del jobs[bisect_left(jobs, key)]  # the jobs behind a refused head stay refused
+        group = self.groups[(s, t, n)]
+        if not self.strict:
+            self._add_waiting_time(group, now)
+        del group.jobs[bisect_left(group.jobs, key)]  # the jobs behind a refused head stay refused
         if self.strict:
             queue = self.share_queue[s]
+            self._add_share_waiting_time(s, now)
             index = bisect_left(queue, key)
             del queue[index]
             if index == 0:  # a new head, of another size or type: nothing is known about it
@@ -698,10 +731,40 @@ class _Replay:
             s, t, n = self.share[job], self.type[job], self.count[job]
             key = self.queue_keys[job]
             queue = self.share_queue[s]
+            self._add_share_waiting_time(s, now)
             del queue[bisect_left(queue, key)]
             jobs = self.groups[(s, t, n)].jobs
             del jobs[bisect_left(jobs, key)]
         self._count_pending(job, now, -1)
+
+    # --- why jobs wait: job-seconds per share and WaitReason, added up whenever a queue changes ---
+
+    def _wait_reason(self, job: int) -> WaitReason:
+        s, t = self.share[job], self.type[job]
+        return wait_reason(
+            self.count[job],
+            self.usage[s][t],
+            self.quota[s][t],
+            self.borrow_limit[s][t],
+            self.policy.shares[s].strategy.borrows,
+            self.used[t],
+            self.capacity[t],
+        )
+
+    def _add_waiting_time(self, g: _Group, now: float) -> None:
+        """best_effort_fifo: every job of a group waits for the reason its head was refused."""
+        if g.jobs:
+            self.totals.waited[g.share][g.reason] += len(g.jobs) * (now - g.since)
+        g.since = now
+
+    def _add_share_waiting_time(self, s: int, now: float) -> None:
+        """strict_fifo: the head of a share's queue waits for its own reason, the rest behind it."""
+        waiting = len(self.share_queue[s])
+        if waiting:
+            elapsed = now - self.share_since[s]
+            self.totals.waited[s][self.share_reason[s]] += elapsed
+            self.totals.waited[s][WaitReason.BEHIND_QUEUE_HEAD] += (waiting - 1) * elapsed
+        self.share_since[s] = now
 
     def _count_pending(self, job: int, now: float, sign: int) -> None:
         s, t = self.share[job], self.type[job]
@@ -755,6 +818,7 @@ class _Totals:
         self.lost = [[0.0] * n_types for _ in range(n_shares)]
         self.rerun_startup = [[0.0] * n_types for _ in range(n_shares)]
         self.preemptions = [{Cause.CROSS_SHARE: 0, Cause.IN_SHARE: 0} for _ in range(n_shares)]
+        self.waited = [[0.0] * len(WaitReason) for _ in range(n_shares)]  # job-seconds by WaitReason
 
     def preempted(self, s: int, t: int, cause: Cause, lost: float, startup: float) -> None:
         self.lost[s][t] += lost

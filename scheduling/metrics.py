@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from scheduling.binding import BoundTrace
-from scheduling.model import Cause, Policy
+from scheduling.model import Cause, Policy, WaitReason
 from scheduling.result import REASONS, JobOutcomes, State
 
 DAY = 86400.0
@@ -260,6 +260,11 @@ def _cdfs(policy, values, share_of_job) -> dict[str, Any]:
     }
 
 
+def _waited_by_reason(job_seconds) -> dict[str, float]:
+    """Job-seconds spent RUNNABLE, by the reason the scheduler last found (model.WaitReason)."""
+    return {reason.name.lower(): float(job_seconds[reason]) for reason in WaitReason}
+
+
 def _ratio(a: float, b: float) -> float:
     return float(a / b) if b > 0 else 0.0
 
@@ -294,6 +299,7 @@ def _summary(policy, bound, outcomes, totals, accounts, gpus, price, wait, jct, 
         "utilization": _ratio(busy @ gpus, capacity @ gpus),
         "useful_utilization": _ratio((busy - lost - startup) @ gpus, capacity @ gpus),
         "preemptions": preemptions,
+        "waited_by_reason_seconds": _waited_by_reason([sum(col) for col in zip(*totals.waited)]),
         "lost_instance_seconds": float(lost.sum()),
         "startup_instance_seconds": float(startup.sum()),
         "rerun_instance_seconds": float(rerun.sum()),
@@ -328,6 +334,7 @@ def _share_metrics(policy, s, bound, outcomes, totals, accounts, gpus, price, wa
         "strategy": share.strategy.value,
         **_job_counts(outcomes, mask),
         "preemptions": {cause.value: totals.preemptions[s][cause] for cause in Cause},
+        "waited_by_reason_seconds": _waited_by_reason(totals.waited[s]),
         "lost_instance_seconds": float(lost.sum()),
         "rerun_instance_seconds": float(rerun.sum()),
         "rerun_gpu_hours": float(rerun @ gpus / 3600),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from enum import Enum
+from enum import Enum, IntEnum
 from typing import Any
 
 from scheduling.errors import InputError
@@ -60,6 +60,16 @@ class JobState(str, Enum):
 class Cause(str, Enum):
     CROSS_SHARE = "cross_share"
     IN_SHARE = "in_share"
+
+
+class WaitReason(IntEnum):
+    """Why a pending job is not running, as found the last time the scheduler looked at it."""
+
+    POOL_FULL = 0  # the pool's instances of its type are all in use, and it may preempt none of them
+    NOTHING_LENDABLE = 1  # there is idle capacity, but it is quota its owners may not lend (RESERVE...)
+    BORROW_LIMIT = 2  # its share would go over quota + borrow limit
+    OVER_QUOTA_NO_BORROWING = 3  # its share would go over quota and may not borrow (RESERVE, LEND)
+    BEHIND_QUEUE_HEAD = 4  # strict_fifo: behind the first job of its share's queue
 
 
 class UnschedulableReason(str, Enum):
