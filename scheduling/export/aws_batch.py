@@ -337,7 +337,12 @@ def from_aws_batch(documents: Mapping[str, Any] | Iterable[Any]) -> dict[str, An
         "queueing": Queueing.BEST_EFFORT_FIFO.value,
         "startup_seconds": startup,
         "shares": [_read_quota_share(label, doc, capacity, queue_name) for label, doc in shares],
-        "description": f"Imported from AWS Batch service environment {env_name}.",
+        "description": f"Imported from AWS Batch service environment {env_name}."
+        + "".join(
+            f" {type_name}: no {TAG_GPUS}{type_name} tag, taken as 1 GPU per instance: check it."
+            for type_name in capacity
+            if TAG_GPUS + type_name not in (environment.get("tags") or {})
+        ),
     }
     try:
         Policy.from_dict(data)

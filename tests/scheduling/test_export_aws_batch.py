@@ -298,3 +298,11 @@ def test_import_refuses_a_share_of_another_job_queue():
     docs = documents()
     docs["create-quota-share-QS1.json"]["jobQueue"] = "elsewhere"
     assert failing(docs).field == "create-quota-share-QS1.json.jobQueue"
+
+
+def test_an_import_without_planner_tags_says_which_gpu_counts_it_assumed():
+    docs = documents()
+    del docs["create-service-environment.json"]["tags"]
+    data = from_aws_batch(docs)
+    assert data["instance_types"] == {T: {"gpus": 1, "hourly_price": 0}}
+    assert "no planner:gpus:ml.g5.xlarge tag, taken as 1 GPU per instance" in data["description"]
