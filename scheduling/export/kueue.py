@@ -300,7 +300,11 @@ def from_kueue_yaml(text: str | bytes, *, gpu_resource: str = GPU_RESOURCE) -> d
                 field=f"ResourceFlavor/{flavor}.metadata.annotations.{ANNOTATION_INSTANCE_TYPE}",
             )
         seen[type_name] = flavor
-    notes: list[str] = []
+    notes: list[str] = [
+        f"{label} has no {ANNOTATION_GPUS}: counted in GPUs (1 per instance)."
+        for label, document in flavors.values()
+        if ANNOTATION_GPUS not in _annotations(label, document)
+    ]
     cohort_names = {_cohort_of(label, document) for label, document in queues} - {""}
     if len(cohort_names) > 1:
         raise InputError(

@@ -227,6 +227,7 @@ def test_a_hand_written_config_is_counted_in_gpus_with_kueues_defaults():
     assert (prod.reclaim.value, prod.in_share_preemption.value) == ("never", "never")  # Kueue's defaults
     assert "ClusterQueue/research: quotas of cpu, memory are not used" in data["description"]
     assert "not used: LocalQueue/research" in data["description"]
+    assert "ResourceFlavor/a100 has no planner/gpus-per-instance: counted in GPUs" in data["description"]
 
 
 def test_a_kubectl_list_and_a_queue_without_cohort():
