@@ -329,6 +329,47 @@ def rerun_figure(runs: Sequence[RunColumn]) -> dict[str, Any]:
     )
 
 
+# -- why jobs waited ------------------------------------------------------------------------
+
+# The engine's WaitReason names (metrics "waited_by_reason_seconds"), with words, a colour and a
+# fill pattern each, so the chart also reads without colour.
+WAIT_REASONS = (
+    ("pool_full", "pool full, nothing it may preempt", "#4e79a7", ""),
+    ("nothing_lendable", "idle capacity not lendable (RESERVE quota)", "#e15759", "x"),
+    ("borrow_limit", "its share's borrow limit reached", "#f28e2b", "/"),
+    ("over_quota_no_borrowing", "over quota, its share may not borrow", "#b07aa1", "\\"),
+    ("behind_queue_head", "behind its share's first job (strict FIFO)", "#9c9c9c", "."),
+)
+
+
+def wait_reason_figure(runs: Sequence[RunColumn]) -> dict[str, Any]:
+    """Job-hours spent waiting per share and policy, stacked by the reason the scheduler found."""
+    categories, per_reason = [], {key: [] for key, *_ in WAIT_REASONS}
+    for name in share_names(runs):
+        for run in runs:
+            share = next((s for s in run.metrics.get("shares", []) if s["name"] == name), None)
+            if share is None or "waited_by_reason_seconds" not in share:
+                continue
+            categories.append(f"{name} · {run.name}")
+            for key in per_reason:
+                per_reason[key].append(share["waited_by_reason_seconds"].get(key, 0.0) / HOUR)
+    traces = [
+        bar(categories, per_reason[key], name=label, color=color, unit="job-hours", pattern=pattern)
+        for key, label, color, pattern in WAIT_REASONS
+        if any(per_reason[key])
+    ]
+    return legend_right(
+        figure(
+            traces,
+            title="Why jobs waited, by share and policy",
+            x_title="share · policy",
+            y_title="job-hours waited",
+            barmode="stack",
+            height=380,
+        )
+    )
+
+
 # -- finance ---------------------------------------------------------------------------------
 
 

@@ -169,6 +169,7 @@ def _comparison_context(request: HttpRequest, study: Study, columns: list[RunCol
         "jct_percentiles": figures.percentile_figure(columns, "jct"),
         "preemption_figure": figures.preemption_figure(columns),
         "rerun_figure": figures.rerun_figure(columns),
+        "wait_reason_figure": figures.wait_reason_figure(columns),
         "tables": [
             {
                 **_table_context(_sort_param(request, table)),

@@ -31,10 +31,10 @@ def test_the_comparison_shows_verdicts_charts_and_tables(page_as, study):
     assert "p95 wait, research" in other and "Rerun cost" in other and "Unschedulable jobs" in other
     assert re.search(r", (better|worse|same)", other)  # the difference in words, not colour alone
     look_at(page, "study-comparison", "#wait-percentiles")
-    for chart in ("#preemptions", "#rerun-cost", "#jct-percentiles"):
+    for chart in ("#preemptions", "#rerun-cost", "#jct-percentiles", "#wait-reasons"):
         look_at(page, "study-comparison", chart)
     drawn = page.locator("[data-plotly]")
-    assert drawn.count() == 3 + 5 + 4  # usage per policy, wait CDF per share and all jobs, four bars
+    assert drawn.count() == 3 + 5 + 5  # usage per policy, wait CDF per share and all jobs, five bars
     for index in range(drawn.count()):
         assert drawn.nth(index).get_attribute("data-drawn") == "yes"
 
