@@ -23,6 +23,7 @@ RESOURCES = {
     "runs": "run-list",
     "calibrations": "calibration-list",
     "quota-tables": "quota-tables",
+    "policy-imports": "policy-imports",
     "me": "api-me",
     "tokens": "api-tokens",
     "schema": "api-schema",
