@@ -16,7 +16,7 @@ class CalibrationSerializer(serializers.ModelSerializer):
     trace = serializers.PrimaryKeyRelatedField(queryset=Trace.objects.all())
     trace_name = serializers.CharField(source="trace.name", read_only=True)
     policy = serializers.PrimaryKeyRelatedField(queryset=Policy.objects.all())
-    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
 
     class Meta:
         model = Calibration

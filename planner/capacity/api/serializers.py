@@ -121,7 +121,7 @@ class PolicyShareSerializer(ShareFieldsSerializer):
 
 class PolicySerializer(serializers.ModelSerializer):
     shares = PolicyShareSerializer(many=True, required=False, help_text="replaces every share when given")
-    parent = serializers.PrimaryKeyRelatedField(read_only=True)
+    parent = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True)
 
     class Meta:
         model = Policy

@@ -53,7 +53,7 @@ class StudySerializer(serializers.ModelSerializer):
         allow_null=True,
         help_text="one of the policies; the first one when omitted",
     )
-    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
     status = serializers.SerializerMethodField()
     progress = serializers.SerializerMethodField()
     runs = RunSerializer(many=True, read_only=True)
