@@ -231,6 +231,8 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "planner.api.errors.exception_handler",
+    # ?format= is a filter (traces by reader), not a renderer override (that answered 404).
+    "URL_FORMAT_OVERRIDE": None,
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Planner API",
@@ -242,6 +244,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "planner.api.schema.document_errors",
+    ],
     "ENUM_NAME_OVERRIDES": {
         "RunStatusEnum": "planner.studies.models.RunStatus",
     },
