@@ -26,7 +26,7 @@ from scheduling.model import (
     UnschedulableReason,
     WaitReason,
 )
-from scheduling.result import EventKind, JobOutcomes, ReplayResult, State
+from scheduling.result import EventKind, JobOutcomes, ReplayResult, State, WaitHistory
 from scheduling.trace import Trace
 
 ProgressCallback = Callable[[float], None]
@@ -107,8 +107,8 @@ class _Group:
     that could help it (see ``_Replay._capacity_released`` and ``_Replay._started``)."""
 
     __slots__ = (
-        "count", "fit_only", "jobs", "needs_borrow", "ptr", "reason",
-        "refused", "round", "share", "since", "type",
+        "count", "fit_only", "index", "jobs", "needs_borrow", "ptr", "reason",
+        "reason_logged", "refused", "round", "share", "since", "type",
     )  # fmt: skip
 
     # Why the group was last refused. REFUSED and NO_VICTIMS speak for the head and so for the
@@ -116,7 +116,8 @@ class _Group:
     # round's cursor was refused, which says nothing about the jobs before it (next round).
     OPEN, REFUSED, NO_VICTIMS, BEHIND = 0, 1, 2, 3
 
-    def __init__(self, share: int, type_: int, count: int):
+    def __init__(self, share: int, type_: int, count: int, index: int):
+        self.index = index  # its number in the wait history
         self.share = share
         self.type = type_
         self.count = count
@@ -128,6 +129,7 @@ class _Group:
         # Reopened only because it fitted after a release: it still has no preemption candidate.
         self.fit_only = False
         self.reason = WaitReason.POOL_FULL  # why its jobs wait (set when its head is refused)
+        self.reason_logged = False
         self.since = 0.0  # when its waiting time was last added up
 
 
@@ -211,6 +213,7 @@ class _Replay:
         self.events: list[tuple] = []
         self.log = UsageLog(self.n_shares, n_types)
         self.log_usage = self.log.usage_changes.extend  # (time, share * n_types + type, usage)
+        self.history = WaitHistory.empty()  # per-job timelines: starts, preemptions, wait reasons
         self.log_pending = self.log.pending_changes.extend  # (time, share * n_types + type, instances)
         self.totals = _Totals(self.n_shares, n_types)
         self.ignored_updates = 0
@@ -415,7 +418,11 @@ class _Replay:
                     g.refused = _Group.NO_VICTIMS if outcome is NO_VICTIMS else _Group.REFUSED
                     self.open_groups.discard(g)
                     self._add_waiting_time(g, now)
-                    g.reason = self._wait_reason(job)
+                    reason = self._wait_reason(job)
+                    if reason != g.reason or not g.reason_logged:
+                        g.reason = reason
+                        g.reason_logged = True
+                        self.history.reasons.extend((now, g.index, reason, -1))
             else:
                 break
         if preempted:
@@ -459,6 +466,7 @@ class _Replay:
                 self.share_refused[s] = True
                 self._add_share_waiting_time(s, now)
                 self.share_reason[s] = self._wait_reason(job)
+                self.history.reasons.extend((now, s, self.share_reason[s], job))
             else:
                 break
         self._requeue(preempted, now)
@@ -648,6 +656,7 @@ class _Replay:
         self._capacity_released(t, owner=s)
         self.totals.preempted(s, t, cause, lost * n, startup_spent * n)
         self.log.rerun(now, s, t, (lost + startup_spent) * n)
+        self.history.preemptions.extend((now, victim, preemptor, cause is Cause.CROSS_SHARE))
         self._event(now, victim, EventKind.PREEMPT, cause, preemptor)
         retries = self.retries[victim]
         if 0 <= retries < self.preemptions[victim]:
@@ -674,6 +683,7 @@ class _Replay:
         self._started(job, s, t)
         end = now + self.startup + (self.duration[job] - self.saved[job])
         heapq.heappush(self.finishes, (end, self.rank[job], self.attempt[job], job))
+        self.history.starts.extend((now, job))
         if self.record_events:
             self.events.append((now, job, EventKind.START, None, -1))
 
@@ -685,7 +695,8 @@ class _Replay:
         self.queue_keys[job] = key
         group = self.groups.get((s, t, n))
         if group is None:
-            group = self.groups[(s, t, n)] = _Group(s, t, n)
+            group = self.groups[(s, t, n)] = _Group(s, t, n, index=len(self.groups))
+            self.history.groups.extend((s, t, n))
             self.groups_of[s][t].append(group)
             self.groups_of[s][t].sort(key=lambda g: g.count)
         if not self.strict:
@@ -807,6 +818,7 @@ class _Replay:
             lost=self.lost,
             reason=self.reason,
             ignored_updates=self.ignored_updates,
+            history=self.history.finish(strict=self.strict),
         )
 
 

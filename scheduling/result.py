@@ -10,6 +10,7 @@ import json
 import math
 import os
 import tempfile
+from array import array
 from dataclasses import dataclass
 from enum import Enum, IntEnum
 from pathlib import Path
@@ -53,6 +54,58 @@ class EventKind(str, Enum):
 
 
 @dataclass
+class WaitHistory:
+    """What a job's timeline is rebuilt from (``scheduling.pending``), kept as flat arrays:
+
+    - ``starts``: (time, job) of every start;
+    - ``preemptions``: (time, victim, preemptor, 1 if cross-share else 0);
+    - ``reasons``: best_effort_fifo: (time, group, WaitReason, -1) whenever a queue group's reason
+      changes, ``groups`` giving (share, type, instance_count) per group; strict_fifo: (time, share,
+      WaitReason, head job) whenever a share's first job is refused.
+    """
+
+    starts: array
+    preemptions: array
+    reasons: array
+    groups: array
+    strict: bool = False
+
+    @classmethod
+    def empty(cls) -> WaitHistory:
+        return cls(array("d"), array("d"), array("d"), array("l"))
+
+    def finish(self, strict: bool) -> WaitHistory:
+        self.strict = strict
+        return self
+
+    def columns(self, name: str, width: int) -> np.ndarray:
+        values = getattr(self, name)
+        dtype = np.int64 if name == "groups" else np.float64
+        return np.frombuffer(values, dtype=dtype).reshape(-1, width) if len(values) else np.zeros((0, width))
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        return {
+            "history_starts": self.columns("starts", 2),
+            "history_preemptions": self.columns("preemptions", 4),
+            "history_reasons": self.columns("reasons", 4),
+            "history_groups": self.columns("groups", 3),
+            "history_strict": np.array([self.strict]),
+        }
+
+    @classmethod
+    def from_arrays(cls, data) -> WaitHistory:
+        if "history_starts" not in data:
+            return cls.empty()
+        return cls(
+            array("d", data["history_starts"].ravel().tolist()),
+            array("d", data["history_preemptions"].ravel().tolist()),
+            array("d", data["history_reasons"].ravel().tolist()),
+            array("l", data["history_groups"].astype(np.int64).ravel().tolist()),
+            bool(data["history_strict"][0]),
+        )
+
+
+@dataclass
 class JobOutcomes:
     """One entry per job, in the trace's row order. Times are nan where they do not apply."""
 
@@ -64,9 +117,12 @@ class JobOutcomes:
     lost: np.ndarray  # float64 seconds of work lost (not times instance_count)
     reason: np.ndarray  # int8 index into REASONS
     ignored_updates: int = 0
+    history: WaitHistory | None = None
 
     @classmethod
-    def from_lists(cls, *, state, first_start, end, queued, preemptions, lost, reason, ignored_updates):
+    def from_lists(
+        cls, *, state, first_start, end, queued, preemptions, lost, reason, ignored_updates, history=None
+    ):
         reason_codes = [0 if r is None else REASONS.index(r.value) for r in reason]
         return cls(
             state=np.array(state, dtype=np.int8),
@@ -77,6 +133,7 @@ class JobOutcomes:
             lost=np.array(lost, dtype=np.float64),
             reason=np.array(reason_codes, dtype=np.int8),
             ignored_updates=ignored_updates,
+            history=history,
         )
 
     def wait(self, submit: np.ndarray) -> np.ndarray:
@@ -182,6 +239,7 @@ class ReplayResult:
             lost=o.lost,
             reason=o.reason,
             ignored_updates=np.array([o.ignored_updates]),
+            **(o.history.to_arrays() if o.history is not None else {}),
         )
 
     @staticmethod
@@ -196,6 +254,7 @@ class ReplayResult:
                 lost=data["lost"],
                 reason=data["reason"],
                 ignored_updates=int(data["ignored_updates"][0]),
+                history=WaitHistory.from_arrays(data),
             )
 
 

@@ -1,0 +1,132 @@
+"""Why a job waited: its timeline rebuilt from a replay's wait history (its starts and
+preemptions, and the reasons the scheduler found for its queue), with the reason at each moment
+it was RUNNABLE. Cheap to record, rebuilt for one job when someone asks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from scheduling.errors import InputError
+from scheduling.model import Policy, WaitReason
+from scheduling.result import REASONS, STATE_NAMES, JobOutcomes, State, WaitHistory
+from scheduling.trace import NO_TYPE, Trace
+
+REASON_WORDS = {
+    WaitReason.POOL_FULL: "the pool's instances of its type were all in use and it could preempt none",
+    WaitReason.NOTHING_LENDABLE: "the idle capacity was quota its owners may not lend (RESERVE)",
+    WaitReason.BORROW_LIMIT: "its share had reached its borrow limit",
+    WaitReason.OVER_QUOTA_NO_BORROWING: "its share was at its quota and may not borrow",
+    WaitReason.BEHIND_QUEUE_HEAD: "it was behind the first job of its share's queue (strict FIFO)",
+}
+
+
+@dataclass(frozen=True)
+class Segment:
+    start: float
+    end: float
+    state: str  # "waiting" or "running"
+    reason: str | None = None  # WaitReason name, lower case, while waiting
+    words: str = ""  # the reason, or how a running segment ended, for a person
+
+    def to_dict(self) -> dict:
+        return {
+            "start": self.start,
+            "end": self.end,
+            "seconds": self.end - self.start,
+            "state": self.state,
+            "reason": self.reason,
+            "words": self.words,
+        }
+
+
+def find_job(trace: Trace, job_id: str) -> int:
+    try:
+        return trace.job_id.index(job_id)
+    except ValueError:
+        raise InputError(f"no job {job_id!r} in this trace", field="job_id") from None
+
+
+def job_timeline(policy: Policy, trace: Trace, outcomes: JobOutcomes, job: int) -> dict:
+    """The job's segments (waiting with the reason, running with how it ended) and its waiting
+    time by reason. ``outcomes`` must carry the replay's ``history``."""
+    history = outcomes.history or WaitHistory.empty()
+    submit = float(trace.submit_time[job])
+    end = float(outcomes.end[job])
+    state = State(int(outcomes.state[job]))
+    share = policy.share_index()[trace.share_names[trace.share[job]]]
+    type_code = int(trace.instance_type[job])
+    type_ = 0 if type_code == NO_TYPE else list(policy.instance_types).index(trace.type_names[type_code])
+    group_key = (share, type_, int(trace.instance_count[job]))
+
+    starts = history.columns("starts", 2)
+    starts = starts[starts[:, 1] == job, 0]
+    preemptions = history.columns("preemptions", 4)
+    preemptions = preemptions[preemptions[:, 1] == job]
+    reasons = _reasons_of(history, group_key, job)
+
+    segments: list[Segment] = []
+    waiting_from = submit
+    for attempt, start in enumerate(starts.tolist()):
+        segments += _waiting(waiting_from, start, reasons)
+        if attempt < len(preemptions):
+            time, _, preemptor, cross = preemptions[attempt].tolist()
+            how = f"preempted by {trace.job_id[int(preemptor)]} ({'cross-share' if cross else 'in-share'})"
+            if state == State.FAILED and attempt == len(starts) - 1:
+                how += "; its preemption retries were used up: FAILED"
+            segments.append(Segment(start, time, "running", None, how))
+            waiting_from = time
+        else:
+            segments.append(Segment(start, end, "running", None, "succeeded"))
+    waited: dict[str, float] = {}
+    for segment in segments:
+        if segment.state == "waiting":
+            waited[segment.reason] = waited.get(segment.reason, 0.0) + segment.end - segment.start
+    return {
+        "job_id": trace.job_id[job],
+        "share": trace.share_names[trace.share[job]],
+        "state": STATE_NAMES[state],
+        "unschedulable_reason": REASONS[int(outcomes.reason[job])],
+        "submit_time": submit,
+        "segments": [s.to_dict() for s in segments],
+        "waited_by_reason_seconds": waited,
+    }
+
+
+def _reasons_of(history: WaitHistory, group_key: tuple, job: int) -> tuple[np.ndarray, np.ndarray]:
+    """(times, reasons) in effect for this job's queue, in time order."""
+    rows = history.columns("reasons", 4)
+    if history.strict:
+        share = group_key[0]
+        mine = rows[rows[:, 1] == share]
+        # The share's head waits for its own reason; every other job waits behind it.
+        reasons = np.where(mine[:, 3] == job, mine[:, 2], float(WaitReason.BEHIND_QUEUE_HEAD))
+        return mine[:, 0], reasons
+    groups = history.columns("groups", 3)
+    index = np.flatnonzero((groups == np.array(group_key)).all(axis=1))
+    if not len(index):
+        return np.zeros(0), np.zeros(0)
+    mine = rows[rows[:, 1] == index[0]]
+    return mine[:, 0], mine[:, 2]
+
+
+def _waiting(start: float, end: float, reasons: tuple[np.ndarray, np.ndarray]) -> list[Segment]:
+    """The waiting interval [start, end) split where the reason in effect changes."""
+    if end <= start:
+        return []
+    times, codes = reasons
+    inside = np.flatnonzero((times > start) & (times < end))
+    before = np.flatnonzero(times <= start)
+    first = before[-1] if len(before) else (inside[0] if len(inside) else None)
+    cuts = [start] + times[inside].tolist() + [end]
+    initial = codes[first] if first is not None else float(WaitReason.POOL_FULL)
+    codes_at = [initial] + codes[inside].tolist()
+    segments = []
+    for (a, b), code in zip(zip(cuts, cuts[1:]), codes_at):
+        reason = WaitReason(int(code))
+        if segments and segments[-1].reason == reason.name.lower():
+            segments[-1] = Segment(segments[-1].start, b, "waiting", segments[-1].reason, segments[-1].words)
+        elif b > a:
+            segments.append(Segment(a, b, "waiting", reason.name.lower(), REASON_WORDS[reason]))
+    return segments

@@ -1,0 +1,95 @@
+"""Why a job waited, job by job: the timeline rebuilt from the replay's wait history
+(scheduling.pending), hand-computed on the AWS example of SEMANTICS.md section 4."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from scheduling.engine import replay
+from scheduling.errors import InputError
+from scheduling.model import Policy
+from scheduling.pending import find_job, job_timeline
+from scheduling.result import ReplayResult
+from scheduling.synthetic import demo_policy_dict, demo_pool_gpus, generate
+
+AWS = {
+    "instance_types": {"ml.g5.xlarge": {"gpus": 1, "hourly_price": 1.41}},
+    "capacity": {"ml.g5.xlarge": 3},
+    "shares": [
+        {"name": "QS1", "capacity": {"ml.g5.xlarge": 1}, "strategy": "LEND_AND_BORROW",
+         "borrow_limit_percent": 200, "in_share_preemption": "lower_priority"},
+        {"name": "QS2", "capacity": {"ml.g5.xlarge": 1}, "strategy": "LEND"},
+        {"name": "QS3", "capacity": {"ml.g5.xlarge": 1}, "strategy": "RESERVE"},
+    ],
+}  # fmt: skip
+
+
+@pytest.fixture
+def aws(build_trace):
+    trace = build_trace(
+        [
+            {"job_id": "p3", "submit_time": 0, "share": "QS1", "duration": 1000, "priority": 3},
+            {"job_id": "p2", "submit_time": 0, "share": "QS1", "duration": 1000, "priority": 2},
+            {"job_id": "p1", "submit_time": 0, "share": "QS1", "duration": 1000, "priority": 1},
+            {"job_id": "q2", "submit_time": 100, "share": "QS2", "duration": 1000},
+        ],
+        [{"time": 200, "job_id": "p1", "priority": 4}],
+    )
+    policy = Policy.from_dict(AWS)
+    return policy, trace, replay(policy, trace)
+
+
+def spans(timeline: dict) -> list[tuple]:
+    return [(s["start"], s["end"], s["state"], s["reason"] or s["words"]) for s in timeline["segments"]]
+
+
+def test_p2_is_reclaimed_then_waits_for_lendable_capacity(aws):
+    policy, trace, result = aws
+    timeline = job_timeline(policy, trace, result.outcomes, find_job(trace, "p2"))
+    # p2 borrows QS2's idle instance at 0; q2 reclaims it at 100; p2 waits until p1 ends at 1200
+    # (QS3's idle instance is RESERVE: nothing lendable), then runs on QS1's own quota to 2200.
+    assert spans(timeline) == [
+        (0, 100, "running", "preempted by q2 (cross-share)"),
+        (100, 1200, "waiting", "nothing_lendable"),
+        (1200, 2200, "running", "succeeded"),
+    ]
+    assert timeline["waited_by_reason_seconds"] == {"nothing_lendable": 1100}
+
+
+def test_p3_is_preempted_in_share_by_the_raised_p1(aws):
+    policy, trace, result = aws
+    timeline = job_timeline(policy, trace, result.outcomes, find_job(trace, "p3"))
+    assert spans(timeline) == [
+        (0, 200, "running", "preempted by p1 (in-share)"),
+        (200, 1100, "waiting", "nothing_lendable"),
+        (1100, 2100, "running", "succeeded"),
+    ]
+
+
+def test_the_history_survives_the_outcomes_file(aws):
+    policy, trace, result = aws
+    buffer = io.BytesIO()
+    result.save_outcomes(buffer)
+    buffer.seek(0)
+    outcomes = ReplayResult.load_outcomes(buffer)
+    job = find_job(trace, "p1")
+    assert job_timeline(policy, trace, outcomes, job) == job_timeline(policy, trace, result.outcomes, job)
+
+
+def test_an_unknown_job_is_named(aws):
+    _, trace, _ = aws
+    with pytest.raises(InputError, match="no job 'nope'"):
+        find_job(trace, "nope")
+
+
+@pytest.mark.parametrize("queueing", ["best_effort_fifo", "strict_fifo"])
+def test_every_job_waits_exactly_its_queued_time(queueing):
+    trace = generate(1500, seed=5)
+    policy = Policy.from_dict({**demo_policy_dict(demo_pool_gpus(trace)), "queueing": queueing})
+    result = replay(policy, trace)
+    out = result.to_dict(include_jobs=True, include_events=False)
+    for job in range(0, len(trace), 7):
+        timeline = job_timeline(policy, trace, result.outcomes, job)
+        assert sum(timeline["waited_by_reason_seconds"].values()) == pytest.approx(out["jobs"][job]["queued"])
