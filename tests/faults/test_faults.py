@@ -1,0 +1,114 @@
+"""Faults around a running study, with real workers: Redis restarted in the middle (PostgreSQL +
+Redis only: skipped on SQLite), two studies on the same trace at once (no crossed results: each run's
+metrics equal a direct replay of its own snapshot), and deleting a trace a study runs on (refused with
+a message by the API and the admin, never a 500; the trace and its file stay)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from django.conf import settings
+from django.contrib.auth.models import Group, User
+from django.db import connection
+from django.test import Client
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from planner.celery import app as celery_app
+from planner.studies.launch import launch_study
+from planner.studies.models import Run, Study
+from planner.studies.tasks import replay_run
+from scheduling.engine import replay
+from scheduling.model import Policy as EnginePolicy
+from tests.service.test_workers import all_finished, synthetic_study, wait_for
+
+pytestmark = [pytest.mark.workers, pytest.mark.django_db(transaction=True), pytest.mark.timeout(300)]
+ON_REDIS = bool(settings.REDIS_URL) and connection.vendor == "postgresql"
+
+
+@pytest.mark.skipif(not ON_REDIS, reason="needs PostgreSQL and Redis (DATABASE_URL and REDIS_URL)")
+def test_a_redis_restart_during_a_study_loses_no_run(start_worker, redis_server, queue):
+    start_worker("through-restart", broker=redis_server.url)
+    study = synthetic_study(jobs=60000, variants=3)
+    runs = list(study.runs.order_by("id"))
+    with celery_app.connection_for_write(redis_server.url) as conn:
+        producer = conn.Producer()
+        for run in runs:  # sent to our own Redis, the one about to restart
+            replay_run.apply_async((run.pk,), queue=queue, producer=producer)
+    # Restart while the first run replays and the other two wait in Redis.
+    wait_for(
+        lambda: Run.objects.filter(pk=runs[0].pk, status="running", progress__gt=0).exists(), 90, "progress"
+    )
+    assert Run.objects.get(pk=runs[2].pk).status == "queued"  # its message is in Redis as it stops
+    redis_server.stop()
+    time.sleep(2)
+    redis_server.start()
+    wait_for(lambda: all_finished(study), 240, "the study to finish after the restart", poll=0.5)
+    finished = list(study.runs.order_by("id"))
+    assert [run.status for run in finished] == ["succeeded"] * 3, [run.error for run in finished]
+    assert all(run.metrics["summary"]["jobs"] == 60000 for run in finished)
+
+
+def expected_summary(run: Run) -> dict:
+    result = replay(EnginePolicy.from_dict(run.policy_snapshot), run.study.trace.load_jobs())
+    return result.metrics["summary"]
+
+
+def test_two_studies_on_one_trace_at_once_do_not_cross_results(start_worker):
+    start_worker("left")
+    start_worker("right")
+    first = synthetic_study(jobs=8000, variants=2)
+    base = first.runs.order_by("id").first().policy
+    # The second study: the same trace, its own policies (a static split and a pooled variant).
+    static = base.duplicate(f"{base.name}-static")
+    static.shares.update(strategy="RESERVE", borrow_limit_percent=None, in_share_preemption="never")
+    pooled = base.duplicate(f"{base.name}-pooled")
+    pooled.shares.update(strategy="LEND_AND_BORROW", borrow_limit_percent=None)
+    second = launch_study(name="same trace", trace=first.trace, policies=[static, pooled])
+    for study in (first, second):
+        wait_for(lambda study=study: all_finished(study), 200, f"study {study.name}", poll=0.5)
+    runs = list(Run.objects.filter(study__in=[first, second]).select_related("study__trace").order_by("id"))
+    assert [run.status for run in runs] == ["succeeded"] * 4, [run.error for run in runs]
+    summaries = [run.metrics["summary"] for run in runs]
+    for run, summary in zip(runs, summaries, strict=True):
+        assert summary == expected_summary(run), f"run {run.pk} ({run.policy_name}) has another run's metrics"
+    assert summaries[2] != summaries[3], "the static split and full pooling should differ"
+
+
+def admin_clients() -> tuple[APIClient, Client]:
+    user = User.objects.create_user(username=f"faults-admin-{time.monotonic_ns()}", is_staff=True)
+    user.groups.add(Group.objects.get(name="admin"))
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    page = Client()
+    page.force_login(user)
+    return api, page
+
+
+def test_deleting_a_trace_a_study_runs_on_is_refused(start_worker):
+    start_worker("busy")
+    study = synthetic_study(jobs=100000, variants=1)
+    trace = study.trace
+    wait_for(lambda: study.runs.filter(status="running").exists(), 90, "the run to start")
+    api, page = admin_clients()
+    response = api.delete(f"/api/traces/{trace.pk}/")
+    assert response.status_code == 409, response.content[:300]
+    assert "still in use" in response.json()["detail"] and study.name in response.json()["detail"]
+    admin_page = page.post(f"/admin/traces/trace/{trace.pk}/delete/", {"post": "yes"})
+    assert admin_page.status_code in (200, 403), admin_page.status_code
+    assert b"protected" in admin_page.content.lower() or admin_page.status_code == 403
+    bulk = page.post(
+        "/admin/traces/trace/", {"action": "delete_selected", "_selected_action": [trace.pk], "post": "yes"}
+    )
+    assert bulk.status_code in (200, 302, 403)
+    trace.refresh_from_db()
+    assert trace.jobs_file.storage.exists(trace.jobs_file.name)
+    wait_for(lambda: all_finished(study), 200, "the study to finish", poll=0.5)
+    assert study.runs.get().status == "succeeded", study.runs.get().error
+    # Once its studies are deleted, the trace can go, with its file.
+    assert api.delete(f"/api/studies/{study.pk}/").status_code == 204
+    name = trace.jobs_file.name
+    assert api.delete(f"/api/traces/{trace.pk}/").status_code == 204
+    assert not trace.jobs_file.storage.exists(name)
+    assert not Study.objects.filter(pk=study.pk).exists()
