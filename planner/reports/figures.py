@@ -370,6 +370,34 @@ def wait_reason_figure(runs: Sequence[RunColumn]) -> dict[str, Any]:
     )
 
 
+def job_timeline_figure(timeline: dict[str, Any]) -> dict[str, Any]:
+    """One job's timeline: a bar per segment along time, waiting coloured by its reason."""
+    styles = {key: (label, color, pattern) for key, label, color, pattern in WAIT_REASONS}
+    traces = []
+    for segment in timeline["segments"]:
+        if segment["state"] == "running":
+            label, color, pattern = f"running: {segment['words']}", "#59a14f", ""
+        else:
+            label, color, pattern = styles[segment["reason"]]
+            label = f"waiting: {label}"
+        trace = bar(
+            [segment["seconds"] / HOUR], [timeline["job_id"]], name=label, color=color, unit="hours",
+            pattern=pattern, orientation="h",
+        )  # fmt: skip
+        trace["base"] = [(segment["start"] - timeline["submit_time"]) / HOUR]
+        traces.append(trace)
+    return legend_right(
+        figure(
+            traces,
+            title=f"Timeline of job {timeline['job_id']}",
+            x_title="hours since it was submitted",
+            y_title="",
+            barmode="overlay",
+            height=260,
+        )
+    )
+
+
 # -- finance ---------------------------------------------------------------------------------
 
 

@@ -3,13 +3,14 @@ at the site root by planner/urls.py."""
 
 from django.urls import path
 
-from planner.reports import views
+from planner.reports import views, why
 
 app_name = "reports"
 
 urlpatterns = [
     path("studies/<int:pk>/", views.study_detail, name="study"),
     path("studies/<int:pk>/progress.json", views.study_progress, name="study-progress"),
+    path("studies/<int:pk>/why/", why.job_wait, name="study-why"),
     path("studies/<int:pk>/<slug:table>.csv", views.study_csv, name="study-csv"),
     path("finance/", views.finance, name="finance"),
     path("finance/<slug:table>.csv", views.finance_csv, name="finance-csv"),

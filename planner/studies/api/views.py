@@ -16,6 +16,8 @@ from planner.studies.api.serializers import RunDetailSerializer, RunSerializer, 
 from planner.studies.launch import launch_study
 from planner.studies.models import Run, RunStatus, Study
 from planner.studies.reaper import reap_stale_runs
+from planner.studies.timeline import NoTimeline, run_job_timeline
+from scheduling.errors import InputError
 
 
 class StudyViewSet(
@@ -97,6 +99,26 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
         else:
             curve = cdfs.get("all", {"x": [], "y": [], "n": 0})
         return Response({"kind": kind, "share": share, **curve})
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("job_id", str, required=True, description="a job_id of the run's trace")
+        ],
+        responses={200: OpenApiTypes.OBJECT},
+    )
+    @action(detail=True, methods=["get"], url_path="job-timeline")
+    def job_timeline(self, request, pk=None):
+        """Why one job waited: its segments (waiting with the reason the scheduler found, running
+        with how it ended, e.g. preempted by which job) and its waiting time by reason."""
+        job_id = request.query_params.get("job_id")
+        if not job_id:
+            raise ValidationError({"job_id": "give the job_id of a job of this run's trace"})
+        try:
+            return Response(run_job_timeline(self.get_object(), job_id))
+        except NoTimeline as error:
+            raise NotFound(str(error)) from None
+        except InputError as error:
+            raise NotFound(error.describe()) from None
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT})
     @action(detail=True, methods=["get"])
