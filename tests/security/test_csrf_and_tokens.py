@@ -140,3 +140,11 @@ def test_check_deploy_catches_a_weak_secret_and_insecure_cookies(tmp_path):
     assert done.returncode != 0
     for check in ("security.W009", "security.W012", "security.W016"):
         assert check in done.stderr, done.stderr
+
+
+def test_traces_filter_by_their_format(world):
+    """``?format=`` is the traces' filter, not DRF's renderer override (which answered 404)."""
+    response = world.api("viewer").get("/api/traces/", {"format": "planner-csv"})
+    assert response.status_code == 200, response.content[:200]
+    assert response.json()["count"] == 0  # lab-week was read with format "auto"
+    assert world.api("viewer").get("/api/traces/", {"format": "auto"}).json()["count"] == 1
