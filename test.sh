@@ -2,7 +2,8 @@
 # The second command: the whole test suite.
 #   1. engine tests (tests/scheduling), once, without a database;
 #   2. service tests, then page tests, on the embedded default: SQLite + the filesystem broker;
-#   3. service tests on PostgreSQL (127.0.0.1:5432) + Redis (127.0.0.1:6379) with real
+#   3. security, fuzzing, API schema and fault tests on the embedded default;
+#   4. service and fault tests on PostgreSQL (127.0.0.1:5432) + Redis (127.0.0.1:6379) with real
 #      celery worker processes (the services are started if they are down).
 # Exits non-zero when any step fails or runs no test. Extra arguments go to every pytest.
 set -uo pipefail
@@ -80,11 +81,21 @@ if [ -d tests/pages ]; then
         tests/pages -q -p no:cacheprovider "$@"
 fi
 
+# Roles, CSRF and tokens; fuzzed readers and uploads; the API against its schema; faults with real
+# workers (the Redis restart is skipped here: it runs in the PostgreSQL + Redis step).
+step "security, fuzzing, API schema, faults on SQLite + filesystem broker" \
+    DATABASE_URL= REDIS_URL= PLANNER_BROKER_DIR=var/test-broker -- \
+    tests/security tests/fuzz tests/api_schema tests/faults -q -p no:cacheprovider "$@"
+
 if start_postgresql && start_redis; then
     step "service on PostgreSQL + Redis" \
         DATABASE_URL=postgres://postgres@127.0.0.1:5432/planner REDIS_URL=redis://127.0.0.1:6379/15 \
         PLANNER_VISIBILITY_TIMEOUT=8 -- \
         tests/service -q -p no:cacheprovider "$@"
+    step "faults on PostgreSQL + Redis" \
+        DATABASE_URL=postgres://postgres@127.0.0.1:5432/planner REDIS_URL=redis://127.0.0.1:6379/15 \
+        PLANNER_VISIBILITY_TIMEOUT=8 -- \
+        tests/faults -q -p no:cacheprovider "$@"
 else
     echo "PostgreSQL or Redis could not be started"
     FAILED+=("services")
