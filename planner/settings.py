@@ -98,6 +98,7 @@ INSTALLED_APPS = [
     "planner.demo",
     "planner.calibration",
     "planner.exports",
+    "planner.advisor",
 ]
 if (BASE_DIR / "planner" / "web" / "__init__.py").exists():
     INSTALLED_APPS.append("planner.web")  # the browser pages, when installed
