@@ -98,6 +98,7 @@ INSTALLED_APPS = [
     "planner.demo",
     "planner.calibration",
     "planner.exports",
+    "planner.commons",
     "planner.advisor",
 ]
 if (BASE_DIR / "planner" / "web" / "__init__.py").exists():

@@ -17,4 +17,5 @@ if find_spec("planner.web") is not None and find_spec("planner.web.urls") is not
     urlpatterns.append(path("", include("planner.web.urls")))
 urlpatterns.append(path("", include("planner.calibration.urls")))  # /api/calibrations/, /calibration/
 urlpatterns.append(path("", include("planner.exports.urls")))  # policies to AWS Batch / Kueue and back
+urlpatterns.append(path("", include("planner.commons.urls")))  # /commons/, /api/traces/<id>/commons/
 urlpatterns.append(path("", include("planner.advisor.urls")))  # /api/sweeps/, /advisor/
