@@ -127,10 +127,12 @@ def front_figure(rows: list[FrontRow]) -> dict[str, Any]:
                 },
             }
         )
-    return charts.figure(
+    figure = charts.figure(
         traces,
         title="Utilization against the urgent shares' p95 wait (marker size: rerun cost)",
         x_title="urgent shares' worst p95 wait (hours)",
         y_title="GPU utilization (%)",
         height=420,
     )
+    figure["layout"]["xaxis"]["rangemode"] = "tozero"  # waits are never negative
+    return figure
