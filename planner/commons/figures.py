@@ -141,7 +141,6 @@ def stranded_figure(hoarding: dict[str, Any], colors: dict[str, str], unit: str 
             name=f"{name} ({share['strategy']})",
             color=colors.get(name, charts.share_color(name)),
             unit=label,
-            pattern=charts.state_pattern("stranded"),
         )
         for name, share in hoarding.get("shares", {}).items()
     ]

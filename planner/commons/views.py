@@ -13,6 +13,7 @@ from planner.commons.report import commons_report, default_run, runs_of
 from planner.traces.models import Trace
 from planner.web.access import reader_required
 from planner.web.charts import share_colors
+from scheduling.commons import MIN_TREND_PERIODS
 
 
 def _int(request: HttpRequest, name: str) -> int | None:
@@ -27,7 +28,7 @@ def _trend_text(trend: dict[str, Any]) -> str:
     if trend["points"] < 2:
         return "too few weeks"
     t = "exact" if trend["t"] is None else f"t = {trend['t']:.1f}"
-    return f"{points:+.2f} points/week ({t})"
+    return f"{points:+.2f} pts/week, {t}"
 
 
 def priority_rows(inflation: dict[str, Any], colors: dict[str, str]) -> list[dict[str, Any]]:
@@ -49,6 +50,8 @@ def priority_rows(inflation: dict[str, Any], colors: dict[str, str]) -> list[dic
                 "top_slope": share["trend"]["top"]["slope"],
                 "high_trend": _trend_text(share["trend"]["high"]),
                 "growing": share["trend"]["top"]["growing"] or share["trend"]["high"]["growing"],
+                "too_few": share["trend"]["top"]["points"] < MIN_TREND_PERIODS,
+                "weeks": share["trend"]["top"]["points"],
             }
         )
     return rows
@@ -71,16 +74,18 @@ def commons_page(request: HttpRequest) -> HttpResponse:
         report["job_splitting"],
         report["reserve_hoarding"],
     )
-    names = set(inflation["shares"]) | set((hoarding or {}).get("shares", {}))
-    colors = share_colors(names)
+    colors = share_colors(set(inflation["shares"]) | set((hoarding or {}).get("shares", {})))
+    rows = priority_rows(inflation, colors)
     context.update(
         runs=runs,
         run=run,
         inflation=inflation,
         splitting=splitting,
         hoarding=hoarding,
-        priority_rows=priority_rows(inflation, colors),
-        growing=[row["name"] for row in priority_rows(inflation, colors) if row["growing"]],
+        priority_rows=rows,
+        growing=[row["name"] for row in rows if row["growing"]],
+        trend_ready=any(not row["too_few"] for row in rows),
+        min_trend_weeks=MIN_TREND_PERIODS,
         splitting_rows=[
             {"name": name, "color": colors.get(name), **share} for name, share in splitting["shares"].items()
         ],

@@ -184,3 +184,18 @@ def test_a_million_job_trace_answers_in_seconds_then_fast(db, viewer_api):
     assert second.json() == first.json()
     assert cold < 8.0, f"first request took {cold:.1f} s"
     assert warm < 0.3, f"stored figures took {warm * 1000:.0f} ms"
+
+
+def test_the_page_names_a_share_that_inflates_its_priorities(db):
+    week = 7 * 86400
+    lines = ["job_id,submit_time,share,priority,instance_count,duration,user"]
+    for w in range(5):
+        for j in range(10):
+            lines.append(f"u{w}-{j},{w * week + j},up,{9 if j <= w else 1},1,60,ann")
+            lines.append(f"f{w}-{j},{w * week + j},flat,{9 if j < 2 else 1},1,60,ben")
+    columns = read_upload(io.BytesIO("\n".join(lines).encode()), format="planner-csv")
+    trace = Trace.store(columns, name="inflating")
+    page = signed_in("viewer").get("/commons/", {"trace": trace.pk}).content.decode()
+    assert "✗ Growing: up." in page
+    assert "+10.00 pts/week, exact" in page  # 10 %, 20 %, ... 50 % of up's jobs at the top
+    assert "No study on this trace has a succeeded run yet." in page
