@@ -116,8 +116,12 @@ def keep_variant(variant: SweepVariant, name: str = "") -> Policy:
 
 @transaction.atomic
 def delete_sweep(sweep: Sweep) -> None:
-    """Delete the sweep, its study and every variant policy not kept."""
-    unkept = list(sweep.variants.filter(kept=False, policy__isnull=False).values_list("policy_id", flat=True))
+    """Delete the sweep, its study and every variant policy not kept (nor the base of another sweep)."""
+    unkept = list(
+        sweep.variants.filter(kept=False, policy__isnull=False)
+        .exclude(policy__sweeps__isnull=False)  # the base of another sweep stays
+        .values_list("policy_id", flat=True)
+    )
     study = sweep.study
     sweep.delete()
     if study is not None:

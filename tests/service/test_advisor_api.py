@@ -117,3 +117,22 @@ def test_a_kept_variant_survives_the_sweep(admin_api, create, sweep_payload, aws
     assert admin_api.delete(f"/api/sweeps/{sweep.pk}/").status_code == 204
     assert set(Policy.objects.values_list("name", flat=True)) == {"aws-example", "qs3-lends"}
     assert not Sweep.objects.exists() and not Study.objects.filter(pk=study_id).exists()
+
+
+def test_a_variant_that_is_the_base_of_another_sweep_stays(admin_api, create, sweep_payload):
+    first = Sweep.objects.get(pk=create(sweep_payload).json()["id"])
+    variant_policy = first.variants.get().policy
+    second = create({**sweep_payload, "name": "from the variant", "base_policy": variant_policy.pk})
+    assert second.status_code == 201, second.json()
+    assert admin_api.delete(f"/api/sweeps/{first.pk}/").status_code == 204
+    assert Policy.objects.filter(pk=variant_policy.pk).exists()
+
+
+def test_the_django_admin_lists_a_sweep_and_deletes_it_with_its_variants(admin_client, create, sweep_payload):
+    sweep = Sweep.objects.get(pk=create(sweep_payload).json()["id"])
+    variant_policy = sweep.variants.get().policy_id
+    assert admin_client.get("/admin/advisor/sweep/").status_code == 200
+    assert admin_client.get(f"/admin/advisor/sweep/{sweep.pk}/change/").status_code == 200
+    response = admin_client.post(f"/admin/advisor/sweep/{sweep.pk}/delete/", {"post": "yes"})
+    assert response.status_code == 302
+    assert not Sweep.objects.exists() and not Policy.objects.filter(pk=variant_policy).exists()
