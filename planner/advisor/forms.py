@@ -65,14 +65,19 @@ def _numbers(text: str, *, words: dict[str, object]) -> list:
     return values
 
 
+WIDE = forms.TextInput(attrs={"size": 40})
+
+
 class SweepForm(forms.Form):
-    name = forms.CharField(max_length=100, required=False, help_text="default: base policy on trace")
+    name = forms.CharField(
+        max_length=100, required=False, help_text="default: the base policy's name on the trace's"
+    )
     trace = forms.ModelChoiceField(queryset=Trace.objects.defer("summary"), empty_label="choose a trace")
     base_policy = forms.ModelChoiceField(
         queryset=Policy.objects.all(), empty_label="choose a policy", help_text="the variants start from it"
     )
     shares = forms.CharField(
-        required=False, help_text="shares to vary, separated by commas (blank: all of them)"
+        widget=WIDE, required=False, help_text="shares to vary, separated by commas (blank: all of them)"
     )
     strategy = forms.MultipleChoiceField(
         choices=[(s, s) for s in DEFAULT_KNOBS["strategy"]],
@@ -81,11 +86,13 @@ class SweepForm(forms.Form):
         label="Strategies",
     )
     borrow_limit_percent = forms.CharField(
+        widget=WIDE,
         initial="unlimited, 0, 50, 100, 200",
         label="Borrow limits (%)",
         help_text="percent of quota, for LEND_AND_BORROW; 'unlimited' or -1 for no limit",
     )
     lending_limit = forms.CharField(
+        widget=WIDE,
         initial="all, 0, 50",
         label="Lending limits (% of quota)",
         help_text="how much idle quota a share may lend; 'all' for no limit",
@@ -104,7 +111,9 @@ class SweepForm(forms.Form):
     )
     seed = forms.IntegerField(initial=0, help_text="the same seed gives the same random sample")
     urgent_shares = forms.CharField(
-        required=False, help_text="shares whose p95 wait is an objective, by commas (blank: all shares)"
+        widget=WIDE,
+        required=False,
+        help_text="shares whose p95 wait is an objective, by commas (blank: all shares)",
     )
     constraints = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 3}), required=False, help_text=CONSTRAINT_HELP

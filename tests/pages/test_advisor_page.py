@@ -93,6 +93,8 @@ def test_an_admin_sweeps_from_the_form_and_saves_a_point(
 ):
     page = page_as("admin")
     page.goto("/advisor/")
+    assert "No sweep yet" in page.locator("main").inner_text()
+    look_at(page, "advisor-list-empty")
     page.get_by_label("Trace", exact=True).select_option(label="lab-week")
     page.get_by_label("Base policy", exact=True).select_option(label="lab-policy")
     page.get_by_label("Shares", exact=True).fill("infer")
@@ -115,6 +117,7 @@ def test_an_admin_sweeps_from_the_form_and_saves_a_point(
     page.goto("/advisor/")
     assert "infer options" not in page.content()  # the sweep was named after its base and trace
     assert page.locator("#sweep-table").get_by_text("lab-policy on lab-week").count() == 1
+    look_at(page, "advisor-list")
 
 
 def test_bad_constraints_are_shown_next_to_the_field(page_as, roles, small_policy, small_trace):
