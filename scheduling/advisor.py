@@ -72,7 +72,8 @@ def variants(
     """At most ``size`` variants of the base policy, none equal to it, each changing the swept
     knobs of some shares. ``knobs`` maps a knob of DEFAULT_KNOBS to the values to try (missing
     knobs take the defaults; ``shares`` names the shares to vary, default all). ``grid`` walks the
-    whole grid when it has at most ``size`` points, else takes points spread evenly over it;
+    whole grid when it has at most ``size`` points, else takes points spread evenly over it (each
+    share's settings about equally often);
     ``random`` draws ``size`` distinct points with ``seed``. The same arguments give the same list.
     """
     base = Policy.from_dict(base_policy_dict)
@@ -87,18 +88,17 @@ def variants(
     total = math.prod(len(o) for o in options)
     # The base's own point is skipped, so ask for one more than size and cut.
     wanted = min(total, size + 1)
-    if mode == "grid":
-        indices = range(total) if total <= size + 1 else [i * total // wanted for i in range(wanted)]
+    if mode == "grid" and total <= wanted:
+        points = (_decode(index, options) for index in range(total))
+    elif mode == "grid":
+        points = _spread(options, tries=50 * wanted)
     else:
-        indices = random.Random(seed).sample(range(total), wanted)
+        points = (_decode(index, options) for index in random.Random(seed).sample(range(total), wanted))
     out = []
     seen = set()
-    for index in indices:
-        settings = _decode(index, options)
+    for settings in points:
         changes = {
-            name: setting
-            for name, setting in zip(varied, settings, strict=True)
-            if setting != current[name]
+            name: setting for name, setting in zip(varied, settings, strict=True) if setting != current[name]
         }
         key = tuple(sorted(changes.items(), key=lambda item: item[0]))
         if not changes or key in seen:
@@ -191,6 +191,27 @@ def _decode(index: int, options: Sequence[Sequence[ShareSetting]]) -> list[Share
     return out[::-1]
 
 
+def _spread(options: Sequence[Sequence[ShareSetting]], tries: int) -> Iterable[list[ShareSetting]]:
+    """Points spread evenly over a grid too big to walk: a Kronecker sequence, one irrational step
+    per share (square roots of primes), so each share's settings come up about equally often and
+    the shares vary independently. Deterministic."""
+    steps = [math.sqrt(prime) % 1 for prime in _primes(len(options))]
+    for i in range(1, tries + 1):
+        yield [
+            choices[int((i * step) % 1 * len(choices))] for choices, step in zip(options, steps, strict=True)
+        ]
+
+
+def _primes(count: int) -> list[int]:
+    found: list[int] = []
+    candidate = 2
+    while len(found) < count:
+        if all(candidate % p for p in found):
+            found.append(candidate)
+        candidate += 1
+    return found
+
+
 def _setting_of(share) -> ShareSetting:
     """The base share's setting in the swept terms (an absolute borrowing limit or a per-type
     lending limit that is no fraction of quota reads as "other", so any swept value changes it)."""
@@ -204,9 +225,7 @@ def _setting_of(share) -> ShareSetting:
             limit = UNLIMITED_PERCENT if percent is None or percent < 0 else percent
     fraction = None
     if share.strategy.lends and share.lending_limit is not None:
-        fractions = {
-            share.lending_limit.get(t, 0) / q for t, q in share.capacity.items() if q
-        } or {math.nan}
+        fractions = {share.lending_limit.get(t, 0) / q for t, q in share.capacity.items() if q} or {math.nan}
         fraction = fractions.pop() if len(fractions) == 1 else math.nan
         if fraction is not math.nan and any(
             math.floor(q * fraction) != share.lending_limit.get(t, 0) for t, q in share.capacity.items()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 
 from scheduling.advisor import (
@@ -83,10 +85,14 @@ def test_same_seed_same_variants_other_seed_others():
 
 
 def test_large_grid_is_thinned_evenly():
-    # 38 settings for each of 4 shares: far more than 30, so 30 points spread over the grid.
-    out = variants(demo_policy_dict(40), mode="grid", size=30)
-    assert len(out) == 30
-    assert {v.policy["shares"][0]["strategy"] for v in out} == {"RESERVE", "LEND", "LEND_AND_BORROW"}
+    # 38 settings for each of 4 shares (over 2 million points): 76 spread over the grid give every
+    # share each of its 38 settings once to three times.
+    base = demo_policy_dict(40)
+    out = variants(base, mode="grid", size=76)
+    assert len(out) == 76
+    for share in base["shares"]:
+        seen = Counter(v.changes[share["name"]] for v in out if share["name"] in v.changes)
+        assert len(seen) >= 37 and max(seen.values()) <= 3  # the base's own setting is not a change
 
 
 @pytest.mark.parametrize(
