@@ -155,8 +155,10 @@ def test_utilization_floor():
 
 def test_parse_constraints():
     parsed = parse_constraints(
-        [{"metric": "p95_wait_seconds", "share": "train", "max": 3600},
-         {"metric": "utilization", "min": 0.7}],  # fmt: skip
+        [
+            {"metric": "p95_wait_seconds", "share": "train", "max": 3600},
+            {"metric": "utilization", "min": 0.7},
+        ],  # fmt: skip
         ["train", "infer"],
     )
     assert parsed == [
