@@ -24,6 +24,7 @@ RESOURCES = {
     "calibrations": "calibration-list",
     "quota-tables": "quota-tables",
     "policy-imports": "policy-imports",
+    "sweeps": "sweep-list",
     "me": "api-me",
     "tokens": "api-tokens",
     "schema": "api-schema",
