@@ -1,9 +1,11 @@
 """``manage.py reap_runs``: re-enqueue (or fail) runs and calibrations whose worker stopped
-sending heartbeats."""
+sending heartbeats; ``--queued`` also sends the queued runs again (the broker lost them)."""
 
 from django.core.management.base import BaseCommand
 
 from planner.calibration.launch import reap_stale_calibrations
+from planner.studies.launch import enqueue_runs
+from planner.studies.models import Run, RunStatus
 from planner.studies.reaper import reap_stale_runs
 
 
@@ -13,7 +15,19 @@ class Command(BaseCommand):
         "or fail them after their last attempt."
     )
 
+    def add_arguments(self, parser) -> None:
+        parser.add_argument(
+            "--queued",
+            action="store_true",
+            help="also send every queued run again: after the broker lost its messages (a Redis "
+            "restarted without its data). A run already taken is not replayed twice.",
+        )
+
     def handle(self, *args, **options) -> None:
+        if options["queued"]:
+            queued = list(Run.objects.filter(status=RunStatus.QUEUED).values_list("pk", flat=True))
+            enqueue_runs(queued)
+            self.stdout.write(f"sent {len(queued)} queued run(s) again")
         outcome = reap_stale_runs()
         self.stdout.write(
             f"re-enqueued {len(outcome['requeued'])} run(s), failed {len(outcome['failed'])} run(s)"
