@@ -88,6 +88,11 @@ class RedisServer:
             self.process.terminate()
             self.process.wait(timeout=20)
 
+    def forget(self) -> None:
+        """Delete what a stopped server persisted: it starts again empty (a Redis without persistence)."""
+        for path in self.folder.glob("appendonly*"):
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+
 
 @pytest.fixture
 def redis_server(tmp_path):

@@ -5,6 +5,9 @@ a message by the API and the admin, never a 500; the trace and its file stay).""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 
 import pytest
@@ -21,7 +24,15 @@ from planner.studies.models import Run, Study
 from planner.studies.tasks import replay_run
 from scheduling.engine import replay
 from scheduling.model import Policy as EnginePolicy
-from tests.service.test_workers import all_finished, synthetic_study, wait_for
+from tests.service.test_workers import (
+    ROOT,
+    VISIBILITY,
+    Worker,
+    all_finished,
+    database_url,
+    synthetic_study,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.workers, pytest.mark.django_db(transaction=True), pytest.mark.timeout(300)]
 ON_REDIS = bool(settings.REDIS_URL) and connection.vendor == "postgresql"
@@ -48,6 +59,54 @@ def test_a_redis_restart_during_a_study_loses_no_run(start_worker, redis_server,
     finished = list(study.runs.order_by("id"))
     assert [run.status for run in finished] == ["succeeded"] * 3, [run.error for run in finished]
     assert all(run.metrics["summary"]["jobs"] == 60000 for run in finished)
+
+
+@pytest.mark.skipif(not ON_REDIS, reason="needs PostgreSQL and Redis (DATABASE_URL and REDIS_URL)")
+def test_after_redis_restarts_empty_reap_runs_queued_sends_the_waiting_runs_again(
+    redis_server, tmp_path, media_root, monkeypatch
+):
+    """A Redis restarted without its data has lost the waiting runs' messages: they stay queued
+    until ``manage.py reap_runs --queued`` sends them again; the run being replayed is not replayed twice."""
+    monkeypatch.setenv("REDIS_URL", redis_server.url)
+    worker = Worker("empty-restart", "celery", tmp_path / "empty-restart.log", media_root)  # our Redis only
+    try:
+        worker.wait_ready()
+        study = synthetic_study(jobs=60000, variants=3)
+        runs = list(study.runs.order_by("id"))
+        with celery_app.connection_for_write(redis_server.url) as conn:
+            producer = conn.Producer()
+            for run in runs:
+                replay_run.apply_async((run.pk,), queue="celery", producer=producer)
+        wait_for(
+            lambda: Run.objects.filter(pk=runs[0].pk, status="running", progress__gt=0).exists(),
+            90,
+            "progress",
+        )
+        redis_server.stop()
+        redis_server.forget()
+        redis_server.start()
+        wait_for(lambda: Run.objects.get(pk=runs[0].pk).finished, 120, "the first run to finish", poll=0.5)
+        time.sleep(VISIBILITY + 4)  # nothing is redelivered: the messages are gone
+        assert list(study.runs.order_by("id").values_list("status", flat=True)) == [
+            "succeeded",
+            "queued",
+            "queued",
+        ]
+        env = {**os.environ, "DATABASE_URL": database_url(), "PLANNER_MEDIA_ROOT": str(media_root)}
+        done = subprocess.run(
+            [sys.executable, "manage.py", "reap_runs", "--queued"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0 and "sent 2 queued run(s) again" in done.stdout, done.stdout + done.stderr
+        wait_for(lambda: all_finished(study), 240, "the study to finish", poll=0.5)
+        finished = list(study.runs.order_by("id"))
+        assert [run.status for run in finished] == ["succeeded"] * 3, [run.error for run in finished]
+        assert finished[0].attempts == 1
+    finally:
+        worker.stop()
 
 
 def expected_summary(run: Run) -> dict:
