@@ -22,7 +22,7 @@ class LimitedUploadHandler(FileUploadHandler):
         self.received += len(raw_data)
         limit = settings.PLANNER_MAX_UPLOAD_BYTES
         if self.received > limit:
-            raise RequestDataTooBig(f"the file {self.file_name!r} is more than {limit:,} bytes: the limit")
+            raise RequestDataTooBig(f"{self.file_name!r} is larger than the limit of {limit:,} bytes")
         return raw_data
 
     def file_complete(self, file_size: int) -> None:
