@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 
 from django.conf import settings
 from django.contrib import messages
+from django.core.exceptions import RequestDataTooBig
 from django.shortcuts import get_object_or_404, redirect, render
 
 from planner.studies.models import Study
@@ -70,8 +71,15 @@ def trace_upload(request):
     if request.method != "POST":
         form = TraceUploadForm()
         return render(request, "web/trace_upload.html", {"form": form, "importers": IMPORTERS})
-    wants_preview = request.POST.get("action") == "preview"
-    form = TraceUploadForm(request.POST, request.FILES, preview=wants_preview)
+    try:
+        wants_preview = request.POST.get("action") == "preview"
+        form = TraceUploadForm(request.POST, request.FILES, preview=wants_preview)
+    except RequestDataTooBig as error:  # stopped while streaming in (planner.traces.uploads)
+        form = TraceUploadForm(data={}, files={})  # the request's fields are not readable: only this error
+        form.is_valid()
+        form.errors.clear()
+        form.add_error("file", f"{error}: nothing was stored")
+        return render(request, "web/trace_upload.html", {"form": form, "importers": IMPORTERS}, status=400)
     if form.is_valid():
         upload = form.cleaned_data["file"]
         fmt = form.cleaned_data["format"]
