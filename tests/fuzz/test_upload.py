@@ -136,3 +136,15 @@ def test_a_gzip_json_upload_is_read_through(admin_api):
     response = upload(admin_api, data, "t.json.gz")
     assert response.status_code == 201, response.json()
     assert response.json()["job_count"] == 1
+
+
+def test_the_upload_page_refuses_a_file_past_the_limit_with_a_400(admin_page, stored, settings):
+    settings.PLANNER_MAX_UPLOAD_BYTES = 2000
+    data = (HEADER + "".join(f"j{i},{i},train,1,1,60\n" for i in range(400))).encode()
+    before = stored()
+    response = admin_page.post(
+        "/traces/upload/", {"name": "too-big", "format": "auto", "file": SimpleUploadedFile("big.csv", data)}
+    )
+    assert response.status_code == 400
+    assert b"errorlist" in response.content and b"2,000 bytes" in response.content  # the form, with why
+    assert stored() == before
