@@ -90,7 +90,7 @@ class World:
 @pytest.fixture
 def world(db, django_capture_on_commit_callbacks) -> World:
     apply_roles(Group, Permission)
-    gpu = InstanceType.objects.create(name=GPU_TYPE, gpus=1, hourly_price=1.5)
+    gpu, _ = InstanceType.objects.get_or_create(name=GPU_TYPE, defaults={"gpus": 1, "hourly_price": 1.5})
     pool = Pool.objects.create(name="lab")
     pool.set_capacity({gpu.name: 4})
     policy = Policy.objects.create(name="lab-policy", pool=pool)

@@ -22,9 +22,9 @@ PLUS = "+cmd|' /C calc'!A0"
 
 @pytest.fixture
 def formula_study(django_capture_on_commit_callbacks):
-    gpu = InstanceType.objects.create(name="gpu", gpus=1, hourly_price=2.0)
+    gpu, _ = InstanceType.objects.get_or_create(name="export-gpu", defaults={"gpus": 1, "hourly_price": 2.0})
     pool = Pool.objects.create(name="@pool")
-    pool.set_capacity({"gpu": 4})
+    pool.set_capacity({gpu.name: 4})
     policy = Policy.objects.create(name="-policy", pool=pool)
     policy.replace_shares(
         [
@@ -35,7 +35,7 @@ def formula_study(django_capture_on_commit_callbacks):
     quoted = FORMULA.replace('"', '""')
     text = (
         "job_id,submit_time,share,instance_type,instance_count,duration\n"
-        f'a,0,"{quoted}",gpu,3,3600\nb,60,"{PLUS}",gpu,1,600\n'
+        f'a,0,"{quoted}",export-gpu,3,3600\nb,60,"{PLUS}",export-gpu,1,600\n'
     )
     trace = Trace.store(read_upload(io.BytesIO(text.encode()), format="planner-csv"), name="=trace")
     eager = celery_app.conf.task_always_eager
