@@ -2,7 +2,9 @@
 
 Speed comes from the data structures, not from shortcuts in the rules: pending jobs live in
 groups of identical (share, type, size), each kept in queue order, so a round looks only at the
-head of each group; usage, borrowed and lendable totals are kept incrementally.
+head of each group, and a group whose head was refused stays closed until a change that could
+help it; usage, borrowed and lendable totals are kept incrementally. Every rule is checked
+against a literal reference model (tests/scheduling/reference.py).
 """
 
 from __future__ import annotations
@@ -213,8 +215,8 @@ class _Replay:
         self.events: list[tuple] = []
         self.log = UsageLog(self.n_shares, n_types)
         self.log_usage = self.log.usage_changes.extend  # (time, share * n_types + type, usage)
-        self.history = WaitHistory.empty()  # per-job timelines: starts, preemptions, wait reasons
         self.log_pending = self.log.pending_changes.extend  # (time, share * n_types + type, instances)
+        self.history = WaitHistory.empty()  # per-job timelines: starts, preemptions, wait reasons
         self.totals = _Totals(self.n_shares, n_types)
         self.ignored_updates = 0
         self.borrowable_ever = [self._borrowable_ever(s) for s in range(self.n_shares)]
