@@ -154,11 +154,7 @@ def _read_csv(run: TraceImport, mapping: TraceMapping, table: CsvTable, zone: An
     i_end = at.get("end_time")
     i_duration = at.get("duration")
     i_state = at.get("state")
-    share_column = mapping.share_column
-    i_share = at[share_column] if share_column else None
-    i_priority = at[mapping.priority_column] if mapping.priority_column else None
-    i_user = at[mapping.user_column] if mapping.user_column else None
-    i_name = at[mapping.name_column] if mapping.name_column else None
+    run.locate_mapped_columns(at)
     instance_type = mapping.instance_type_of(None)
     epoch: bool | None = None
     for row, cells in table.rows(limit):
@@ -199,13 +195,10 @@ def _read_csv(run: TraceImport, mapping: TraceMapping, table: CsvTable, zone: An
             row,
             job_id=job_id,
             submit_time=submit,
-            share=mapping.share_of(cells[i_share] if i_share is not None else None, row, share_column or ""),
+            **run.mapped_fields(cells, row),
             duration=duration,
-            priority=run.priority.value(cells[i_priority], row) if i_priority is not None else 0,
             instance_type=instance_type,
             instance_count=mapping.instances_for(gpus),
-            user=cells[i_user] if i_user is not None else None,
-            name=cells[i_name] if i_name is not None else None,
             recorded_start=start,
         )
     return bool(epoch)

@@ -62,11 +62,7 @@ def read(
             at["duration"],
             at["num_gpu"],
         )
-        share_column = chosen.share_column
-        i_share = at[share_column] if share_column else None
-        i_priority = at[chosen.priority_column] if chosen.priority_column else None
-        i_user = at[chosen.user_column] if chosen.user_column else None
-        i_name = at[chosen.name_column] if chosen.name_column else None
+        run.locate_mapped_columns(at)
         instance_type = chosen.instance_type_of(None)
         for row, cells in table.rows(source_rows):
             job_id = parse_text(cells[i_job], row, "job_id")
@@ -83,15 +79,10 @@ def read(
                 row,
                 job_id=job_id,
                 submit_time=submit,
-                share=chosen.share_of(
-                    cells[i_share] if i_share is not None else None, row, share_column or ""
-                ),
+                **run.mapped_fields(cells, row),
                 duration=duration,
-                priority=run.priority.value(cells[i_priority], row) if i_priority is not None else 0,
                 instance_type=instance_type,
                 instance_count=chosen.instances_for(gpus),
-                user=cells[i_user] if i_user is not None else None,
-                name=cells[i_name] if i_name is not None else None,
             )
         run.source_rows = table.data_row
     return run.finish(epoch_times=False, allow_empty=allow_empty)

@@ -10,7 +10,7 @@ import importlib
 import math
 from array import array
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -304,6 +304,26 @@ class TraceImport:
 
     def add(self, row: int, **job: Any) -> None:
         self.builder.add_job(row, **job)
+
+    def locate_mapped_columns(self, index: Mapping[str, int]) -> None:
+        """Find the columns the mapping names (share, priority, user, name) in a table's header,
+        once, for ``mapped_fields``."""
+        m = self.mapping
+        self._mapped = tuple(
+            index[column] if column else None
+            for column in (m.share_column, m.priority_column, m.user_column, m.name_column)
+        )
+
+    def mapped_fields(self, cells: Sequence[str], row: int) -> dict[str, Any]:
+        """The job's share, priority, user and name from a row's cells, as the mapping says."""
+        i_share, i_priority, i_user, i_name = self._mapped
+        m = self.mapping
+        return {
+            "share": m.share_of(cells[i_share] if i_share is not None else None, row, m.share_column or ""),
+            "priority": self.priority.value(cells[i_priority], row) if i_priority is not None else 0,
+            "user": cells[i_user] if i_user is not None else None,
+            "name": cells[i_name] if i_name is not None else None,
+        }
 
     def finish(self, *, epoch_times: bool, allow_empty: bool = False) -> Trace | None:
         self.stats.clear()

@@ -92,11 +92,7 @@ def read(
         at = table.index
         i_milli = at.get("gpu_milli")
         i_spec = at.get("gpu_spec")
-        share_column = chosen.share_column
-        i_share = at[share_column] if share_column else None
-        i_priority = at[chosen.priority_column] if chosen.priority_column else None
-        i_user = at[chosen.user_column] if chosen.user_column else None
-        i_name = at[chosen.name_column] if chosen.name_column else None
+        run.locate_mapped_columns(at)
         for row, cells in table.rows(source_rows):
             name = parse_text(cells[at["name"]], row, "name")
             num_gpu = parse_int(cells[at["num_gpu"]], row, "num_gpu", minimum=0)
@@ -129,15 +125,10 @@ def read(
                 row,
                 job_id=name,
                 submit_time=created,
-                share=chosen.share_of(
-                    cells[i_share] if i_share is not None else None, row, share_column or ""
-                ),
+                **run.mapped_fields(cells, row),
                 duration=deleted - scheduled,
-                priority=run.priority.value(cells[i_priority], row) if i_priority is not None else 0,
                 instance_type=_instance_type(chosen, cells[i_spec] if i_spec is not None else ""),
                 instance_count=chosen.instances_for(num_gpu * milli / 1000),
-                user=cells[i_user] if i_user is not None else None,
-                name=cells[i_name] if i_name is not None else None,
                 recorded_start=scheduled,
             )
         run.source_rows = table.data_row
