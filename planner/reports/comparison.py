@@ -120,43 +120,35 @@ def _dist(block: Mapping[str, Any] | None, key: str) -> float | None:
     return hours(block.get(key))
 
 
+def _common_values(block: Mapping[str, Any]) -> dict[str, float | None]:
+    """What the summary and every share have alike: waits, JCTs, preemptions and rerun cost."""
+    preemptions = block.get("preemptions", {})
+    values: dict[str, float | None] = {"jobs": block.get("jobs"), "unschedulable": block.get("unschedulable")}
+    for kind in ("wait", "jct"):
+        for p in ("p50", "p95", "p99"):
+            values[f"{kind}_{p}"] = _dist(block.get(f"{kind}_seconds"), p)
+    values.update(
+        preempt_cross=preemptions.get("cross_share", 0),
+        preempt_in=preemptions.get("in_share", 0),
+        rerun_gpu_hours=block.get("rerun_gpu_hours", 0.0),
+        rerun_usd=block.get("rerun_cost_usd", 0.0),
+    )
+    return values
+
+
 def summary_values(metrics: Mapping[str, Any]) -> dict[str, float | None]:
     s = metrics["summary"]
-    preemptions = s.get("preemptions", {})
     return {
         "utilization": 100 * s.get("utilization", 0.0),
         "useful_utilization": 100 * s.get("useful_utilization", 0.0),
-        "jobs": s.get("jobs"),
         "succeeded": s.get("succeeded"),
-        "unschedulable": s.get("unschedulable"),
-        "wait_p50": _dist(s.get("wait_seconds"), "p50"),
-        "wait_p95": _dist(s.get("wait_seconds"), "p95"),
-        "wait_p99": _dist(s.get("wait_seconds"), "p99"),
-        "jct_p50": _dist(s.get("jct_seconds"), "p50"),
-        "jct_p95": _dist(s.get("jct_seconds"), "p95"),
-        "jct_p99": _dist(s.get("jct_seconds"), "p99"),
-        "preempt_cross": preemptions.get("cross_share", 0),
-        "preempt_in": preemptions.get("in_share", 0),
-        "rerun_gpu_hours": s.get("rerun_gpu_hours", 0.0),
-        "rerun_usd": s.get("rerun_cost_usd", 0.0),
+        **_common_values(s),
     }
 
 
 def share_values(share: Mapping[str, Any]) -> dict[str, float | None]:
-    preemptions = share.get("preemptions", {})
     return {
-        "jobs": share.get("jobs"),
-        "unschedulable": share.get("unschedulable"),
-        "wait_p50": _dist(share.get("wait_seconds"), "p50"),
-        "wait_p95": _dist(share.get("wait_seconds"), "p95"),
-        "wait_p99": _dist(share.get("wait_seconds"), "p99"),
-        "jct_p50": _dist(share.get("jct_seconds"), "p50"),
-        "jct_p95": _dist(share.get("jct_seconds"), "p95"),
-        "jct_p99": _dist(share.get("jct_seconds"), "p99"),
-        "preempt_cross": preemptions.get("cross_share", 0),
-        "preempt_in": preemptions.get("in_share", 0),
-        "rerun_gpu_hours": share.get("rerun_gpu_hours", 0.0),
-        "rerun_usd": share.get("rerun_cost_usd", 0.0),
+        **_common_values(share),
         "own_gpu_hours": share.get("own_gpu_hours"),
         "borrowed_gpu_hours": share.get("borrowed_gpu_hours"),
         "lent_gpu_hours": share.get("lent_gpu_hours"),
