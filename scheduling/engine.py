@@ -160,6 +160,7 @@ class _Replay:
         self.borrow_limit = [[s.borrow_limit(t) for t in types] for s in shares]
         self.lend_limit = [[s.lend_limit(t) for t in types] for s in shares]
         self.lends = [s.strategy.lends for s in shares]
+        self.borrows = [s.strategy.borrows for s in shares]
         self.in_share = [s.in_share_preemption for s in shares]
         self.reclaim = [s.reclaim for s in shares]
 
@@ -419,9 +420,9 @@ class _Replay:
                 else:
                     g.refused = _Group.NO_VICTIMS if outcome is NO_VICTIMS else _Group.REFUSED
                     self.open_groups.discard(g)
-                    self._add_waiting_time(g, now)
                     reason = self._wait_reason(job)
                     if reason != g.reason or not g.reason_logged:
+                        self._add_waiting_time(g, now)  # the time so far, at the old reason
                         g.reason = reason
                         g.reason_logged = True
                         self.history.reasons.extend((now, g.index, reason, -1))
@@ -759,7 +760,7 @@ class _Replay:
             self.usage[s][t],
             self.quota[s][t],
             self.borrow_limit[s][t],
-            self.policy.shares[s].strategy.borrows,
+            self.borrows[s],
             self.used[t],
             self.capacity[t],
         )
