@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from scheduling.binding import job_id_order
 from scheduling.errors import InputError
 from scheduling.model import Policy, WaitReason
 from scheduling.result import REASONS, STATE_NAMES, JobOutcomes, State, WaitHistory
@@ -79,6 +80,8 @@ def job_timeline(policy: Policy, trace: Trace, outcomes: JobOutcomes, job: int) 
             waiting_from = time
         else:
             segments.append(Segment(start, end, "running", None, "succeeded"))
+    if not history.strict:
+        segments = _mark_behind(segments, _ahead_pending(trace, outcomes, history, group_key, job))
     waited: dict[str, float] = {}
     for segment in segments:
         if segment.state == "waiting":
@@ -92,6 +95,66 @@ def job_timeline(policy: Policy, trace: Trace, outcomes: JobOutcomes, job: int) 
         "segments": [s.to_dict() for s in segments],
         "waited_by_reason_seconds": waited,
     }
+
+
+def _ahead_pending(
+    trace: Trace, outcomes: JobOutcomes, history: WaitHistory, group_key: tuple, job: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(instants, how many) of the jobs ahead of ``job`` in its queue group were RUNNABLE:
+    same share, type and size, higher priority or the same and submitted earlier (the trace's
+    priorities: updates during the replay are not followed here)."""
+    _, _, count = group_key
+    same = (trace.share == trace.share[job]) & (trace.instance_count == count)
+    same &= trace.instance_type == trace.instance_type[job]
+    priority, submit = trace.priority, trace.submit_time
+    ahead = same & ((priority > priority[job]) | ((priority == priority[job]) & (submit < submit[job])))
+    ties = same & (priority == priority[job]) & (submit == submit[job])
+    if ties.sum() > 1:  # same priority and submit time: job_id decides
+        ahead |= ties & (job_id_order(trace.job_id) < job_id_order(trace.job_id)[job])
+    members = np.flatnonzero(ahead)
+    if not len(members):
+        return np.zeros(0), np.zeros(0)
+    starts = history.columns("starts", 2)
+    starts = starts[np.isin(starts[:, 1], members)]
+    preemptions = history.columns("preemptions", 4)
+    preemptions = preemptions[np.isin(preemptions[:, 1], members)]
+    victims = preemptions[:, 1].astype(np.int64)
+    # A FAILED job's last preemption is the one that failed it: it did not queue again.
+    fatal = (outcomes.state[victims] == State.FAILED) & (preemptions[:, 0] == outcomes.end[victims])
+    times = np.concatenate([submit[members], starts[:, 0], preemptions[~fatal, 0]])
+    steps = np.concatenate([np.ones(len(members)), -np.ones(len(starts)), np.ones(int((~fatal).sum()))])
+    instants, inverse = np.unique(times, return_inverse=True)
+    totals = np.zeros(len(instants))
+    np.add.at(totals, inverse, steps)
+    return instants, np.cumsum(totals)
+
+
+def _mark_behind(segments: list[Segment], ahead: tuple[np.ndarray, np.ndarray]) -> list[Segment]:
+    """Split waiting segments where jobs ahead of it in its own queue were waiting too."""
+    instants, pending = ahead
+    if not len(instants):
+        return segments
+    out = []
+    for segment in segments:
+        if segment.state != "waiting":
+            out.append(segment)
+            continue
+        cuts = [
+            segment.start,
+            *instants[(instants > segment.start) & (instants < segment.end)].tolist(),
+            segment.end,
+        ]
+        pieces = []
+        for a, b in zip(cuts, cuts[1:]):
+            index = np.searchsorted(instants, a, side="right") - 1
+            behind = index >= 0 and pending[index] > 0
+            words = segment.words + ("; and behind higher-priority jobs of its own queue" if behind else "")
+            if pieces and pieces[-1].words == words:
+                pieces[-1] = Segment(pieces[-1].start, b, "waiting", segment.reason, words)
+            else:
+                pieces.append(Segment(a, b, "waiting", segment.reason, words))
+        out.extend(pieces)
+    return out
 
 
 def _reasons_of(history: WaitHistory, group_key: tuple, job: int) -> tuple[np.ndarray, np.ndarray]:

@@ -50,11 +50,16 @@ def test_p2_is_reclaimed_then_waits_for_lendable_capacity(aws):
     timeline = job_timeline(policy, trace, result.outcomes, find_job(trace, "p2"))
     # p2 borrows QS2's idle instance at 0; q2 reclaims it at 100; p2 waits until p1 ends at 1200
     # (QS3's idle instance is RESERVE: nothing lendable), then runs on QS1's own quota to 2200.
+    # From 200 to 1100 p3 (priority 3, preempted by p1) waits in the same queue, ahead of p2.
     assert spans(timeline) == [
         (0, 100, "running", "preempted by q2 (cross-share)"),
-        (100, 1200, "waiting", "nothing_lendable"),
+        (100, 200, "waiting", "nothing_lendable"),
+        (200, 1100, "waiting", "nothing_lendable"),
+        (1100, 1200, "waiting", "nothing_lendable"),
         (1200, 2200, "running", "succeeded"),
     ]
+    behind = [s["words"].endswith("higher-priority jobs of its own queue") for s in timeline["segments"]]
+    assert behind == [False, False, True, False, False]
     assert timeline["waited_by_reason_seconds"] == {"nothing_lendable": 1100}
 
 
@@ -76,6 +81,28 @@ def test_the_history_survives_the_outcomes_file(aws):
     outcomes = ReplayResult.load_outcomes(buffer)
     job = find_job(trace, "p1")
     assert job_timeline(policy, trace, outcomes, job) == job_timeline(policy, trace, result.outcomes, job)
+
+
+def test_a_job_waits_behind_an_earlier_job_of_its_own_queue(build_trace):
+    # One instance: a runs 0-100; b and c (same share and size) wait; b, submitted first, is ahead
+    # of c from 10 (c's submit) until b starts at 100. c then waits alone until 200.
+    policy = Policy.from_dict({"capacity": {"gpu": 1}, "shares": [{"name": "A", "capacity": {"gpu": 1}}]})
+    trace = build_trace(
+        [
+            {"job_id": "a", "submit_time": 0, "share": "A", "duration": 100},
+            {"job_id": "b", "submit_time": 5, "share": "A", "duration": 100},
+            {"job_id": "c", "submit_time": 10, "share": "A", "duration": 100},
+        ]
+    )
+    timeline = job_timeline(policy, trace, replay(policy, trace).outcomes, find_job(trace, "c"))
+    assert [(s["start"], s["end"], s["state"]) for s in timeline["segments"]] == [
+        (10, 100, "waiting"),
+        (100, 200, "waiting"),
+        (200, 300, "running"),
+    ]
+    assert timeline["segments"][0]["words"].endswith("behind higher-priority jobs of its own queue")
+    assert "behind" not in timeline["segments"][1]["words"]
+    assert timeline["waited_by_reason_seconds"] == {"pool_full": 190}
 
 
 def test_an_unknown_job_is_named(aws):
