@@ -5,17 +5,13 @@ after the last attempt)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import timedelta
 
-from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Q
-from django.utils import timezone
 
 from planner.calibration.models import Calibration
 from planner.capacity.models import Policy
-from planner.studies.models import RunStatus
+from planner.studies.attempts import reap_stale
 from planner.traces.models import Trace
 
 NO_RECORDED_STARTS = (
@@ -72,38 +68,5 @@ def start_calibration(
 
 def reap_stale_calibrations(calibrations=None, now=None) -> dict[str, list[int]]:
     """Re-enqueue, or fail after the last attempt, the running calibrations whose heartbeat is stale."""
-    now = now or timezone.now()
-    stale_before = now - timedelta(seconds=settings.PLANNER_HEARTBEAT_STALE_SECONDS)
-    candidates = (
-        (calibrations if calibrations is not None else Calibration.objects.all())
-        .filter(status=RunStatus.RUNNING)
-        .filter(Q(heartbeat__lt=stale_before) | Q(heartbeat__isnull=True))
-    )
-    outcome: dict[str, list[int]] = {"requeued": [], "failed": []}
-    for calibration in candidates:
-        silent = (
-            f"no heartbeat from {calibration.worker or 'its worker'} since "
-            f"{calibration.heartbeat:%Y-%m-%d %H:%M:%S} UTC"
-            if calibration.heartbeat
-            else "its worker never reported"
-        )
-        same = Calibration.objects.filter(
-            pk=calibration.pk,
-            status=RunStatus.RUNNING,
-            attempts=calibration.attempts,
-            heartbeat=calibration.heartbeat,
-        )
-        with transaction.atomic():
-            if calibration.attempts >= settings.PLANNER_RUN_MAX_ATTEMPTS:
-                if same.update(
-                    status=RunStatus.FAILED,
-                    error=f"attempt {calibration.attempts} of {calibration.attempts} stopped: {silent}",
-                    finished_at=now,
-                ):
-                    outcome["failed"].append(calibration.pk)
-            elif same.update(
-                status=RunStatus.QUEUED, progress=0, error=f"attempt {calibration.attempts} stopped: {silent}"
-            ):
-                enqueue_calibrations([calibration.pk])
-                outcome["requeued"].append(calibration.pk)
-    return outcome
+    rows = calibrations if calibrations is not None else Calibration.objects.all()
+    return reap_stale(rows, enqueue_calibrations, now)

@@ -7,14 +7,11 @@ the page and the API read it directly and a calibration whose worker died is rec
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from django.conf import settings
 from django.db import models
-from django.utils import timezone
 
 from planner.capacity.models import Policy
-from planner.studies.models import FINISHED, RunStatus
+from planner.studies.models import FINISHED, RunStatus, heartbeat_is_stale
 from planner.traces.models import Trace
 
 
@@ -71,10 +68,4 @@ class Calibration(models.Model):
         return self.status in FINISHED
 
     def heartbeat_is_stale(self, now=None) -> bool:
-        """True when a running calibration has not reported for longer than the stale limit."""
-        if self.status != RunStatus.RUNNING:
-            return False
-        if self.heartbeat is None:
-            return True
-        limit = timedelta(seconds=settings.PLANNER_HEARTBEAT_STALE_SECONDS)
-        return (now or timezone.now()) - self.heartbeat > limit
+        return heartbeat_is_stale(self, now)

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import close_old_connections, connection, models, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from planner.studies.models import RunStatus
@@ -143,3 +145,40 @@ def run_attempt(task, model: type[models.Model], pk: int, execute: Callable[[int
         fail(model, pk, attempt, reason)
         return "failed"
     return "succeeded" if recorded else "superseded"
+
+
+def reap_stale(
+    rows: models.QuerySet, enqueue: Callable[[Iterable[int]], None], now=None
+) -> dict[str, list[int]]:
+    """Rows among ``rows`` still "running" whose heartbeat is stale (their worker died) are sent
+    again with ``enqueue``, or failed with the reason once their attempts are used up. A row that
+    beat or changed meanwhile is left alone (every update is conditional on what was read)."""
+    now = now or timezone.now()
+    stale_before = now - timedelta(seconds=settings.PLANNER_HEARTBEAT_STALE_SECONDS)
+    candidates = rows.filter(status=RunStatus.RUNNING).filter(
+        Q(heartbeat__lt=stale_before) | Q(heartbeat__isnull=True)
+    )
+    outcome: dict[str, list[int]] = {"requeued": [], "failed": []}
+    for row in candidates:
+        silent = (
+            f"no heartbeat from {row.worker or 'its worker'} since {row.heartbeat:%Y-%m-%d %H:%M:%S} UTC"
+            if row.heartbeat
+            else "its worker never reported"
+        )
+        same = rows.model.objects.filter(
+            pk=row.pk, status=RunStatus.RUNNING, attempts=row.attempts, heartbeat=row.heartbeat
+        )
+        with transaction.atomic():
+            if row.attempts >= settings.PLANNER_RUN_MAX_ATTEMPTS:
+                if same.update(
+                    status=RunStatus.FAILED,
+                    error=f"attempt {row.attempts} of {row.attempts} stopped: {silent}",
+                    finished_at=now,
+                ):
+                    outcome["failed"].append(row.pk)
+            elif same.update(
+                status=RunStatus.QUEUED, progress=0, error=f"attempt {row.attempts} stopped: {silent}"
+            ):
+                enqueue([row.pk])
+                outcome["requeued"].append(row.pk)
+    return outcome

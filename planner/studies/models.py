@@ -148,13 +148,17 @@ class Run(models.Model):
         return (self.finished_at - self.started_at).total_seconds()
 
     def heartbeat_is_stale(self, now=None) -> bool:
-        """True when a running run has not reported for longer than the stale limit."""
-        if self.status != RunStatus.RUNNING:
-            return False
-        if self.heartbeat is None:
-            return True
-        limit = timedelta(seconds=settings.PLANNER_HEARTBEAT_STALE_SECONDS)
-        return (now or timezone.now()) - self.heartbeat > limit
+        return heartbeat_is_stale(self, now)
+
+
+def heartbeat_is_stale(row, now=None) -> bool:
+    """True when a running run (or calibration) has not reported for longer than the stale limit."""
+    if row.status != RunStatus.RUNNING:
+        return False
+    if row.heartbeat is None:
+        return True
+    limit = timedelta(seconds=settings.PLANNER_HEARTBEAT_STALE_SECONDS)
+    return (now or timezone.now()) - row.heartbeat > limit
 
 
 @receiver(post_delete, sender=Run)
