@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The second command: the whole test suite.
-#   1. engine tests (tests/scheduling), once, without a database;
+#   1. engine tests (tests/scheduling) without a database, on the engine compiled by mypyc and on
+#      its pure-Python source (every later step uses the compiled engine);
 #   2. service tests, then page tests, on the embedded default: SQLite + the filesystem broker;
 #   3. security, fuzzing, API schema and fault tests on the embedded default;
 #   4. service and fault tests on PostgreSQL (127.0.0.1:5432) + Redis (127.0.0.1:6379) with real
@@ -67,7 +68,12 @@ mkdir -p var
 echo "======== lint"
 .venv/bin/ruff check . || FAILED+=("lint")
 
-step "engine" -- tests/scheduling -q -p no:cacheprovider "$@"
+# The engine compiled from its source (scheduling/compiled.py), rebuilt only when the source changed.
+SCHEDULING_ENGINE=auto .venv/bin/python -m scheduling.build --if-stale || FAILED+=("engine build")
+export SCHEDULING_ENGINE=compiled  # fail rather than fall back to the source unnoticed
+
+step "engine (compiled)" -- tests/scheduling -q -p no:cacheprovider "$@"
+step "engine (pure Python)" SCHEDULING_ENGINE=python -- tests/scheduling -q -p no:cacheprovider "$@"
 
 rm -rf var/test-broker
 step "service on SQLite + filesystem broker" \

@@ -1,4 +1,9 @@
 """The replay engine: quota-share scheduling semantics (SEMANTICS.md), pure Python.
 
-Policy and trace in, replay result out; nothing here knows about Django, HTTP or Celery.
+Policy and trace in, replay result out; nothing here knows about Django, HTTP or Celery. The
+engine module may run compiled to native code by mypyc from the same source (scheduling.compiled).
 """
+
+from scheduling.compiled import use_compiled
+
+use_compiled(__path__)

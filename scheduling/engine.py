@@ -10,9 +10,11 @@ against a literal reference model (tests/scheduling/reference.py).
 from __future__ import annotations
 
 import heapq
+import math
 from bisect import bisect_left, bisect_right, insort
 from collections.abc import Callable, Iterator
 from itertools import chain, takewhile
+from typing import Final
 
 import numpy as np
 
@@ -34,7 +36,18 @@ from scheduling.trace import Trace
 ProgressCallback = Callable[[float], None]
 
 # What trying to admit a job gave.
-ADMITTED, REFUSED, NO_VICTIMS = "admitted", "refused", "no preemption candidate"
+ADMITTED: Final = 0
+REFUSED: Final = 1  # there were preemption candidates, but freeing them would not make it fit
+NO_VICTIMS: Final = 2  # there was no preemption candidate at all
+
+# A limit of "unlimited" in the per-(share, type) tables: more instances than any pool has, so
+# integer arithmetic (and the compiled engine's native ints) give the same answers as infinity.
+NO_LIMIT: Final = 1 << 60
+
+
+def instances(limit: float) -> int:
+    """A borrow or lend limit as whole instances (limits are already whole or unlimited)."""
+    return NO_LIMIT if math.isinf(limit) else int(limit)
 
 
 def replay(
@@ -108,15 +121,13 @@ class _Group:
     only the first job past its cursor, and a refused group stays ``refused`` until a change
     that could help it (see ``_Replay._capacity_released`` and ``_Replay._started``)."""
 
-    __slots__ = (
-        "count", "fit_only", "index", "jobs", "needs_borrow", "ptr", "reason",
-        "reason_logged", "refused", "round", "share", "since", "type",
-    )  # fmt: skip
-
     # Why the group was last refused. REFUSED and NO_VICTIMS speak for the head and so for the
     # whole group; NO_VICTIMS survives releases that cannot help it. BEHIND: a job past the
     # round's cursor was refused, which says nothing about the jobs before it (next round).
-    OPEN, REFUSED, NO_VICTIMS, BEHIND = 0, 1, 2, 3
+    OPEN: Final = 0
+    REFUSED: Final = 1
+    NO_VICTIMS: Final = 2
+    BEHIND: Final = 3
 
     def __init__(self, share: int, type_: int, count: int, index: int):
         self.index = index  # its number in the wait history
@@ -154,51 +165,52 @@ class _Replay:
 
         # Policy in per (share, type) tables.
         types = bound.type_names
-        self.capacity = [int(policy.capacity.get(t, 0)) for t in types]
-        self.unassigned = [policy.unassigned(t) for t in types]
-        self.quota = [[s.quota(t) for t in types] for s in shares]
-        self.borrow_limit = [[s.borrow_limit(t) for t in types] for s in shares]
-        self.lend_limit = [[s.lend_limit(t) for t in types] for s in shares]
-        self.lends = [s.strategy.lends for s in shares]
-        self.borrows = [s.strategy.borrows for s in shares]
-        self.in_share = [s.in_share_preemption for s in shares]
-        self.reclaim = [s.reclaim for s in shares]
+        self.capacity: list[int] = [int(policy.capacity.get(t, 0)) for t in types]
+        self.unassigned: list[int] = [int(policy.unassigned(t)) for t in types]
+        self.quota: list[list[int]] = [[int(s.quota(t)) for t in types] for s in shares]
+        self.borrow_limit: list[list[int]] = [[instances(s.borrow_limit(t)) for t in types] for s in shares]
+        self.lend_limit: list[list[int]] = [[instances(s.lend_limit(t)) for t in types] for s in shares]
+        self.lends: list[bool] = [s.strategy.lends for s in shares]
+        self.borrows: list[bool] = [s.strategy.borrows for s in shares]
+        self.in_share: list[InSharePreemption] = [s.in_share_preemption for s in shares]
+        self.reclaim: list[Reclaim] = [s.reclaim for s in shares]
 
         # Accounting, kept incrementally (section 3).
-        self.usage = [[0] * n_types for _ in shares]
-        self.used = [0] * n_types
-        self.borrowed_total = [0] * n_types
-        self.lendable_total = [0] * n_types
+        self.usage: list[list[int]] = [[0] * n_types for _ in shares]
+        self.used: list[int] = [0] * n_types
+        self.borrowed_total: list[int] = [0] * n_types
+        self.lendable_total: list[int] = [0] * n_types
         for s in range(self.n_shares):
             for t in range(n_types):
                 self.lendable_total[t] += self._lendable(s, t, 0)
 
         # Jobs as Python lists: scalar access in the hot loop is faster than numpy's.
         self.n_jobs = len(trace)
-        self.submit = trace.submit_time.astype(float).tolist()
-        self.share = bound.share.tolist()
-        self.type = bound.instance_type.tolist()
-        self.count = trace.instance_count.astype(int).tolist()
-        self.duration = trace.duration.astype(float).tolist()
-        self.checkpoint = np.nan_to_num(trace.checkpoint_interval, nan=0.0).tolist()
-        self.retries = trace.preemption_retries.astype(int).tolist()
-        self.priority = trace.priority.astype(int).tolist()
-        self.rank = bound.id_rank.tolist()
+        self.submit: list[float] = trace.submit_time.astype(np.float64).tolist()
+        self.share: list[int] = bound.share.astype(np.int64).tolist()
+        self.type: list[int] = bound.instance_type.astype(np.int64).tolist()
+        self.count: list[int] = trace.instance_count.astype(np.int64).tolist()
+        self.duration: list[float] = trace.duration.astype(np.float64).tolist()
+        checkpoint = np.nan_to_num(trace.checkpoint_interval, nan=0.0)
+        self.checkpoint: list[float] = checkpoint.astype(np.float64).tolist()
+        self.retries: list[int] = trace.preemption_retries.astype(np.int64).tolist()
+        self.priority: list[int] = trace.priority.astype(np.int64).tolist()
+        self.rank: list[int] = bound.id_rank.astype(np.int64).tolist()
 
         n = self.n_jobs
-        self.state = [State.PENDING_SUBMIT] * n
-        self.start_time = [0.0] * n  # of the current attempt
-        self.saved = [0.0] * n  # work kept from checkpoints
-        self.first_start = [np.nan] * n
-        self.end = [np.nan] * n
-        self.queued_since = [0.0] * n
-        self.queued = [0.0] * n
-        self.preemptions = [0] * n
-        self.lost = [0.0] * n
-        self.reason = [None] * n
-        self.attempt = [0] * n
-        self.queue_keys: list[tuple | None] = [None] * n
-        self.running_keys: list[tuple | None] = [None] * n
+        self.state: list[int] = [State.PENDING_SUBMIT] * n
+        self.start_time: list[float] = [0.0] * n  # of the current attempt
+        self.saved: list[float] = [0.0] * n  # work kept from checkpoints
+        self.first_start: list[float] = [math.nan] * n
+        self.end: list[float] = [math.nan] * n
+        self.queued_since: list[float] = [0.0] * n
+        self.queued: list[float] = [0.0] * n
+        self.preemptions: list[int] = [0] * n
+        self.lost: list[float] = [0.0] * n
+        self.reason: list[UnschedulableReason | None] = [None] * n
+        self.attempt: list[int] = [0] * n
+        self.queue_keys: list[tuple] = [()] * n  # () while not queued
+        self.running_keys: list[tuple] = [()] * n  # () while not running
 
         self.groups: dict[tuple[int, int, int], _Group] = {}
         self.share_queue: list[list[tuple]] = [[] for _ in shares]  # strict_fifo heads
@@ -248,15 +260,15 @@ class _Replay:
         self._shift_usage(s, t, delta)
         self.log_usage((now, s * self.n_types + t, self.usage[s][t]))
 
-    def _borrowable_ever(self, s: int) -> list[float]:
+    def _borrowable_ever(self, s: int) -> list[int]:
         """Everything share s could borrow if every other share were idle."""
-        out = []
+        out: list[int] = []
         for t in range(self.n_types):
             others = sum(self._lendable(o, t, 0) for o in range(self.n_shares) if o != s)
             out.append(self.unassigned[t] + others if self.policy.shares[s].strategy.borrows else 0)
         return out
 
-    def headroom(self, s: int, t: int) -> float:
+    def headroom(self, s: int, t: int) -> int:
         """The most instances of type t share s could start now without preemption.
 
         Three limits: the pool's free capacity; its quota plus borrow limit; and the borrowing
@@ -409,7 +421,7 @@ class _Replay:
             for key, g in candidates:
                 job = key[1][-1]
                 outcome = self.try_admit(job, now, preempted, g.fit_only)
-                if outcome is ADMITTED:
+                if outcome == ADMITTED:
                     self._add_waiting_time(g, now)
                     del g.jobs[g.ptr]
                     cursor = key
@@ -418,7 +430,7 @@ class _Replay:
                 if g.ptr:
                     g.refused = _Group.BEHIND
                 else:
-                    g.refused = _Group.NO_VICTIMS if outcome is NO_VICTIMS else _Group.REFUSED
+                    g.refused = _Group.NO_VICTIMS if outcome == NO_VICTIMS else _Group.REFUSED
                     self.open_groups.discard(g)
                     reason = self._wait_reason(job)
                     if reason != g.reason or not g.reason_logged:
@@ -461,7 +473,7 @@ class _Replay:
             candidates.sort(key=lambda c: c[0])
             for key, s in candidates:
                 job = key[1][-1]
-                if self.try_admit(job, now, preempted) is ADMITTED:
+                if self.try_admit(job, now, preempted) == ADMITTED:
                     cursor = key
                     admitted = True
                     break
@@ -541,7 +553,7 @@ class _Replay:
                         self._reopen(g)
                 self.share_refused[other] = False
 
-    def try_admit(self, job: int, now: float, preempted: list[int], no_candidates: bool = False) -> str:
+    def try_admit(self, job: int, now: float, preempted: list[int], no_candidates: bool = False) -> int:
         """Fit, else preempt, else stay RUNNABLE (section 4, steps 1-3). ``no_candidates``: the
         caller knows there is no preemption candidate, so only the fit is tried."""
         s, t, n = self.share[job], self.type[job], self.count[job]
@@ -675,7 +687,7 @@ class _Replay:
     def _start(self, job: int, now: float) -> None:
         s, t, n = self.share[job], self.type[job], self.count[job]
         self._leave_queue(job, now)
-        self.queue_keys[job] = None
+        self.queue_keys[job] = ()
         self.state[job] = State.RUNNING
         self.start_time[job] = now
         if self.first_start[job] != self.first_start[job]:  # nan: never started before
@@ -797,7 +809,7 @@ class _Replay:
         key = self.running_keys[job]
         running = self.running[s][t]
         del running[bisect_left(running, key)]
-        self.running_keys[job] = None
+        self.running_keys[job] = ()
         by_priority = self.running_by_priority[s][t]
         left = by_priority[key[0]] - self.count[job]
         if left:
