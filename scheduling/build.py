@@ -30,6 +30,8 @@ def build() -> None:
                 # Only the compiled modules must type-check; the rest is imported as Python.
                 ["--follow-imports=silent", *paths],
                 opt_level="3",
+                # The modules' shared library, inside the package so that its path finds it.
+                group_name="scheduling.native",
                 target_dir=str(Path(temp) / "c"),
             )
             setup(

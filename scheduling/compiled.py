@@ -21,7 +21,8 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent
 BUILD_DIR = PACKAGE.parent / "build" / "compiled"
 STAMP = BUILD_DIR / "scheduling" / "STAMP.json"
-COMPILED = ("engine.py",)  # the hot loop; everything else is numpy or runs once per replay
+# The hot loop and the logs it writes; everything else is numpy or runs once per replay.
+COMPILED = ("engine.py", "records.py")
 CHOICES = ("auto", "python", "compiled")
 
 

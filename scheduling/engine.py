@@ -9,6 +9,7 @@ against a literal reference model (tests/scheduling/reference.py).
 
 from __future__ import annotations
 
+import gc
 import heapq
 import math
 from bisect import bisect_left, bisect_right, insort
@@ -21,7 +22,6 @@ import numpy as np
 from scheduling.binding import BoundTrace, bind
 from scheduling.metrics import UsageLog, compute_metrics
 from scheduling.model import (
-    UNLIMITED,
     Cause,
     InSharePreemption,
     Policy,
@@ -30,6 +30,7 @@ from scheduling.model import (
     UnschedulableReason,
     WaitReason,
 )
+from scheduling.records import Records
 from scheduling.result import EventKind, JobOutcomes, ReplayResult, State, WaitHistory
 from scheduling.trace import Trace
 
@@ -39,6 +40,16 @@ ProgressCallback = Callable[[float], None]
 ADMITTED: Final = 0
 REFUSED: Final = 1  # there were preemption candidates, but freeing them would not make it fit
 NO_VICTIMS: Final = 2  # there was no preemption candidate at all
+
+# Job states as module constants: the compiled engine reads these as native ints instead of
+# looking up enum members on every use.
+PENDING_SUBMIT: Final[int] = int(State.PENDING_SUBMIT)
+RUNNABLE: Final[int] = int(State.RUNNABLE)
+RUNNING: Final[int] = int(State.RUNNING)
+SUCCEEDED: Final[int] = int(State.SUCCEEDED)
+FAILED: Final[int] = int(State.FAILED)
+UNSCHEDULABLE: Final[int] = int(State.UNSCHEDULABLE)
+END_OF_TIME: Final[float] = math.inf
 
 # A limit of "unlimited" in the per-(share, type) tables: more instances than any pool has, so
 # integer arithmetic (and the compiled engine's native ints) give the same answers as infinity.
@@ -172,8 +183,13 @@ class _Replay:
         self.lend_limit: list[list[int]] = [[instances(s.lend_limit(t)) for t in types] for s in shares]
         self.lends: list[bool] = [s.strategy.lends for s in shares]
         self.borrows: list[bool] = [s.strategy.borrows for s in shares]
-        self.in_share: list[InSharePreemption] = [s.in_share_preemption for s in shares]
-        self.reclaim: list[Reclaim] = [s.reclaim for s in shares]
+        # Preemption choices as booleans (the hot loop tests these, not enum members).
+        self.preempts_in_share = [s.in_share_preemption is not InSharePreemption.NEVER for s in shares]
+        self.preempts_equal_too = [
+            s.in_share_preemption is InSharePreemption.LOWER_OR_NEWER_EQUAL_PRIORITY for s in shares
+        ]
+        self.may_reclaim = [s.reclaim is not Reclaim.NEVER for s in shares]
+        self.reclaims_any = [s.reclaim is Reclaim.ANY for s in shares]
 
         # Accounting, kept incrementally (section 3).
         self.usage: list[list[int]] = [[0] * n_types for _ in shares]
@@ -198,7 +214,7 @@ class _Replay:
         self.rank: list[int] = bound.id_rank.astype(np.int64).tolist()
 
         n = self.n_jobs
-        self.state: list[int] = [State.PENDING_SUBMIT] * n
+        self.state: list[int] = [PENDING_SUBMIT] * n
         self.start_time: list[float] = [0.0] * n  # of the current attempt
         self.saved: list[float] = [0.0] * n  # work kept from checkpoints
         self.first_start: list[float] = [math.nan] * n
@@ -224,12 +240,16 @@ class _Replay:
         self.pending_instances = [[0] * n_types for _ in shares]
         self.running: list[list[list[tuple]]] = [[[] for _ in types] for _ in shares]
         self.running_by_priority: list[list[dict[int, int]]] = [[{} for _ in types] for _ in shares]
-        self.finishes: list[tuple] = []
+        self.finishes: list[tuple[float, int, int, int]] = []  # (end, job_id rank, attempt, job)
         self.events: list[tuple] = []
         self.log = UsageLog(self.n_shares, n_types)
-        self.log_usage = self.log.usage_changes.extend  # (time, share * n_types + type, usage)
-        self.log_pending = self.log.pending_changes.extend  # (time, share * n_types + type, instances)
+        self.usage_log: Records = self.log.usage_changes  # (time, share * n_types + type, usage)
+        self.pending_log: Records = self.log.pending_changes  # (time, share * n_types + type, instances)
+        self.rerun_log: Records = self.log.rerun_costs  # (time, share * n_types + type, instance-seconds)
         self.history = WaitHistory.empty()  # per-job timelines: starts, preemptions, wait reasons
+        self.starts_log: Records = self.history.starts
+        self.preemptions_log: Records = self.history.preemptions
+        self.reasons_log: Records = self.history.reasons
         self.totals = _Totals(self.n_shares, n_types)
         self.ignored_updates = 0
         self.borrowable_ever = [self._borrowable_ever(s) for s in range(self.n_shares)]
@@ -258,7 +278,7 @@ class _Replay:
         """A real change (a start, finish or preemption), kept in the usage log for the metrics;
         victim searches try changes with _shift_usage alone."""
         self._shift_usage(s, t, delta)
-        self.log_usage((now, s * self.n_types + t, self.usage[s][t]))
+        self.usage_log.add3(now, s * self.n_types + t, self.usage[s][t])
 
     def _borrowable_ever(self, s: int) -> list[int]:
         """Everything share s could borrow if every other share were idle."""
@@ -282,7 +302,8 @@ class _Replay:
         if idle > 0:
             unlendable = idle - min(self.lend_limit[s][t], idle) if self.lends[s] else idle
         slack = self.unassigned[t] + self.lendable_total[t] - self.borrowed_total[t]
-        return min(self.capacity[t] - self.used[t], idle + self.borrow_limit[s][t], unlendable + slack)
+        # Two-argument min()s: the compiled engine turns them into plain comparisons.
+        return min(min(self.capacity[t] - self.used[t], idle + self.borrow_limit[s][t]), unlendable + slack)
 
     def fits(self, s: int, t: int, n: int) -> bool:
         """Admission without preemption (section 4, step 1)."""
@@ -291,10 +312,21 @@ class _Replay:
     # --- the event loop -------------------------------------------------------------------
 
     def run(self, progress: ProgressCallback | None) -> None:
-        submit_order = np.lexsort((self.bound.id_rank, self.bound.trace.submit_time)).tolist()
+        # The loop makes millions of long-lived tuples (queue and victim keys) and no reference
+        # cycles: the cycle collector would only walk them again and again, for a tenth of the time.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            self._events_in_order(progress)
+        finally:
+            if collecting:
+                gc.enable()
+
+    def _events_in_order(self, progress: ProgressCallback | None) -> None:
+        submit_order: list[int] = np.lexsort((self.bound.id_rank, self.bound.trace.submit_time)).tolist()
         updates = self.bound.trace.updates
-        update_order = np.argsort(updates.time, kind="stable").tolist()
-        update_time = updates.time.astype(float).tolist()
+        update_order: list[int] = np.argsort(updates.time, kind="stable").tolist()
+        update_time: list[float] = updates.time.astype(np.float64).tolist()
         submit = self.submit
         n_jobs = self.n_jobs
         n_updates = len(update_order)
@@ -304,11 +336,13 @@ class _Replay:
         finishes = self.finishes
         while True:
             now = min(
-                submit[submit_order[next_submit]] if next_submit < n_jobs else UNLIMITED,
-                update_time[update_order[next_update]] if next_update < n_updates else UNLIMITED,
-                finishes[0][0] if finishes else UNLIMITED,
+                min(
+                    submit[submit_order[next_submit]] if next_submit < n_jobs else END_OF_TIME,
+                    update_time[update_order[next_update]] if next_update < n_updates else END_OF_TIME,
+                ),
+                finishes[0][0] if finishes else END_OF_TIME,
             )
-            if now == UNLIMITED:
+            if now == END_OF_TIME:
                 break
             # Same instant: finishes, then submissions, then priority updates, then one pass.
             while finishes and finishes[0][0] == now:
@@ -335,11 +369,11 @@ class _Replay:
             n, self.capacity[t], self.quota[s][t], self.borrow_limit[s][t], self.borrowable_ever[s][t]
         )
         if reason is not None:
-            self.state[job] = State.UNSCHEDULABLE
+            self.state[job] = UNSCHEDULABLE
             self.reason[job] = reason
             self._event(now, job, EventKind.UNSCHEDULABLE)
             return
-        self.state[job] = State.RUNNABLE
+        self.state[job] = RUNNABLE
         self.queued_since[job] = now
         self._enqueue(job, now)
 
@@ -347,10 +381,10 @@ class _Replay:
         """UpdateServiceJob: ignored (and counted) for unknown, not yet submitted or ended jobs."""
         job = int(self.bound.update_job[update])
         priority = int(self.bound.trace.updates.priority[update])
-        if job < 0 or self.state[job] not in (State.RUNNABLE, State.RUNNING):
+        if job < 0 or self.state[job] not in (RUNNABLE, RUNNING):
             self.ignored_updates += 1
             return
-        if self.state[job] == State.RUNNABLE:
+        if self.state[job] == RUNNABLE:
             self._dequeue(job, now)
             self.priority[job] = priority
             self._enqueue(job, now)
@@ -363,7 +397,7 @@ class _Replay:
 
     def finish(self, job: int, now: float) -> None:
         s, t, n = self.share[job], self.type[job], self.count[job]
-        self.state[job] = State.SUCCEEDED
+        self.state[job] = SUCCEEDED
         self.end[job] = now
         self._remove_running(job, s, t)
         self._change_usage(now, s, t, -n)
@@ -437,7 +471,7 @@ class _Replay:
                         self._add_waiting_time(g, now)  # the time so far, at the old reason
                         g.reason = reason
                         g.reason_logged = True
-                        self.history.reasons.extend((now, g.index, reason, -1))
+                        self.reasons_log.add4(now, g.index, reason, -1)
             else:
                 break
         if preempted:
@@ -481,7 +515,7 @@ class _Replay:
                 self.share_refused[s] = True
                 self._add_share_waiting_time(s, now)
                 self.share_reason[s] = self._wait_reason(job)
-                self.history.reasons.extend((now, s, self.share_reason[s], job))
+                self.reasons_log.add4(now, s, self.share_reason[s], job)
             else:
                 break
         self._requeue(preempted, now)
@@ -496,8 +530,8 @@ class _Replay:
         candidate, unless it was its own share's (its usage fell: it may now reclaim)."""
         for s in range(self.n_shares):
             # Its own share's usage fell: within quota now, it may reclaim from borrowers.
-            may_reclaim_now = s == owner and self.reclaim[s] is not Reclaim.NEVER
-            room = None  # the share's headroom, computed once if needed
+            may_reclaim_now = s == owner and self.may_reclaim[s]
+            room = -1  # the share's headroom, computed once if needed
             for g in self.groups_of[s][t]:
                 if not g.jobs or (g.refused == _Group.OPEN and not g.fit_only):
                     continue  # open already, with nothing assumed about it
@@ -507,7 +541,7 @@ class _Replay:
                     if not (may_reclaim_now and within_quota):
                         if g.refused == _Group.OPEN:
                             continue  # still without candidates, and open
-                        if room is None:
+                        if room < 0:
                             room = self.headroom(s, t)
                         if g.count <= room:
                             self._reopen(g, fit_only=True)
@@ -525,9 +559,8 @@ class _Replay:
         a new preemption candidate: for heads of its own share that outrank it (in-share), and,
         when its share now borrows, for heads of other shares that may reclaim it."""
         priority = self.priority[job]
-        mode = self.in_share[s]
-        if mode is not InSharePreemption.NEVER:
-            equal_too = mode is InSharePreemption.LOWER_OR_NEWER_EQUAL_PRIORITY
+        if self.preempts_in_share[s]:
+            equal_too = self.preempts_equal_too[s]
             for g in self.groups_of[s][t]:
                 if (
                     (g.refused or g.fit_only)
@@ -539,16 +572,16 @@ class _Replay:
         if self.usage[s][t] > self.quota[s][t]:
             lowest = self.running[s][t][0][0]  # every running job of a borrowing share is a candidate
             for other in range(self.n_shares):
-                reclaim = self.reclaim[other]
-                if other == s or reclaim is Reclaim.NEVER:
+                if other == s or not self.may_reclaim[other]:
                     continue
+                reclaims_any = self.reclaims_any[other]
                 room = self.quota[other][t] - self.usage[other][t]  # reclaim only within quota
                 for g in self.groups_of[other][t]:
                     if (
                         (g.refused or g.fit_only)
                         and g.jobs
                         and g.count <= room
-                        and (reclaim is Reclaim.ANY or -g.jobs[0][0] > lowest)
+                        and (reclaims_any or -g.jobs[0][0] > lowest)
                     ):
                         self._reopen(g)
                 self.share_refused[other] = False
@@ -615,24 +648,22 @@ class _Replay:
         priority = self.priority[job]
         cross = []
         freeable = 0
-        reclaim = self.reclaim[s]
-        if reclaim is not Reclaim.NEVER and self.usage[s][t] + n <= self.quota[s][t]:
+        if self.may_reclaim[s] and self.usage[s][t] + n <= self.quota[s][t]:
             for other in range(self.n_shares):
                 running = self.running[other][t]
                 # Running lists are in victim order: running[0] has the lowest priority.
                 if other == s or not running or self.usage[other][t] <= self.quota[other][t]:
                     continue
-                if reclaim is Reclaim.ANY:
+                if self.reclaims_any[s]:
                     freeable += self.usage[other][t]
                     cross.append(iter(running))
                 elif running[0][0] < priority:
                     freeable += self._instances_below(other, t, priority)
                     cross.append(takewhile(lambda k: k[0] < priority, running))
         own: Iterator[tuple] = iter(())
-        mode = self.in_share[s]
         running = self.running[s][t]
-        if mode is not InSharePreemption.NEVER and running and running[0][0] <= priority:
-            if mode is InSharePreemption.LOWER_PRIORITY:
+        if self.preempts_in_share[s] and running and running[0][0] <= priority:
+            if not self.preempts_equal_too[s]:
                 if running[0][0] < priority:
                     freeable += self._instances_below(s, t, priority)
                     own = takewhile(lambda k: k[0] < priority, running)
@@ -670,16 +701,16 @@ class _Replay:
         self._change_usage(now, s, t, -n)
         self._capacity_released(t, owner=s)
         self.totals.preempted(s, t, cause, lost * n, startup_spent * n)
-        self.log.rerun(now, s, t, (lost + startup_spent) * n)
-        self.history.preemptions.extend((now, victim, preemptor, cause is Cause.CROSS_SHARE))
+        self.rerun_log.add3(now, s * self.n_types + t, (lost + startup_spent) * n)
+        self.preemptions_log.add4(now, victim, preemptor, cause is Cause.CROSS_SHARE)
         self._event(now, victim, EventKind.PREEMPT, cause, preemptor)
         retries = self.retries[victim]
         if 0 <= retries < self.preemptions[victim]:
-            self.state[victim] = State.FAILED
+            self.state[victim] = FAILED
             self.end[victim] = now
             self._event(now, victim, EventKind.FAIL, cause, preemptor)
         else:
-            self.state[victim] = State.RUNNABLE
+            self.state[victim] = RUNNABLE
             self.queued_since[victim] = now
             self._count_pending(victim, now, +1)
             preempted.append(victim)  # considered again from the next round on
@@ -688,7 +719,7 @@ class _Replay:
         s, t, n = self.share[job], self.type[job], self.count[job]
         self._leave_queue(job, now)
         self.queue_keys[job] = ()
-        self.state[job] = State.RUNNING
+        self.state[job] = RUNNING
         self.start_time[job] = now
         if self.first_start[job] != self.first_start[job]:  # nan: never started before
             self.first_start[job] = now
@@ -698,7 +729,7 @@ class _Replay:
         self._started(job, s, t)
         end = now + self.startup + (self.duration[job] - self.saved[job])
         heapq.heappush(self.finishes, (end, self.rank[job], self.attempt[job], job))
-        self.history.starts.extend((now, job))
+        self.starts_log.add2(now, job)
         if self.record_events:
             self.events.append((now, job, EventKind.START, None, -1))
 
@@ -711,7 +742,7 @@ class _Replay:
         group = self.groups.get((s, t, n))
         if group is None:
             group = self.groups[(s, t, n)] = _Group(s, t, n, index=len(self.groups))
-            self.history.groups.extend((s, t, n))
+            self.history.groups.add3(s, t, n)
             self.groups_of[s][t].append(group)
             self.groups_of[s][t].sort(key=lambda g: g.count)
         if not self.strict:
@@ -730,7 +761,7 @@ class _Replay:
     def _requeue(self, jobs: list[int], now: float) -> None:
         """Preempted jobs rejoin their queues at their original submit time's position."""
         for job in jobs:
-            if self.state[job] == State.RUNNABLE:
+            if self.state[job] == RUNNABLE:
                 self._enqueue(job, now)
                 self._count_pending(job, now, -1)  # counted as pending when preempted
 
@@ -796,7 +827,7 @@ class _Replay:
         s, t = self.share[job], self.type[job]
         self.pending_jobs += sign
         self.pending_instances[s][t] += sign * self.count[job]
-        self.log_pending((now, s * self.n_types + t, self.pending_instances[s][t]))
+        self.pending_log.add3(now, s * self.n_types + t, self.pending_instances[s][t])
 
     def _add_running(self, job: int, s: int, t: int) -> None:
         key = victim_key(self.priority[job], self.start_time[job], self.rank[job], job)

@@ -7,13 +7,13 @@ per day or per bucket is an integral of those step functions, done here with num
 from __future__ import annotations
 
 import math
-from array import array
 from typing import Any
 
 import numpy as np
 
 from scheduling.binding import BoundTrace
 from scheduling.model import Cause, Policy, WaitReason
+from scheduling.records import Records
 from scheduling.result import REASONS, JobOutcomes, State
 
 DAY = 86400.0
@@ -24,22 +24,18 @@ ACCOUNTS = ("own", "borrowed", "lent", "idle", "stranded")
 
 class UsageLog:
     """Changes of usage and of pending instances per (share, type), and rerun costs, in time
-    order, as flat (time, share * n_types + type, value) triples: one C call per record (the
-    engine appends to ``usage_changes`` and ``pending_changes`` with their ``extend``)."""
+    order, as (time, share * n_types + type, value) records."""
 
     def __init__(self, n_shares: int, n_types: int):
         self.n_types = n_types
-        self.usage_changes = array("d")
-        self.pending_changes = array("d")
-        self.rerun_costs = array("d")
-
-    def rerun(self, time: float, share: int, type_: int, instance_seconds: float) -> None:
-        self.rerun_costs.extend((time, share * self.n_types + type_, instance_seconds))
+        self.usage_changes = Records(3)
+        self.pending_changes = Records(3)
+        self.rerun_costs = Records(3)
 
 
-def _columns(records: array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(time, key, value) columns of a flat triple log."""
-    table = np.frombuffer(records, dtype=np.float64).reshape(-1, 3) if len(records) else np.zeros((0, 3))
+def _columns(records: Records) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(time, key, value) columns of a triple log."""
+    table = records.table()
     return table[:, 0], table[:, 1].astype(np.int64), table[:, 2]
 
 

@@ -10,7 +10,6 @@ import json
 import math
 import os
 import tempfile
-from array import array
 from dataclasses import dataclass
 from enum import Enum, IntEnum
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from scheduling.model import Cause, JobState, Policy, UnschedulableReason
+from scheduling.records import Records
 from scheduling.trace import Trace
 
 
@@ -55,7 +55,7 @@ class EventKind(str, Enum):
 
 @dataclass
 class WaitHistory:
-    """What a job's timeline is rebuilt from (``scheduling.pending``), kept as flat arrays:
+    """What a job's timeline is rebuilt from (``scheduling.pending``), kept as records:
 
     - ``starts``: (time, job) of every start;
     - ``preemptions``: (time, victim, preemptor, 1 if cross-share else 0);
@@ -64,24 +64,24 @@ class WaitHistory:
       WaitReason, head job) whenever a share's first job is refused.
     """
 
-    starts: array
-    preemptions: array
-    reasons: array
-    groups: array
+    starts: Records
+    preemptions: Records
+    reasons: Records
+    groups: Records
     strict: bool = False
 
     @classmethod
     def empty(cls) -> WaitHistory:
-        return cls(array("d"), array("d"), array("d"), array("l"))
+        return cls(Records(2), Records(4), Records(4), Records(3, np.int64))
 
     def finish(self, strict: bool) -> WaitHistory:
         self.strict = strict
         return self
 
     def columns(self, name: str, width: int) -> np.ndarray:
-        values = getattr(self, name)
-        dtype = np.int64 if name == "groups" else np.float64
-        return np.frombuffer(values, dtype=dtype).reshape(-1, width) if len(values) else np.zeros((0, width))
+        records: Records = getattr(self, name)
+        assert records.width == width
+        return records.table()
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         return {
@@ -97,10 +97,10 @@ class WaitHistory:
         if "history_starts" not in data:
             return cls.empty()
         return cls(
-            array("d", data["history_starts"].ravel().tolist()),
-            array("d", data["history_preemptions"].ravel().tolist()),
-            array("d", data["history_reasons"].ravel().tolist()),
-            array("l", data["history_groups"].astype(np.int64).ravel().tolist()),
+            Records.from_table(data["history_starts"], 2),
+            Records.from_table(data["history_preemptions"], 4),
+            Records.from_table(data["history_reasons"], 4),
+            Records.from_table(data["history_groups"], 3, np.int64),
             bool(data["history_strict"][0]),
         )
 
