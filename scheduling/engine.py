@@ -81,12 +81,15 @@ def replay(
 # --- orderings: each (choice) of SEMANTICS.md section 4 lives in exactly one function ------------
 
 
-def queue_key(priority: int, submit: float, rank: int, job: int) -> tuple:
-    """A share's queue order: priority (higher first), then submit time, then job_id."""
-    return (-priority, submit, rank, job)
+def queue_key(priority: int, arrival: int, n_jobs: int) -> int:
+    """A share's queue order: priority (higher first), then submit time, then job_id, as one
+    integer. ``arrival`` is the job's place in (submit time, job_id) order, so comparing keys
+    compares (-priority, submit time, job_id) without a tuple; the job is
+    ``by_arrival[key % n_jobs]``."""
+    return -priority * n_jobs + arrival
 
 
-def round_key(needs_borrow: bool, queue: tuple) -> tuple:
+def round_key(needs_borrow: bool, queue: int) -> tuple:
     """A round's order: jobs that need not borrow first, then the queue order."""
     return (needs_borrow, queue)
 
@@ -145,7 +148,7 @@ class _Group:
         self.share = share
         self.type = type_
         self.count = count
-        self.jobs: list[tuple] = []
+        self.jobs: list[int] = []  # queue keys
         self.needs_borrow = False
         self.ptr = 0
         self.refused = _Group.OPEN
@@ -223,13 +226,18 @@ class _Replay:
         self.queued: list[float] = [0.0] * n
         self.preemptions: list[int] = [0] * n
         self.lost: list[float] = [0.0] * n
-        self.reason: list[UnschedulableReason | None] = [None] * n
+        self.reason: dict[int, UnschedulableReason] = {}  # of UNSCHEDULABLE jobs
         self.attempt: list[int] = [0] * n
-        self.queue_keys: list[tuple] = [()] * n  # () while not queued
+        # Arrival order, (submit time, job_id): the events' order and the queues' tie-break.
+        self.by_arrival: list[int] = np.lexsort((bound.id_rank, trace.submit_time)).tolist()
+        self.arrival: list[int] = [0] * n
+        for place, job in enumerate(self.by_arrival):
+            self.arrival[job] = place
+        self.queue_keys: list[int] = [0] * n  # of queued jobs
         self.running_keys: list[tuple] = [()] * n  # () while not running
 
         self.groups: dict[tuple[int, int, int], _Group] = {}
-        self.share_queue: list[list[tuple]] = [[] for _ in shares]  # strict_fifo heads
+        self.share_queue: list[list[int]] = [[] for _ in shares]  # strict_fifo: queue keys
         self.share_refused = [False] * self.n_shares  # strict_fifo: the head was refused
         self.share_reason = [WaitReason.POOL_FULL] * self.n_shares  # strict_fifo: why the head waits
         self.share_since = [0.0] * self.n_shares
@@ -323,7 +331,7 @@ class _Replay:
                 gc.enable()
 
     def _events_in_order(self, progress: ProgressCallback | None) -> None:
-        submit_order: list[int] = np.lexsort((self.bound.id_rank, self.bound.trace.submit_time)).tolist()
+        submit_order = self.by_arrival
         updates = self.bound.trace.updates
         update_order: list[int] = np.argsort(updates.time, kind="stable").tolist()
         update_time: list[float] = updates.time.astype(np.float64).tolist()
@@ -453,11 +461,13 @@ class _Replay:
             if len(candidates) > 1:
                 candidates.sort(key=_first)
             for key, g in candidates:
-                job = key[1][-1]
+                job = self._job_of(key[1])
                 outcome = self.try_admit(job, now, preempted, g.fit_only)
                 if outcome == ADMITTED:
                     self._add_waiting_time(g, now)
                     del g.jobs[g.ptr]
+                    if not g.jobs:
+                        self.open_groups.discard(g)  # nothing left to admit
                     cursor = key
                     admitted = True
                     break
@@ -476,8 +486,6 @@ class _Replay:
                 break
         if preempted:
             self._requeue(preempted, now)
-        if admitted:
-            self.open_groups = {g for g in self.open_groups if g.jobs}
         return admitted
 
     def _strict_round(self, now: float) -> bool:
@@ -494,7 +502,7 @@ class _Replay:
                 if done[s] or not queue:
                     continue
                 head = queue[0]
-                job = head[-1]
+                job = self._job_of(head)
                 t = self.type[job]
                 key = round_key(usage_at_start[s][t] + self.count[job] > self.quota[s][t], head)
                 if cursor is not None and key < cursor:
@@ -506,7 +514,7 @@ class _Replay:
                 break
             candidates.sort(key=lambda c: c[0])
             for key, s in candidates:
-                job = key[1][-1]
+                job = self._job_of(key[1])
                 if self.try_admit(job, now, preempted) == ADMITTED:
                     cursor = key
                     admitted = True
@@ -565,7 +573,10 @@ class _Replay:
                 if (
                     (g.refused or g.fit_only)
                     and g.jobs
-                    and (-g.jobs[0][0] > priority or (equal_too and -g.jobs[0][0] == priority))
+                    and (
+                        self._head_priority(g) > priority
+                        or (equal_too and self._head_priority(g) == priority)
+                    )
                 ):
                     self._reopen(g)
             self.share_refused[s] = False
@@ -581,7 +592,7 @@ class _Replay:
                         (g.refused or g.fit_only)
                         and g.jobs
                         and g.count <= room
-                        and (reclaims_any or -g.jobs[0][0] > lowest)
+                        and (reclaims_any or self._head_priority(g) > lowest)
                     ):
                         self._reopen(g)
                 self.share_refused[other] = False
@@ -679,7 +690,11 @@ class _Replay:
             return None
         if self.used[t] - freeable + n > self.capacity[t]:
             return iter(())
-        return chain(heapq.merge(*cross), own)
+        if not cross:
+            return own
+        # Other shares' jobs together in victim order (merging one list would only slow it down).
+        others = cross[0] if len(cross) == 1 else heapq.merge(*cross)
+        return chain(others, own)
 
     def _instances_below(self, s: int, t: int, priority: int) -> int:
         return sum(c for p, c in self.running_by_priority[s][t].items() if p < priority)
@@ -718,7 +733,6 @@ class _Replay:
     def _start(self, job: int, now: float) -> None:
         s, t, n = self.share[job], self.type[job], self.count[job]
         self._leave_queue(job, now)
-        self.queue_keys[job] = ()
         self.state[job] = RUNNING
         self.start_time[job] = now
         if self.first_start[job] != self.first_start[job]:  # nan: never started before
@@ -735,9 +749,15 @@ class _Replay:
 
     # --- queues ----------------------------------------------------------------------------
 
+    def _job_of(self, key: int) -> int:
+        return self.by_arrival[key % self.n_jobs]
+
+    def _head_priority(self, g: _Group) -> int:
+        return self.priority[self._job_of(g.jobs[0])]
+
     def _enqueue(self, job: int, now: float) -> None:
         s, t, n = self.share[job], self.type[job], self.count[job]
-        key = queue_key(self.priority[job], self.submit[job], self.rank[job], job)
+        key = queue_key(self.priority[job], self.arrival[job], self.n_jobs)
         self.queue_keys[job] = key
         group = self.groups.get((s, t, n))
         if group is None:
@@ -748,13 +768,13 @@ class _Replay:
         if not self.strict:
             self._add_waiting_time(group, now)
         insort(group.jobs, key)
-        if group.jobs[0] is key:  # a new head: the group's refusal said nothing about it
+        if group.jobs[0] == key:  # a new head: the group's refusal said nothing about it
             self._reopen(group)
         if self.strict:
             queue = self.share_queue[s]
             self._add_share_waiting_time(s, now)
             insort(queue, key)
-            if queue[0] is key:
+            if queue[0] == key:
                 self.share_refused[s] = False
         self._count_pending(job, now, +1)
 
@@ -772,6 +792,8 @@ class _Replay:
         if not self.strict:
             self._add_waiting_time(group, now)
         del group.jobs[bisect_left(group.jobs, key)]  # the jobs behind a refused head stay refused
+        if not group.jobs:
+            self.open_groups.discard(group)
         if self.strict:
             queue = self.share_queue[s]
             self._add_share_waiting_time(s, now)

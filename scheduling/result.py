@@ -123,7 +123,10 @@ class JobOutcomes:
     def from_lists(
         cls, *, state, first_start, end, queued, preemptions, lost, reason, ignored_updates, history=None
     ):
-        reason_codes = [0 if r is None else REASONS.index(r.value) for r in reason]
+        """``reason``: {job: UnschedulableReason} for the jobs that have one."""
+        reason_codes = np.zeros(len(state), dtype=np.int8)
+        for job, r in reason.items():
+            reason_codes[job] = REASONS.index(r.value)
         return cls(
             state=np.array(state, dtype=np.int8),
             first_start=np.array(first_start, dtype=np.float64),
@@ -131,7 +134,7 @@ class JobOutcomes:
             queued=np.array(queued, dtype=np.float64),
             preemptions=np.array(preemptions, dtype=np.int32),
             lost=np.array(lost, dtype=np.float64),
-            reason=np.array(reason_codes, dtype=np.int8),
+            reason=reason_codes,
             ignored_updates=ignored_updates,
             history=history,
         )
