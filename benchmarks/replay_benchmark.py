@@ -8,12 +8,17 @@ and borrow with in-share preemption, one lends, one reserves; cross-share reclai
 85% load. Real cases replay the ITP 2021 trace (ten clusters as ten shares, lending and borrowing) and
 the Alibaba openb pods. Each case runs in its own process, so peak RSS is that case's alone; the
 replay time excludes generating or reading the trace.
+
+The engine is the compiled one when its build is fresh (``python -m scheduling.build``; the first
+line says which). Machines differ: the ``reference loop`` line times a fixed pure-Python loop on
+this machine, so figures from two machines can be compared.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -69,6 +74,15 @@ def _openb_policy(trace) -> dict:
     return {"name": "openb-pooled", "capacity": {"gpu": total}, "shares": shares}
 
 
+def reference_loop_seconds() -> float:
+    """CPU seconds of a fixed pure-Python loop: this machine's speed, for comparing figures."""
+    start = time.process_time()
+    total = 0
+    for i in range(10_000_000):
+        total += i * i
+    return round(time.process_time() - start, 2)
+
+
 def run_case(case: str) -> dict:
     """Replay one case in this process and return its figures."""
     from scheduling.engine import replay
@@ -100,13 +114,18 @@ def main() -> None:
     if args.one:
         print(json.dumps(run_case(args.one)))
         return
+    from scheduling.compiled import engine_kind, stale_reason
+
+    kind = engine_kind()
+    print(f"engine: {kind}" + (f" ({stale_reason()})" if kind == "python" and stale_reason() else ""))
+    print(f"reference loop: {reference_loop_seconds()} s of CPU for 10M iterations of `total += i * i`")
     columns = ("case", "jobs", "shares", "replay_seconds", "cpu_seconds", "jobs_per_second", "peak_rss_mb",
                "utilization", "preemptions", "p95_wait_hours")  # fmt: skip
     print(" | ".join(columns))
     for case in args.cases:
         out = subprocess.run(
             [sys.executable, __file__, "--one", case], capture_output=True, text=True, cwd=ROOT,
-            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", **_engine_choice()},
         )  # fmt: skip
         if out.returncode:
             print(f"{case}: failed: {out.stderr.strip().splitlines()[-1] if out.stderr else out.returncode}")
@@ -115,6 +134,10 @@ def main() -> None:
         print(
             " | ".join(f"{figures[c]:,}" if isinstance(figures[c], int) else str(figures[c]) for c in columns)
         )
+
+
+def _engine_choice() -> dict:
+    return {"SCHEDULING_ENGINE": os.environ["SCHEDULING_ENGINE"]} if "SCHEDULING_ENGINE" in os.environ else {}
 
 
 if __name__ == "__main__":

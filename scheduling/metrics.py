@@ -132,26 +132,33 @@ def _horizon(submit: np.ndarray, end: np.ndarray) -> tuple[float, float]:
     return start, max(start, stop)
 
 
-def _step_matrix(records, key_of_share, start, end):
-    """Rebuild per-share step functions on the union of change instants of one type.
+def _step_matrices(logs, key_of_share, start, end):
+    """Rebuild per-share step functions of several change logs of one type on the union of
+    their change instants in [start, end] (start included).
 
-    Returns (instants, matrix instants x shares, durations); several changes at the same
+    Returns (instants, one matrix instants x shares per log); several changes at the same
     instant keep the last one, which is the state after that instant."""
-    n_shares = len(key_of_share)
-    t, k, v = _columns(records)
-    mine = np.isin(k, key_of_share)
-    t, k, v = t[mine], k[mine], v[mine]
-    instants = np.unique(np.concatenate(([start], t[(t >= start) & (t <= end)])))
-    matrix = np.zeros((len(instants), n_shares), dtype=np.float64)
-    for s, key in enumerate(key_of_share):
-        sel = k == key
-        ts, vs = t[sel], v[sel]
-        if not len(ts):
-            continue
-        idx = np.searchsorted(ts, instants, side="right") - 1
-        matrix[:, s] = np.where(idx >= 0, vs[np.clip(idx, 0, None)], 0)
-    durations = np.diff(np.append(instants, end))
-    return instants, matrix, durations
+    columns = [_columns(records) for records in logs]
+    times = [t[(t >= start) & (t <= end)] for t, _, _ in columns]
+    instants = np.unique(np.concatenate([[start], *times]))
+    n = len(instants)
+    matrices = []
+    for t, k, v in columns:
+        # The instant of each change (changes are logged in time order; none is before start).
+        step = np.maximum(np.searchsorted(instants, t, side="right") - 1, 0)
+        matrix = np.zeros((n, len(key_of_share)), dtype=np.float64)
+        for s, key in enumerate(key_of_share):
+            sel = np.flatnonzero(k == key)
+            if not len(sel):
+                continue
+            steps = step[sel]
+            last = np.append(steps[1:] != steps[:-1], True)  # the last change at each instant
+            latest = np.full(n, -1, dtype=np.int64)
+            latest[steps[last]] = sel[last]
+            latest = np.maximum.accumulate(latest)  # the change in force at each instant
+            matrix[:, s] = np.where(latest >= 0, v[np.maximum(latest, 0)], 0.0)
+        matrices.append(matrix)
+    return instants, matrices
 
 
 def _type_accounts(policy, t, type_name, log, start, end, edges, day_edges) -> dict[str, Any]:
@@ -162,15 +169,10 @@ def _type_accounts(policy, t, type_name, log, start, end, edges, day_edges) -> d
     shares = policy.shares
     n_types = log.n_types
     keys = [s * n_types + t for s in range(len(shares))]
-    u_instants, u_steps, _ = _step_matrix(log.usage_changes, keys, start, end)
-    p_instants, p_steps, _ = _step_matrix(log.pending_changes, keys, start, end)
     # Both step functions on the union of their instants, so both stay exact.
-    instants = np.union1d(u_instants, p_instants)
-    usage = u_steps[np.searchsorted(u_instants, instants, side="right") - 1]
-    del u_steps
-    pending = p_steps[np.searchsorted(p_instants, instants, side="right") - 1]
-    del p_steps
+    instants, (usage, pending) = _step_matrices((log.usage_changes, log.pending_changes), keys, start, end)
     durations = np.diff(np.append(instants, end))
+    at_edges = [_EdgePlaces(instants, end, e) for e in (edges, day_edges)]
 
     quota = np.array([s.quota(type_name) for s in shares], dtype=float)
     lend_limit = np.array([s.lend_limit(type_name) for s in shares], dtype=float)
@@ -190,7 +192,7 @@ def _type_accounts(policy, t, type_name, log, start, end, edges, day_edges) -> d
 
     total, buckets, days = {}, {}, {}
     for name, values in quantities():
-        total[name], buckets[name], days[name] = _integrate(instants, values, durations, (edges, day_edges))
+        total[name], buckets[name], days[name] = _integrate(values, durations, at_edges)
     return {
         "capacity": float(policy.capacity.get(type_name, 0)) * (end - start),
         "quota_seconds": quota * (end - start),
@@ -202,19 +204,27 @@ def _type_accounts(policy, t, type_name, log, start, end, edges, day_edges) -> d
     }
 
 
-def _integrate(instants, values, durations, edge_sets) -> tuple:
+class _EdgePlaces:
+    """Where each edge of a bucket or day grid falls among the instants of a step function:
+    the step it lies in and how far into it (edges outside [start, end] are clamped), found
+    once per type and shared by every quantity integrated over that grid."""
+
+    def __init__(self, instants: np.ndarray, end: float, edges: np.ndarray):
+        at = np.clip(edges, instants[0], end)
+        self.step = np.searchsorted(instants, at, side="right") - 1
+        self.into = at - instants[self.step]
+
+
+def _integrate(values, durations, edge_places) -> tuple:
     """The integral of each column's step function in total and over each [e[i], e[i+1])
-    interval of every edge set (the cumulative area is piecewise linear between instants)."""
+    interval of every edge grid (the cumulative area is piecewise linear between instants)."""
     area = np.cumsum(values * durations[:, None], axis=0)
     total = area[-1].copy() if len(area) else np.zeros(values.shape[1])
-    points = np.append(instants, instants[-1] + durations[-1])
+    before = np.vstack((np.zeros((1, values.shape[1])), area))  # the area up to each instant
     per_set = []
-    for edges in edge_sets:
-        out = np.empty((len(edges) - 1, values.shape[1]))
-        for c in range(values.shape[1]):
-            at_edges = np.interp(edges, points, np.concatenate(([0.0], area[:, c])))
-            out[:, c] = np.diff(at_edges)
-        per_set.append(out)
+    for places in edge_places:
+        at_edges = before[places.step] + values[places.step] * places.into[:, None]
+        per_set.append(np.diff(at_edges, axis=0))
     return (total, *per_set)
 
 
