@@ -114,6 +114,7 @@ def main() -> None:
     if args.one:
         print(json.dumps(run_case(args.one)))
         return
+    sys.path.insert(0, str(ROOT))
     from scheduling.compiled import engine_kind, stale_reason
 
     kind = engine_kind()

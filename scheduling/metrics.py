@@ -218,12 +218,14 @@ class _EdgePlaces:
 def _integrate(values, durations, edge_places) -> tuple:
     """The integral of each column's step function in total and over each [e[i], e[i+1])
     interval of every edge grid (the cumulative area is piecewise linear between instants)."""
-    area = np.cumsum(values * durations[:, None], axis=0)
+    area = values * durations[:, None]
+    np.cumsum(area, axis=0, out=area)  # in place: these are the largest arrays of a replay
     total = area[-1].copy() if len(area) else np.zeros(values.shape[1])
-    before = np.vstack((np.zeros((1, values.shape[1])), area))  # the area up to each instant
     per_set = []
     for places in edge_places:
-        at_edges = before[places.step] + values[places.step] * places.into[:, None]
+        previous = places.step - 1
+        before = np.where((previous >= 0)[:, None], area[np.maximum(previous, 0)], 0.0)  # up to the step
+        at_edges = before + values[places.step] * places.into[:, None]
         per_set.append(np.diff(at_edges, axis=0))
     return (total, *per_set)
 
