@@ -288,7 +288,7 @@ class _Replay:
         """A real change (a start, finish or preemption), kept in the usage log for the metrics;
         victim searches try changes with _shift_usage alone."""
         self._shift_usage(s, t, delta)
-        self.usage_log.add3(now, s * self.n_types + t, self.usage[s][t])
+        self.usage_log.change3(now, s * self.n_types + t, self.usage[s][t])
 
     def _borrowable_ever(self, s: int) -> list[int]:
         """Everything share s could borrow if every other share were idle."""
@@ -851,7 +851,7 @@ class _Replay:
         s, t = self.share[job], self.type[job]
         self.pending_jobs += sign
         self.pending_instances[s][t] += sign * self.count[job]
-        self.pending_log.add3(now, s * self.n_types + t, self.pending_instances[s][t])
+        self.pending_log.change3(now, s * self.n_types + t, self.pending_instances[s][t])
 
     def _add_running(self, job: int, s: int, t: int) -> None:
         key = victim_key(self.priority[job], self.start_time[job], self.rank[job], job)

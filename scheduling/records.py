@@ -39,6 +39,17 @@ class Records:
         values.append(c)
         self._added(values)
 
+    def change3(self, time: float, key: float, value: float) -> None:
+        """A (time, key, value) state change: replaces the previous record when that one is for
+        the same time and key, since only the last change at an instant is the state after it
+        (a job submitted and started at once changes its queue's pending count only once)."""
+        values = self.values
+        n = len(values)
+        if n and values[n - 3] == time and values[n - 2] == key:
+            values[n - 1] = value
+        else:
+            self.add3(time, key, value)
+
     def add4(self, a: float, b: float, c: float, d: float) -> None:
         values = self.values
         values.append(a)
