@@ -38,8 +38,10 @@ def bind(policy: Policy, trace: Trace) -> BoundTrace:
         known = ", ".join(share_index)
         raise InputError(f"unknown share {name!r} (the policy has {known})", row=row + 1, field="share")
     instance_type = _bind_types(policy, trace, type_names)
-    index_of_id = {job_id: i for i, job_id in enumerate(trace.job_id)}
-    update_job = np.array([index_of_id.get(j, -1) for j in trace.updates.job_id], dtype=np.int64)
+    update_job = np.zeros(0, dtype=np.int64)
+    if len(trace.updates.job_id):  # most traces have none: no need to index a million ids
+        index_of_id = {job_id: i for i, job_id in enumerate(trace.job_id)}
+        update_job = np.array([index_of_id.get(j, -1) for j in trace.updates.job_id], dtype=np.int64)
     return BoundTrace(trace, type_names, share, instance_type, job_id_order(trace.job_id), update_job)
 
 
