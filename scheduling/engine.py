@@ -51,10 +51,6 @@ FAILED: Final[int] = int(State.FAILED)
 UNSCHEDULABLE: Final[int] = int(State.UNSCHEDULABLE)
 END_OF_TIME: Final[float] = math.inf
 
-# Start stamps are (start instant number) * n_jobs + job_id rank: below this for any replay of
-# fewer than 2**62 / n_jobs distinct start instants.
-STAMPS: Final = 1 << 62
-
 # A limit of "unlimited" in the per-(share, type) tables: more instances than any pool has, so
 # integer arithmetic (and the compiled engine's native ints) give the same answers as infinity.
 NO_LIMIT: Final = 1 << 60
@@ -100,12 +96,10 @@ def round_key(needs_borrow: bool, queue: int) -> tuple:
     return (needs_borrow, queue)
 
 
-def victim_key(priority: int, stamp: int) -> int:
+def victim_key(priority: int, start: float, rank: int, job: int) -> tuple:
     """Victim order within one side (other shares / own share): lowest priority, then most
-    recently started, then job_id descending, as one integer. ``stamp`` grows with (start
-    time, job_id) (see ``_Replay._start``); keys of priority p lie in [p * STAMPS, (p + 1) *
-    STAMPS)."""
-    return priority * STAMPS + (STAMPS - 1 - stamp)
+    recently started, then job_id descending."""
+    return (priority, -start, -rank, job)
 
 
 def unschedulable_reason(
@@ -242,13 +236,7 @@ class _Replay:
         for place, job in enumerate(self.by_arrival):
             self.arrival[job] = place
         self.queue_keys: list[int] = [0] * n  # of queued jobs
-        self.running_keys: list[int] = [0] * n  # of running jobs
-        self.by_rank: list[int] = [0] * n  # the job of each job_id rank
-        for job, rank in enumerate(self.rank):
-            self.by_rank[rank] = job
-        self.start_stamp: list[int] = [0] * n  # of the current attempt (see _start)
-        self.start_instants = 0  # distinct instants at which jobs started so far
-        self.last_start = -math.inf
+        self.running_keys: list[tuple] = [()] * n  # () while not running
 
         self.groups: dict[tuple[int, int, int], _Group] = {}
         self.share_queue: list[list[int]] = [[] for _ in shares]  # strict_fifo: queue keys
@@ -260,7 +248,7 @@ class _Replay:
         self.groups_of: list[list[list[_Group]]] = [[[] for _ in types] for _ in shares]
         self.pending_jobs = 0
         self.pending_instances = [[0] * n_types for _ in shares]
-        self.running: list[list[list[int]]] = [[[] for _ in types] for _ in shares]  # victim keys
+        self.running: list[list[list[tuple]]] = [[[] for _ in types] for _ in shares]
         self.running_by_priority: list[list[dict[int, int]]] = [[{} for _ in types] for _ in shares]
         self.finishes: list[tuple[float, int, int, int]] = []  # (end, job_id rank, attempt, job)
         self.events: list[tuple] = []
@@ -596,8 +584,7 @@ class _Replay:
                     self._reopen(g)
             self.share_refused[s] = False
         if self.usage[s][t] > self.quota[s][t]:
-            # Every running job of a borrowing share is a candidate; the lowest priority first.
-            lowest = self.running[s][t][0] // STAMPS
+            lowest = self.running[s][t][0][0]  # every running job of a borrowing share is a candidate
             for other in range(self.n_shares):
                 if other == s or not self.may_reclaim[other]:
                     continue
@@ -635,14 +622,14 @@ class _Replay:
 
     # --- preemption (section 4, step 2) ----------------------------------------------------
 
-    def find_victims(self, job: int, candidates: Iterator[int]) -> list[int] | None:
+    def find_victims(self, job: int, candidates: Iterator[tuple]) -> list[int] | None:
         """Kueue's classic victim search: take candidates in order until the job fits, then
         walk the taken list backwards dropping every victim not needed. None if it never fits."""
         s, t, n = self.share[job], self.type[job], self.count[job]
         taken: list[int] = []
         fits = False
         for key in candidates:
-            victim = self._victim_of(key)
+            victim = key[-1]
             owner = self.share[victim]
             if owner != s and self.usage[owner][t] <= self.quota[owner][t]:
                 continue  # a reclaim candidate stops being one once its share no longer borrows
@@ -667,13 +654,12 @@ class _Replay:
             self._shift_usage(self.share[victim], t, self.count[victim])
         return victims
 
-    def _victim_candidates(self, job: int) -> Iterator[int] | None:
+    def _victim_candidates(self, job: int) -> Iterator[tuple] | None:
         """Other shares' borrowing jobs (cross-share reclaim) first, then the share's own
         lower-priority jobs (in-share preemption); None when there is none. An empty iterator
         when they could not free enough even all together."""
         s, t, n = self.share[job], self.type[job], self.count[job]
         priority = self.priority[job]
-        below = priority * STAMPS  # victim keys of lower priority are below this
         cross = []
         freeable = 0
         if self.may_reclaim[s] and self.usage[s][t] + n <= self.quota[s][t]:
@@ -685,24 +671,23 @@ class _Replay:
                 if self.reclaims_any[s]:
                     freeable += self.usage[other][t]
                     cross.append(iter(running))
-                elif running[0] < below:
+                elif running[0][0] < priority:
                     freeable += self._instances_below(other, t, priority)
-                    cross.append(takewhile(lambda k: k < below, running))
-        own: Iterator[int] = iter(())
+                    cross.append(takewhile(lambda k: k[0] < priority, running))
+        own: Iterator[tuple] = iter(())
         running = self.running[s][t]
-        up_to = below + STAMPS  # victim keys of lower or equal priority are below this
-        if self.preempts_in_share[s] and running and running[0] < up_to:
+        if self.preempts_in_share[s] and running and running[0][0] <= priority:
             if not self.preempts_equal_too[s]:
-                if running[0] < below:
+                if running[0][0] < priority:
                     freeable += self._instances_below(s, t, priority)
-                    own = takewhile(lambda k: k < below, running)
+                    own = takewhile(lambda k: k[0] < priority, running)
             else:
                 submit = self.submit[job]
                 freeable += self._instances_below(s, t, priority + 1)
                 own = (
                     k
-                    for k in takewhile(lambda k: k < up_to, running)
-                    if k < below or self.submit[self._victim_of(k)] > submit  # equal priority: newer only
+                    for k in takewhile(lambda k: k[0] <= priority, running)
+                    if k[0] < priority or self.submit[k[-1]] > submit  # equal priority: newer only
                 )
         if not freeable:
             return None
@@ -753,11 +738,6 @@ class _Replay:
         self._leave_queue(job, now)
         self.state[job] = RUNNING
         self.start_time[job] = now
-        if now != self.last_start:
-            self.start_instants += 1
-            self.last_start = now
-        # Stamps grow with the start time, then the job_id: the victim order's tie-breaks.
-        self.start_stamp[job] = self.start_instants * self.n_jobs + self.rank[job]
         if self.first_start[job] != self.first_start[job]:  # nan: never started before
             self.first_start[job] = now
         self.queued[job] += now - self.queued_since[job]
@@ -874,29 +854,24 @@ class _Replay:
         self.pending_instances[s][t] += sign * self.count[job]
         self.pending_log.change3(now, s * self.n_types + t, self.pending_instances[s][t])
 
-    def _victim_of(self, key: int) -> int:
-        stamp = STAMPS - 1 - key % STAMPS
-        return self.by_rank[stamp % self.n_jobs]
-
     def _add_running(self, job: int, s: int, t: int) -> None:
-        priority = self.priority[job]
-        key = victim_key(priority, self.start_stamp[job])
+        key = victim_key(self.priority[job], self.start_time[job], self.rank[job], job)
         self.running_keys[job] = key
         insort(self.running[s][t], key)
         by_priority = self.running_by_priority[s][t]
-        by_priority[priority] = by_priority.get(priority, 0) + self.count[job]
+        by_priority[key[0]] = by_priority.get(key[0], 0) + self.count[job]
 
     def _remove_running(self, job: int, s: int, t: int) -> None:
         key = self.running_keys[job]
         running = self.running[s][t]
         del running[bisect_left(running, key)]
-        priority = key // STAMPS  # the priority it was added with
+        self.running_keys[job] = ()
         by_priority = self.running_by_priority[s][t]
-        left = by_priority[priority] - self.count[job]
+        left = by_priority[key[0]] - self.count[job]
         if left:
-            by_priority[priority] = left
+            by_priority[key[0]] = left
         else:
-            del by_priority[priority]
+            del by_priority[key[0]]
 
     def _event(self, now: float, job: int, kind: EventKind, cause: Cause | None = None, by: int = -1) -> None:
         if self.record_events:
