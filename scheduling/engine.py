@@ -684,10 +684,12 @@ class _Replay:
             else:
                 submit = self.submit[job]
                 freeable += self._instances_below(s, t, priority + 1)
-                own = (
-                    k
-                    for k in takewhile(lambda k: k[0] <= priority, running)
-                    if k[0] < priority or self.submit[k[-1]] > submit  # equal priority: newer only
+                own = iter(
+                    [
+                        k
+                        for k in takewhile(lambda k: k[0] <= priority, running)
+                        if k[0] < priority or self.submit[k[-1]] > submit  # equal priority: newer only
+                    ]
                 )
         if not freeable:
             return None
