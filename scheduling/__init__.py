@@ -1,4 +1,4 @@
-"""The replay engine: quota-share scheduling semantics (SEMANTICS.md), pure Python.
+"""The replay engine: quota-share scheduling semantics (SEMANTICS.md), in Python.
 
 Policy and trace in, replay result out; nothing here knows about Django, HTTP or Celery. The
 engine module may run compiled to native code by mypyc from the same source (scheduling.compiled).
