@@ -235,7 +235,6 @@ class _Replay:
         self.arrival: list[int] = [0] * n
         for place, job in enumerate(self.by_arrival):
             self.arrival[job] = place
-        self.queue_keys: list[int] = [0] * n  # of queued jobs
         self.running_keys: list[tuple] = [()] * n  # () while not running
 
         self.groups: dict[tuple[int, int, int], _Group] = {}
@@ -295,7 +294,7 @@ class _Replay:
         out: list[int] = []
         for t in range(self.n_types):
             others = sum(self._lendable(o, t, 0) for o in range(self.n_shares) if o != s)
-            out.append(self.unassigned[t] + others if self.policy.shares[s].strategy.borrows else 0)
+            out.append(self.unassigned[t] + others if self.borrows[s] else 0)
         return out
 
     def headroom(self, s: int, t: int) -> int:
@@ -754,6 +753,10 @@ class _Replay:
 
     # --- queues ----------------------------------------------------------------------------
 
+    def _queue_key(self, job: int) -> int:
+        """Its key in its queues (priority updates take a job out of them before they change it)."""
+        return queue_key(self.priority[job], self.arrival[job], self.n_jobs)
+
     def _job_of(self, key: int) -> int:
         return self.by_arrival[key % self.n_jobs]
 
@@ -762,8 +765,7 @@ class _Replay:
 
     def _enqueue(self, job: int, now: float) -> None:
         s, t, n = self.share[job], self.type[job], self.count[job]
-        key = queue_key(self.priority[job], self.arrival[job], self.n_jobs)
-        self.queue_keys[job] = key
+        key = self._queue_key(job)
         group = self.groups.get((s, t, n))
         if group is None:
             group = self.groups[(s, t, n)] = _Group(s, t, n, index=len(self.groups))
@@ -792,7 +794,7 @@ class _Replay:
 
     def _dequeue(self, job: int, now: float) -> None:
         s, t, n = self.share[job], self.type[job], self.count[job]
-        key = self.queue_keys[job]
+        key = self._queue_key(job)
         group = self.groups[(s, t, n)]
         if not self.strict:
             self._add_waiting_time(group, now)
@@ -813,7 +815,7 @@ class _Replay:
         group itself, at the position it already knows)."""
         if self.strict:
             s, t, n = self.share[job], self.type[job], self.count[job]
-            key = self.queue_keys[job]
+            key = self._queue_key(job)
             queue = self.share_queue[s]
             self._add_share_waiting_time(s, now)
             del queue[bisect_left(queue, key)]
