@@ -138,7 +138,11 @@ def _step_matrices(logs, key_of_share, start, end):
 
     Returns (instants, one matrix instants x shares per log); several changes at the same
     instant keep the last one, which is the state after that instant."""
-    columns = [_columns(records) for records in logs]
+    columns = []
+    for records in logs:
+        t, k, v = _columns(records)
+        mine = np.isin(k, key_of_share)  # this type's changes only
+        columns.append((t[mine], k[mine], v[mine]))
     times = np.concatenate([[start], *(t[(t >= start) & (t <= end)] for t, _, _ in columns)])
     times.sort(kind="stable")  # the logs are each in time order: a merge of sorted runs
     instants = times[np.append(True, times[1:] != times[:-1])]
