@@ -110,7 +110,8 @@ def _ahead_pending(
     ahead = same & ((priority > priority[job]) | ((priority == priority[job]) & (submit < submit[job])))
     ties = same & (priority == priority[job]) & (submit == submit[job])
     if ties.sum() > 1:  # same priority and submit time: job_id decides
-        ahead |= ties & (job_id_order(trace.job_id) < job_id_order(trace.job_id)[job])
+        rank = job_id_order(trace.job_id)
+        ahead |= ties & (rank < rank[job])
     members = np.flatnonzero(ahead)
     if not len(members):
         return np.zeros(0), np.zeros(0)
