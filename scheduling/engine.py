@@ -27,6 +27,7 @@ from scheduling.model import (
     Policy,
     Queueing,
     Reclaim,
+    Share,
     UnschedulableReason,
     WaitReason,
 )
@@ -71,10 +72,19 @@ def replay(
 ) -> ReplayResult:
     """Replay ``trace`` under ``policy``; raises InputError when they do not fit together."""
     bound = bind(policy, trace)
-    simulation = _Replay(policy, bound, record_events)
-    simulation.run(progress)
+    # The replay makes millions of long-lived objects (jobs, victim keys, finish events) and no
+    # reference cycles: the cycle collector would only walk them again and again (a third of the
+    # time at a million jobs).
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        simulation = _Replay(policy, bound, record_events)
+        simulation.run(progress)
+    finally:
+        if collecting:
+            gc.enable()
     outcomes = simulation.outcomes()
-    log, totals, events = simulation.log, simulation.totals, simulation.events
+    log, totals, events = simulation.log, simulation.totals(), simulation.events
     del simulation  # its per-job lists are most of a replay's memory; the metrics need only the logs
     metrics = compute_metrics(policy, bound, outcomes, log, totals, buckets)
     return ReplayResult(policy, trace, outcomes, metrics, events if record_events else None)
@@ -96,7 +106,7 @@ def round_key(needs_borrow: bool, queue: int) -> tuple:
     return (needs_borrow, queue)
 
 
-def victim_key(priority: int, start: float, rank: int, job: int) -> tuple:
+def victim_key(priority: int, start: float, rank: int, job: object) -> tuple:
     """Victim order within one side (other shares / own share): lowest priority, then most
     recently started, then job_id descending."""
     return (priority, -start, -rank, job)
@@ -128,6 +138,181 @@ def wait_reason(
     return WaitReason.NOTHING_LENDABLE
 
 
+class _Share:
+    """A share's policy choices as plain booleans (the hot loop tests these, not enum members),
+    its accounts (one per instance type), and what is added up per share while the replay runs."""
+
+    __slots__ = (
+        "index", "lends", "borrows", "preempts_in_share", "preempts_equal_too", "may_reclaim",
+        "reclaims_any", "accounts", "queue", "refused", "reason", "since", "waited",
+        "cross_share_preemptions", "in_share_preemptions",
+    )  # fmt: skip
+
+    def __init__(self, index: int, share: Share) -> None:
+        self.index = index
+        self.lends = share.strategy.lends
+        self.borrows = share.strategy.borrows
+        self.preempts_in_share = share.in_share_preemption is not InSharePreemption.NEVER
+        self.preempts_equal_too = share.in_share_preemption is InSharePreemption.LOWER_OR_NEWER_EQUAL_PRIORITY
+        self.may_reclaim = share.reclaim is not Reclaim.NEVER
+        self.reclaims_any = share.reclaim is Reclaim.ANY
+        self.accounts: list[_Account] = []  # by instance type
+        # strict_fifo: the share's one queue (queue keys), whether its head was refused, and why.
+        self.queue: list[int] = []
+        self.refused = False
+        self.reason = WaitReason.POOL_FULL
+        self.since = 0.0
+        self.waited: list[float] = [0.0] * len(WaitReason)  # job-seconds by WaitReason
+        self.cross_share_preemptions = 0  # of its jobs
+        self.in_share_preemptions = 0
+
+
+class _TypePool:
+    """One instance type's capacity and the sums of section 3 over all shares, kept incrementally."""
+
+    __slots__ = ("capacity", "unassigned", "used", "borrowed", "lendable", "accounts")
+
+    def __init__(self, capacity: int, unassigned: int) -> None:
+        self.capacity = capacity
+        self.unassigned = unassigned
+        self.used = 0
+        self.borrowed = 0  # sum over shares of usage above quota
+        self.lendable = 0  # sum over shares of what they may lend now
+        self.accounts: list[_Account] = []  # by share
+
+
+class _Account:
+    """One share's quota and usage of one instance type (section 3), with its running jobs in
+    victim order and its queue groups."""
+
+    __slots__ = (
+        "share", "pool", "type", "key", "quota", "borrow_limit", "lend_limit", "borrowable_ever", "usage",
+        "round", "usage_at_round_start", "pending_instances", "running", "running_by_priority",
+        "groups", "startup", "lost", "rerun_startup",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        share: _Share,
+        pool: _TypePool,
+        type_: int,
+        n_types: int,
+        quota: int,
+        borrow_limit: int,
+        lend_limit: int,
+    ) -> None:
+        self.share = share
+        self.pool = pool
+        self.type = type_
+        self.key = share.index * n_types + type_  # its key in the usage logs
+        self.quota = quota
+        self.borrow_limit = borrow_limit
+        self.lend_limit = lend_limit
+        self.borrowable_ever = 0  # everything it could borrow if every other share were idle
+        self.usage = 0
+        # Its usage when the round ``round`` started; kept at its first change in a round.
+        self.round = -1
+        self.usage_at_round_start = 0
+        self.pending_instances = 0
+        self.running: list[tuple] = []  # victim keys, in victim order: running[0] goes first
+        self.running_by_priority: dict[int, int] = {}  # instances running at each priority
+        self.groups: list[_Group] = []  # its queue groups, smallest jobs first
+        # Instance-seconds of startup (every attempt), lost work, and startup of preempted attempts.
+        self.startup = 0.0
+        self.lost = 0.0
+        self.rerun_startup = 0.0
+
+    def lendable(self, usage: int) -> int:
+        """Section 3: min(lending_limit, idle quota) for a lender, 0 for RESERVE."""
+        if not self.share.lends:
+            return 0
+        idle = self.quota - usage
+        return 0 if idle <= 0 else min(self.lend_limit, idle)
+
+    def shift(self, delta: int) -> None:
+        """Usage changes by ``delta``, with the pool's used, borrowed and lendable sums."""
+        u = self.usage
+        q = self.quota
+        new_u = u + delta
+        pool = self.pool
+        if u > q or new_u > q:
+            pool.borrowed += (new_u - q if new_u > q else 0) - (u - q if u > q else 0)
+        if self.share.lends and (u < q or new_u < q):
+            pool.lendable += self.lendable(new_u) - self.lendable(u)
+        pool.used += delta
+        self.usage = new_u
+
+    def headroom(self) -> int:
+        """The most instances the share could start now without preemption.
+
+        Three limits: the pool's free capacity; its quota plus borrow limit; and the borrowing
+        invariant (sum of borrowed <= unassigned + sum of lendable), which in closed form says a
+        share may take its idle quota that it cannot lend plus the invariant's current slack:
+        every further instance either stops being lendable or is borrowed, costing one unit."""
+        idle = self.quota - self.usage
+        unlendable = 0
+        if idle > 0:
+            unlendable = idle - min(self.lend_limit, idle) if self.share.lends else idle
+        pool = self.pool
+        slack = pool.unassigned + pool.lendable - pool.borrowed
+        # Two-argument min()s: the compiled engine turns them into plain comparisons.
+        return min(min(pool.capacity - pool.used, idle + self.borrow_limit), unlendable + slack)
+
+    def borrows_now(self) -> bool:
+        return self.usage > self.quota
+
+    def instances_below(self, priority: int) -> int:
+        """Instances of its running jobs with a priority below ``priority``."""
+        return sum(c for p, c in self.running_by_priority.items() if p < priority)
+
+
+class _Job:
+    """A job's description and its replay state in one object: the compiled engine keeps these
+    fields unboxed, so reading or writing one is a field access rather than a list lookup and a
+    new float object."""
+
+    __slots__ = (
+        "index", "account", "count", "submit", "duration", "checkpoint", "retries", "priority", "rank",
+        "arrival", "group", "state", "start_time", "saved", "first_start", "end", "queued_since",
+        "queued", "preemptions", "lost", "attempt", "running_key",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        index: int,
+        account: _Account,
+        count: int,
+        submit: float,
+        duration: float,
+        checkpoint: float,
+        retries: int,
+        priority: int,
+        rank: int,
+    ) -> None:
+        self.index = index  # its row in the trace
+        self.account = account  # its share's account of its instance type
+        self.count = count
+        self.submit = submit
+        self.duration = duration
+        self.checkpoint = checkpoint  # 0: no checkpoints
+        self.retries = retries
+        self.priority = priority
+        self.rank = rank  # its place in job_id order
+        self.arrival = 0  # its place in (submit time, job_id) order
+        self.group: _Group | None = None  # its queue group, found at its first submit
+        self.state = PENDING_SUBMIT
+        self.start_time = 0.0  # of the current attempt
+        self.saved = 0.0  # work kept from checkpoints
+        self.first_start = math.nan
+        self.end = math.nan
+        self.queued_since = 0.0
+        self.queued = 0.0
+        self.preemptions = 0
+        self.lost = 0.0
+        self.attempt = 0  # attempts preempted so far: finish events of older attempts are stale
+        self.running_key: tuple = ()  # () while not running
+
+
 class _Group:
     """Pending jobs of one share with one instance type and one size, in queue order.
 
@@ -145,10 +330,9 @@ class _Group:
     NO_VICTIMS: Final = 2
     BEHIND: Final = 3
 
-    def __init__(self, share: int, type_: int, count: int, index: int):
+    def __init__(self, account: _Account, count: int, index: int):
         self.index = index  # its number in the wait history
-        self.share = share
-        self.type = type_
+        self.account = account
         self.count = count
         self.jobs: list[int] = []  # queue keys
         self.needs_borrow = False
@@ -166,6 +350,12 @@ def _first(candidate: tuple) -> tuple:
     return candidate[0]
 
 
+def _newer(key: tuple, submit: float) -> bool:
+    """Whether the running job of victim key ``key`` was submitted after ``submit``."""
+    job: _Job = key[3]
+    return job.submit > submit
+
+
 class _Replay:
     def __init__(self, policy: Policy, bound: BoundTrace, record_events: bool):
         trace = bound.trace
@@ -173,85 +363,78 @@ class _Replay:
         self.bound = bound
         self.record_events = record_events
         n_types = len(bound.type_names)
-        shares = policy.shares
-        self.n_shares = len(shares)
         self.n_types = n_types
         self.startup = float(policy.startup_seconds)
         self.strict = policy.queueing is Queueing.STRICT_FIFO
 
-        # Policy in per (share, type) tables.
+        # The policy as shares, type pools and their (share, type) accounts.
         types = bound.type_names
-        self.capacity: list[int] = [int(policy.capacity.get(t, 0)) for t in types]
-        self.unassigned: list[int] = [int(policy.unassigned(t)) for t in types]
-        self.quota: list[list[int]] = [[int(s.quota(t)) for t in types] for s in shares]
-        self.borrow_limit: list[list[int]] = [[instances(s.borrow_limit(t)) for t in types] for s in shares]
-        self.lend_limit: list[list[int]] = [[instances(s.lend_limit(t)) for t in types] for s in shares]
-        self.lends: list[bool] = [s.strategy.lends for s in shares]
-        self.borrows: list[bool] = [s.strategy.borrows for s in shares]
-        # Preemption choices as booleans (the hot loop tests these, not enum members).
-        self.preempts_in_share = [s.in_share_preemption is not InSharePreemption.NEVER for s in shares]
-        self.preempts_equal_too = [
-            s.in_share_preemption is InSharePreemption.LOWER_OR_NEWER_EQUAL_PRIORITY for s in shares
+        self.shares: list[_Share] = [_Share(s, share) for s, share in enumerate(policy.shares)]
+        self.pools: list[_TypePool] = [
+            _TypePool(int(policy.capacity.get(t, 0)), int(policy.unassigned(t))) for t in types
         ]
-        self.may_reclaim = [s.reclaim is not Reclaim.NEVER for s in shares]
-        self.reclaims_any = [s.reclaim is Reclaim.ANY for s in shares]
+        for share, spec in zip(self.shares, policy.shares):
+            for t, pool in enumerate(self.pools):
+                account = _Account(
+                    share,
+                    pool,
+                    t,
+                    n_types,
+                    int(spec.quota(types[t])),
+                    instances(spec.borrow_limit(types[t])),
+                    instances(spec.lend_limit(types[t])),
+                )
+                share.accounts.append(account)
+                pool.accounts.append(account)
+                pool.lendable += account.lendable(0)
+        for pool in self.pools:
+            for account in pool.accounts:
+                if account.share.borrows:
+                    others = sum(other.lendable(0) for other in pool.accounts if other is not account)
+                    account.borrowable_ever = pool.unassigned + others
 
-        # Accounting, kept incrementally (section 3).
-        self.usage: list[list[int]] = [[0] * n_types for _ in shares]
-        self.used: list[int] = [0] * n_types
-        self.borrowed_total: list[int] = [0] * n_types
-        self.lendable_total: list[int] = [0] * n_types
-        for s in range(self.n_shares):
-            for t in range(n_types):
-                self.lendable_total[t] += self._lendable(s, t, 0)
-
-        # Jobs as Python lists: scalar access in the hot loop is faster than numpy's.
-        self.n_jobs = len(trace)
-        self.submit: list[float] = trace.submit_time.astype(np.float64).tolist()
-        self.share: list[int] = bound.share.astype(np.int64).tolist()
-        self.type: list[int] = bound.instance_type.astype(np.int64).tolist()
-        self.count: list[int] = trace.instance_count.astype(np.int64).tolist()
-        self.duration: list[float] = trace.duration.astype(np.float64).tolist()
-        checkpoint = np.nan_to_num(trace.checkpoint_interval, nan=0.0)
-        self.checkpoint: list[float] = checkpoint.astype(np.float64).tolist()
-        self.retries: list[int] = trace.preemption_retries.astype(np.int64).tolist()
-        self.priority: list[int] = trace.priority.astype(np.int64).tolist()
-        self.rank: list[int] = bound.id_rank.astype(np.int64).tolist()
-
-        n = self.n_jobs
-        self.state: list[int] = [PENDING_SUBMIT] * n
-        self.start_time: list[float] = [0.0] * n  # of the current attempt
-        self.saved: list[float] = [0.0] * n  # work kept from checkpoints
-        self.first_start: list[float] = [math.nan] * n
-        self.end: list[float] = [math.nan] * n
-        self.queued_since: list[float] = [0.0] * n
-        self.queued: list[float] = [0.0] * n
-        self.preemptions: list[int] = [0] * n
-        self.lost: list[float] = [0.0] * n
-        self.reason: dict[int, UnschedulableReason] = {}  # of UNSCHEDULABLE jobs
-        self.attempt: list[int] = [0] * n
+        # Jobs in trace order.
+        self.n_jobs = n = len(trace)
+        share_of: list[int] = bound.share.astype(np.int64).tolist()
+        type_of: list[int] = bound.instance_type.astype(np.int64).tolist()
+        count: list[int] = trace.instance_count.astype(np.int64).tolist()
+        submit: list[float] = trace.submit_time.astype(np.float64).tolist()
+        duration: list[float] = trace.duration.astype(np.float64).tolist()
+        checkpoint: list[float] = (
+            np.nan_to_num(trace.checkpoint_interval, nan=0.0).astype(np.float64).tolist()
+        )
+        retries: list[int] = trace.preemption_retries.astype(np.int64).tolist()
+        priority: list[int] = trace.priority.astype(np.int64).tolist()
+        rank: list[int] = bound.id_rank.astype(np.int64).tolist()
+        accounts = [share.accounts for share in self.shares]
+        self.jobs: list[_Job] = [
+            _Job(
+                i,
+                accounts[share_of[i]][type_of[i]],
+                count[i],
+                submit[i],
+                duration[i],
+                checkpoint[i],
+                retries[i],
+                priority[i],
+                rank[i],
+            )
+            for i in range(n)
+        ]
         # Arrival order, (submit time, job_id): the events' order and the queues' tie-break.
-        self.by_arrival: list[int] = np.lexsort((bound.id_rank, trace.submit_time)).tolist()
-        self.arrival: list[int] = [0] * n
+        order: list[int] = np.lexsort((bound.id_rank, trace.submit_time)).tolist()
+        self.by_arrival: list[_Job] = [self.jobs[i] for i in order]
         for place, job in enumerate(self.by_arrival):
-            self.arrival[job] = place
-        self.running_keys: list[tuple] = [()] * n  # () while not running
+            job.arrival = place
+        self.reason: dict[int, UnschedulableReason] = {}  # of UNSCHEDULABLE jobs
 
-        self.groups: dict[tuple[int, int, int], _Group] = {}
-        self.share_queue: list[list[int]] = [[] for _ in shares]  # strict_fifo: queue keys
-        self.share_refused = [False] * self.n_shares  # strict_fifo: the head was refused
-        self.share_reason = [WaitReason.POOL_FULL] * self.n_shares  # strict_fifo: why the head waits
-        self.share_since = [0.0] * self.n_shares
+        self.groups: list[_Group] = []
         self.open_groups: set[_Group] = set()  # groups whose head may be admissible
         self.round_id = 0
-        self.groups_of: list[list[list[_Group]]] = [[[] for _ in types] for _ in shares]
         self.pending_jobs = 0
-        self.pending_instances = [[0] * n_types for _ in shares]
-        self.running: list[list[list[tuple]]] = [[[] for _ in types] for _ in shares]
-        self.running_by_priority: list[list[dict[int, int]]] = [[{} for _ in types] for _ in shares]
-        self.finishes: list[tuple[float, int, int, int]] = []  # (end, job_id rank, attempt, job)
+        self.finishes: list[tuple[float, int, int, _Job]] = []  # (end, job_id rank, attempt, job)
         self.events: list[tuple] = []
-        self.log = UsageLog(self.n_shares, n_types)
+        self.log = UsageLog(len(self.shares), n_types)
         self.usage_log: Records = self.log.usage_changes  # (time, share * n_types + type, usage)
         self.pending_log: Records = self.log.pending_changes  # (time, share * n_types + type, instances)
         self.rerun_log: Records = self.log.rerun_costs  # (time, share * n_types + type, instance-seconds)
@@ -259,85 +442,29 @@ class _Replay:
         self.starts_log: Records = self.history.starts
         self.preemptions_log: Records = self.history.preemptions
         self.reasons_log: Records = self.history.reasons
-        self.totals = _Totals(self.n_shares, n_types)
         self.ignored_updates = 0
-        self.borrowable_ever = [self._borrowable_ever(s) for s in range(self.n_shares)]
 
     # --- accounting -----------------------------------------------------------------------
 
-    def _lendable(self, s: int, t: int, u: int) -> int:
-        """Section 3: min(lending_limit, idle quota) for a lender, 0 for RESERVE."""
-        if not self.lends[s]:
-            return 0
-        idle = self.quota[s][t] - u
-        return 0 if idle <= 0 else min(self.lend_limit[s][t], idle)
-
-    def _shift_usage(self, s: int, t: int, delta: int) -> None:
-        u = self.usage[s][t]
-        q = self.quota[s][t]
-        new_u = u + delta
-        if u > q or new_u > q:
-            self.borrowed_total[t] += (new_u - q if new_u > q else 0) - (u - q if u > q else 0)
-        if self.lends[s] and (u < q or new_u < q):
-            self.lendable_total[t] += self._lendable(s, t, new_u) - self._lendable(s, t, u)
-        self.used[t] += delta
-        self.usage[s][t] = new_u
-
-    def _change_usage(self, now: float, s: int, t: int, delta: int) -> None:
+    def _change_usage(self, now: float, account: _Account, delta: int) -> None:
         """A real change (a start, finish or preemption), kept in the usage log for the metrics;
-        victim searches try changes with _shift_usage alone."""
-        self._shift_usage(s, t, delta)
-        self.usage_log.change3(now, s * self.n_types + t, self.usage[s][t])
+        victim searches try changes with ``_Account.shift`` alone."""
+        if account.round != self.round_id:  # its first change in this round: keep where it started
+            account.round = self.round_id
+            account.usage_at_round_start = account.usage
+        account.shift(delta)
+        self.usage_log.change3(now, account.key, account.usage)
 
-    def _borrowable_ever(self, s: int) -> list[int]:
-        """Everything share s could borrow if every other share were idle."""
-        out: list[int] = []
-        for t in range(self.n_types):
-            others = sum(self._lendable(o, t, 0) for o in range(self.n_shares) if o != s)
-            out.append(self.unassigned[t] + others if self.borrows[s] else 0)
-        return out
-
-    def headroom(self, s: int, t: int) -> int:
-        """The most instances of type t share s could start now without preemption.
-
-        Three limits: the pool's free capacity; its quota plus borrow limit; and the borrowing
-        invariant (sum of borrowed <= unassigned + sum of lendable), which in closed form says a
-        share may take its idle quota that it cannot lend plus the invariant's current slack:
-        every further instance either stops being lendable or is borrowed, costing one unit."""
-        u = self.usage[s][t]
-        q = self.quota[s][t]
-        idle = q - u
-        unlendable = 0
-        if idle > 0:
-            unlendable = idle - min(self.lend_limit[s][t], idle) if self.lends[s] else idle
-        slack = self.unassigned[t] + self.lendable_total[t] - self.borrowed_total[t]
-        # Two-argument min()s: the compiled engine turns them into plain comparisons.
-        return min(min(self.capacity[t] - self.used[t], idle + self.borrow_limit[s][t]), unlendable + slack)
-
-    def fits(self, s: int, t: int, n: int) -> bool:
-        """Admission without preemption (section 4, step 1)."""
-        return n <= self.headroom(s, t)
+    def _usage_at_round_start(self, account: _Account) -> int:
+        return account.usage_at_round_start if account.round == self.round_id else account.usage
 
     # --- the event loop -------------------------------------------------------------------
 
     def run(self, progress: ProgressCallback | None) -> None:
-        # The loop makes millions of long-lived tuples (victim keys, finish events) and no
-        # reference cycles: the cycle collector would only walk them again and again (a third of
-        # the time at a million jobs).
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
-            self._events_in_order(progress)
-        finally:
-            if collecting:
-                gc.enable()
-
-    def _events_in_order(self, progress: ProgressCallback | None) -> None:
         submit_order = self.by_arrival
         updates = self.bound.trace.updates
         update_order: list[int] = np.argsort(updates.time, kind="stable").tolist()
         update_time: list[float] = updates.time.astype(np.float64).tolist()
-        submit = self.submit
         n_jobs = self.n_jobs
         n_updates = len(update_order)
         next_submit = next_update = 0
@@ -347,7 +474,7 @@ class _Replay:
         while True:
             now = min(
                 min(
-                    submit[submit_order[next_submit]] if next_submit < n_jobs else END_OF_TIME,
+                    submit_order[next_submit].submit if next_submit < n_jobs else END_OF_TIME,
                     update_time[update_order[next_update]] if next_update < n_updates else END_OF_TIME,
                 ),
                 finishes[0][0] if finishes else END_OF_TIME,
@@ -357,9 +484,9 @@ class _Replay:
             # Same instant: finishes, then submissions, then priority updates, then one pass.
             while finishes and finishes[0][0] == now:
                 _, _, attempt, job = heapq.heappop(finishes)
-                if attempt == self.attempt[job]:
+                if attempt == job.attempt:
                     self.finish(job, now)
-            while next_submit < n_jobs and submit[submit_order[next_submit]] == now:
+            while next_submit < n_jobs and submit_order[next_submit].submit == now:
                 self.submit_job(submit_order[next_submit], now)
                 next_submit += 1
             while next_update < n_updates and update_time[update_order[next_update]] == now:
@@ -373,48 +500,48 @@ class _Replay:
         if self.pending_jobs:
             raise RuntimeError(f"{self.pending_jobs} jobs were left pending with nothing running")
 
-    def submit_job(self, job: int, now: float) -> None:
-        s, t, n = self.share[job], self.type[job], self.count[job]
+    def submit_job(self, job: _Job, now: float) -> None:
+        account = job.account
         reason = unschedulable_reason(
-            n, self.capacity[t], self.quota[s][t], self.borrow_limit[s][t], self.borrowable_ever[s][t]
+            job.count, account.pool.capacity, account.quota, account.borrow_limit, account.borrowable_ever
         )
         if reason is not None:
-            self.state[job] = UNSCHEDULABLE
-            self.reason[job] = reason
+            job.state = UNSCHEDULABLE
+            self.reason[job.index] = reason
             self._event(now, job, EventKind.UNSCHEDULABLE)
             return
-        self.state[job] = RUNNABLE
-        self.queued_since[job] = now
+        job.state = RUNNABLE
+        job.queued_since = now
         self._enqueue(job, now)
 
     def update_priority(self, update: int, now: float) -> None:
         """UpdateServiceJob: ignored (and counted) for unknown, not yet submitted or ended jobs."""
-        job = int(self.bound.update_job[update])
+        index = int(self.bound.update_job[update])
         priority = int(self.bound.trace.updates.priority[update])
-        if job < 0 or self.state[job] not in (RUNNABLE, RUNNING):
+        if index < 0 or self.jobs[index].state not in (RUNNABLE, RUNNING):
             self.ignored_updates += 1
             return
-        if self.state[job] == RUNNABLE:
+        job = self.jobs[index]
+        if job.state == RUNNABLE:
             self._dequeue(job, now)
-            self.priority[job] = priority
+            job.priority = priority
             self._enqueue(job, now)
         else:
-            s, t = self.share[job], self.type[job]
-            self._remove_running(job, s, t)
-            self.priority[job] = priority
-            self._add_running(job, s, t)
-            self._capacity_released(t, owner=-1, victims_changed=True)
+            self._remove_running(job)
+            job.priority = priority
+            self._add_running(job)
+            self._capacity_released(job.account.pool, owner=None, victims_changed=True)
 
-    def finish(self, job: int, now: float) -> None:
-        s, t, n = self.share[job], self.type[job], self.count[job]
-        self.state[job] = SUCCEEDED
-        self.end[job] = now
-        self._remove_running(job, s, t)
-        self._change_usage(now, s, t, -n)
-        self.totals.startup[s][t] += min(now - self.start_time[job], self.startup) * n
-        self._capacity_released(t, owner=s)
+    def finish(self, job: _Job, now: float) -> None:
+        account = job.account
+        job.state = SUCCEEDED
+        job.end = now
+        self._remove_running(job)
+        self._change_usage(now, account, -job.count)
+        account.startup += min(now - job.start_time, self.startup) * job.count
+        self._capacity_released(account.pool, owner=account.share)
         if self.record_events:
-            self.events.append((now, job, EventKind.FINISH, None, -1))
+            self.events.append((now, job.index, EventKind.FINISH, None, -1))
 
     # --- the scheduling pass (section 4) ---------------------------------------------------
 
@@ -436,9 +563,7 @@ class _Replay:
         round's cursor, where the literal walk over all pending jobs would be."""
         self.round_id += 1
         round_id = self.round_id
-        usage_at_start = [row[:] for row in self.usage]
-        quota = self.quota
-        preempted: list[int] = []
+        preempted: list[_Job] = []
         admitted = False
         cursor = None
         while True:
@@ -447,7 +572,8 @@ class _Replay:
                 if g.round != round_id:  # first look in this round
                     g.round = round_id
                     g.ptr = 0
-                    g.needs_borrow = usage_at_start[g.share][g.type] + g.count > quota[g.share][g.type]
+                    account = g.account
+                    g.needs_borrow = self._usage_at_round_start(account) + g.count > account.quota
                     g.refused = _Group.OPEN
                 elif g.refused:
                     continue  # refused behind the cursor in this round and not reopened since
@@ -493,39 +619,41 @@ class _Replay:
     def _strict_round(self, now: float) -> bool:
         """strict_fifo: only each share's first pending job is a candidate; a share whose head
         cannot be admitted admits nothing more in this round."""
-        usage_at_start = [row[:] for row in self.usage]
-        done = [not queue for queue in self.share_queue]
-        preempted: list[int] = []
+        self.round_id += 1
+        done = [not share.queue for share in self.shares]
+        preempted: list[_Job] = []
         admitted = False
         cursor = None
         while True:
             candidates = []
-            for s, queue in enumerate(self.share_queue):
-                if done[s] or not queue:
+            for share in self.shares:
+                if done[share.index] or not share.queue:
                     continue
-                head = queue[0]
-                job = self._job_of(head)
-                t = self.type[job]
-                key = round_key(usage_at_start[s][t] + self.count[job] > self.quota[s][t], head)
+                head = share.queue[0]
+                account = self._job_of(head).account
+                needs_borrow = self._usage_at_round_start(account) + self._job_of(head).count > account.quota
+                key = round_key(needs_borrow, head)
                 if cursor is not None and key < cursor:
-                    done[s] = True  # considered while refused, or passed over before it was the head
+                    done[share.index] = (
+                        True  # considered while refused, or passed over before it was the head
+                    )
                     continue
-                if not self.share_refused[s]:
-                    candidates.append((key, s))
+                if not share.refused:
+                    candidates.append((key, share))
             if not candidates:
                 break
-            candidates.sort(key=lambda c: c[0])
-            for key, s in candidates:
+            candidates.sort(key=_first)
+            for key, share in candidates:
                 job = self._job_of(key[1])
                 if self.try_admit(job, now, preempted) == ADMITTED:
                     cursor = key
                     admitted = True
                     break
-                done[s] = True
-                self.share_refused[s] = True
-                self._add_share_waiting_time(s, now)
-                self.share_reason[s] = self._wait_reason(job)
-                self.reasons_log.add4(now, s, self.share_reason[s], job)
+                done[share.index] = True
+                share.refused = True
+                self._add_share_waiting_time(share, now)
+                share.reason = self._wait_reason(job)
+                self.reasons_log.add4(now, share.index, share.reason, job.index)
             else:
                 break
         self._requeue(preempted, now)
@@ -533,45 +661,50 @@ class _Replay:
 
     # --- what can make a refused job admissible -------------------------------------------
 
-    def _capacity_released(self, t: int, owner: int, victims_changed: bool = False) -> None:
-        """A job of share ``owner`` and type t ended or was preempted (or a running job changed
-        priority: ``victims_changed``). Refusals may be stale, except for a group that had no
+    def _capacity_released(
+        self, pool: _TypePool, owner: _Share | None, victims_changed: bool = False
+    ) -> None:
+        """A job of share ``owner`` ended or was preempted (or a running job changed priority:
+        ``victims_changed``, no owner). Refusals may be stale, except for a group that had no
         preemption candidate at all and still cannot fit in the pool: a release gives it no
         candidate, unless it was its own share's (its usage fell: it may now reclaim)."""
-        for s in range(self.n_shares):
+        for account in pool.accounts:
             # Its own share's usage fell: within quota now, it may reclaim from borrowers.
-            may_reclaim_now = s == owner and self.may_reclaim[s]
+            may_reclaim_now = account.share is owner and account.share.may_reclaim
             room = -1  # the share's headroom, computed once if needed
-            for g in self.groups_of[s][t]:
+            for g in account.groups:
                 if not g.jobs or (g.refused == _Group.OPEN and not g.fit_only):
                     continue  # open already, with nothing assumed about it
                 knows_no_victims = g.refused == _Group.NO_VICTIMS or (g.refused == _Group.OPEN and g.fit_only)
                 if knows_no_victims and not victims_changed:
-                    within_quota = self.usage[s][t] + g.count <= self.quota[s][t]
+                    within_quota = account.usage + g.count <= account.quota
                     if not (may_reclaim_now and within_quota):
                         if g.refused == _Group.OPEN:
                             continue  # still without candidates, and open
                         if room < 0:
-                            room = self.headroom(s, t)
+                            room = account.headroom()
                         if g.count <= room:
                             self._reopen(g, fit_only=True)
                         continue
                 self._reopen(g)
-        self.share_refused = [False] * self.n_shares
+        for share in self.shares:
+            share.refused = False
 
     def _reopen(self, g: _Group, fit_only: bool = False) -> None:
         g.fit_only = fit_only and (g.fit_only or g.refused == _Group.NO_VICTIMS)
         g.refused = _Group.OPEN
         self.open_groups.add(g)
 
-    def _started(self, job: int, s: int, t: int) -> None:
+    def _started(self, job: _Job) -> None:
         """A start only takes capacity (fitting gets harder for everyone), but the started job is
         a new preemption candidate: for heads of its own share that outrank it (in-share), and,
         when its share now borrows, for heads of other shares that may reclaim it."""
-        priority = self.priority[job]
-        if self.preempts_in_share[s]:
-            equal_too = self.preempts_equal_too[s]
-            for g in self.groups_of[s][t]:
+        account = job.account
+        share = account.share
+        priority = job.priority
+        if share.preempts_in_share:
+            equal_too = share.preempts_equal_too
+            for g in account.groups:
                 if (
                     (g.refused or g.fit_only)
                     and g.jobs
@@ -581,15 +714,15 @@ class _Replay:
                     )
                 ):
                     self._reopen(g)
-            self.share_refused[s] = False
-        if self.usage[s][t] > self.quota[s][t]:
-            lowest = self.running[s][t][0][0]  # every running job of a borrowing share is a candidate
-            for other in range(self.n_shares):
-                if other == s or not self.may_reclaim[other]:
+            share.refused = False
+        if account.borrows_now():
+            lowest = account.running[0][0]  # every running job of a borrowing share is a candidate
+            for other in account.pool.accounts:
+                if other is account or not other.share.may_reclaim:
                     continue
-                reclaims_any = self.reclaims_any[other]
-                room = self.quota[other][t] - self.usage[other][t]  # reclaim only within quota
-                for g in self.groups_of[other][t]:
+                reclaims_any = other.share.reclaims_any
+                room = other.quota - other.usage  # reclaim only within quota
+                for g in other.groups:
                     if (
                         (g.refused or g.fit_only)
                         and g.jobs
@@ -597,13 +730,12 @@ class _Replay:
                         and (reclaims_any or self._head_priority(g) > lowest)
                     ):
                         self._reopen(g)
-                self.share_refused[other] = False
+                other.share.refused = False
 
-    def try_admit(self, job: int, now: float, preempted: list[int], no_candidates: bool = False) -> int:
+    def try_admit(self, job: _Job, now: float, preempted: list[_Job], no_candidates: bool = False) -> int:
         """Fit, else preempt, else stay RUNNABLE (section 4, steps 1-3). ``no_candidates``: the
         caller knows there is no preemption candidate, so only the fit is tried."""
-        s, t, n = self.share[job], self.type[job], self.count[job]
-        if n <= self.headroom(s, t):
+        if job.count <= job.account.headroom():
             self._start(job, now)
             return ADMITTED
         if no_candidates:
@@ -621,78 +753,83 @@ class _Replay:
 
     # --- preemption (section 4, step 2) ----------------------------------------------------
 
-    def find_victims(self, job: int, candidates: Iterator[tuple]) -> list[int] | None:
+    def find_victims(self, job: _Job, candidates: Iterator[tuple]) -> list[_Job] | None:
         """Kueue's classic victim search: take candidates in order until the job fits, then
         walk the taken list backwards dropping every victim not needed. None if it never fits."""
-        s, t, n = self.share[job], self.type[job], self.count[job]
-        taken: list[int] = []
+        account = job.account
+        n = job.count
+        taken: list[_Job] = []
         fits = False
         for key in candidates:
-            victim = key[-1]
-            owner = self.share[victim]
-            if owner != s and self.usage[owner][t] <= self.quota[owner][t]:
+            victim: _Job = key[3]
+            owner = victim.account
+            if owner.share is not account.share and not owner.borrows_now():
                 continue  # a reclaim candidate stops being one once its share no longer borrows
-            self._shift_usage(owner, t, -self.count[victim])
+            owner.shift(-victim.count)
             taken.append(victim)
-            if self.fits(s, t, n):
+            if n <= account.headroom():
                 fits = True
                 break
         if not fits:
             for victim in taken:
-                self._shift_usage(self.share[victim], t, self.count[victim])
+                victim.account.shift(victim.count)
             return None
+        needed = [True] * len(taken)
         for index in range(len(taken) - 2, -1, -1):
             victim = taken[index]
-            self._shift_usage(self.share[victim], t, self.count[victim])
-            if self.fits(s, t, n):
-                taken[index] = -1  # not needed
+            victim.account.shift(victim.count)
+            if n <= account.headroom():
+                needed[index] = False
             else:
-                self._shift_usage(self.share[victim], t, -self.count[victim])
-        victims = [v for v in taken if v >= 0]
+                victim.account.shift(-victim.count)
+        victims = [victim for victim, keep in zip(taken, needed) if keep]
         for victim in victims:  # _preempt applies the release for real
-            self._shift_usage(self.share[victim], t, self.count[victim])
+            victim.account.shift(victim.count)
         return victims
 
-    def _victim_candidates(self, job: int) -> Iterator[tuple] | None:
+    def _victim_candidates(self, job: _Job) -> Iterator[tuple] | None:
         """Other shares' borrowing jobs (cross-share reclaim) first, then the share's own
         lower-priority jobs (in-share preemption); None when there is none. An empty iterator
         when they could not free enough even all together."""
-        s, t, n = self.share[job], self.type[job], self.count[job]
-        priority = self.priority[job]
+        account = job.account
+        share = account.share
+        n = job.count
+        priority = job.priority
         cross = []
         freeable = 0
-        if self.may_reclaim[s] and self.usage[s][t] + n <= self.quota[s][t]:
-            for other in range(self.n_shares):
-                running = self.running[other][t]
+        if share.may_reclaim and account.usage + n <= account.quota:
+            for other in account.pool.accounts:
+                running = other.running
                 # Running lists are in victim order: running[0] has the lowest priority.
-                if other == s or not running or self.usage[other][t] <= self.quota[other][t]:
+                if other is account or not running or not other.borrows_now():
                     continue
-                if self.reclaims_any[s]:
-                    freeable += self.usage[other][t]
+                if share.reclaims_any:
+                    freeable += other.usage
                     cross.append(iter(running))
                 elif running[0][0] < priority:
-                    freeable += self._instances_below(other, t, priority)
+                    freeable += other.instances_below(priority)
                     cross.append(takewhile(lambda k: k[0] < priority, running))
         own: Iterator[tuple] = iter(())
-        running = self.running[s][t]
-        if self.preempts_in_share[s] and running and running[0][0] <= priority:
-            if not self.preempts_equal_too[s]:
+        running = account.running
+        if share.preempts_in_share and running and running[0][0] <= priority:
+            if not share.preempts_equal_too:
                 if running[0][0] < priority:
-                    freeable += self._instances_below(s, t, priority)
+                    freeable += account.instances_below(priority)
                     own = takewhile(lambda k: k[0] < priority, running)
             else:
-                submit = self.submit[job]
-                freeable += self._instances_below(s, t, priority + 1)
+                submit = job.submit
+                freeable += account.instances_below(priority + 1)
                 own = iter(
                     [
                         k
                         for k in takewhile(lambda k: k[0] <= priority, running)
-                        if k[0] < priority or self.submit[k[-1]] > submit  # equal priority: newer only
+                        if k[0] < priority or _newer(k, submit)  # equal priority: newer only
                     ]
                 )
         if not freeable:
             return None
-        if self.used[t] - freeable + n > self.capacity[t]:
+        pool = account.pool
+        if pool.used - freeable + n > pool.capacity:
             return iter(())
         if not cross:
             return own
@@ -700,215 +837,236 @@ class _Replay:
         others = cross[0] if len(cross) == 1 else heapq.merge(*cross)
         return chain(others, own)
 
-    def _instances_below(self, s: int, t: int, priority: int) -> int:
-        return sum(c for p, c in self.running_by_priority[s][t].items() if p < priority)
-
-    def _preempt(self, victim: int, preemptor: int, now: float, preempted: list[int]) -> None:
-        s, t, n = self.share[victim], self.type[victim], self.count[victim]
-        held = now - self.start_time[victim]
+    def _preempt(self, victim: _Job, preemptor: _Job, now: float, preempted: list[_Job]) -> None:
+        account = victim.account
+        share = account.share
+        n = victim.count
+        held = now - victim.start_time
         startup_spent = min(held, self.startup)
-        progress = self.saved[victim] + max(0.0, held - self.startup)
-        interval = self.checkpoint[victim]
+        progress = victim.saved + max(0.0, held - self.startup)
+        interval = victim.checkpoint
         saved = (progress // interval) * interval if interval > 0 else 0.0
         lost = progress - saved
-        cause = Cause.CROSS_SHARE if s != self.share[preemptor] else Cause.IN_SHARE
-        self.saved[victim] = saved
-        self.lost[victim] += lost
-        self.preemptions[victim] += 1
-        self.attempt[victim] += 1  # its finish event is now stale
-        self._remove_running(victim, s, t)
-        self._change_usage(now, s, t, -n)
-        self._capacity_released(t, owner=s)
-        self.totals.preempted(s, t, cause, lost * n, startup_spent * n)
-        self.rerun_log.add3(now, s * self.n_types + t, (lost + startup_spent) * n)
-        self.preemptions_log.add4(now, victim, preemptor, cause is Cause.CROSS_SHARE)
+        cross_share = share is not preemptor.account.share
+        cause = Cause.CROSS_SHARE if cross_share else Cause.IN_SHARE
+        victim.saved = saved
+        victim.lost += lost
+        victim.preemptions += 1
+        victim.attempt += 1  # its finish event is now stale
+        self._remove_running(victim)
+        self._change_usage(now, account, -n)
+        self._capacity_released(account.pool, owner=share)
+        account.lost += lost * n
+        account.startup += startup_spent * n
+        account.rerun_startup += startup_spent * n
+        if cross_share:
+            share.cross_share_preemptions += 1
+        else:
+            share.in_share_preemptions += 1
+        self.rerun_log.add3(now, account.key, (lost + startup_spent) * n)
+        self.preemptions_log.add4(now, victim.index, preemptor.index, cross_share)
         self._event(now, victim, EventKind.PREEMPT, cause, preemptor)
-        retries = self.retries[victim]
-        if 0 <= retries < self.preemptions[victim]:
-            self.state[victim] = FAILED
-            self.end[victim] = now
+        if 0 <= victim.retries < victim.preemptions:
+            victim.state = FAILED
+            victim.end = now
             self._event(now, victim, EventKind.FAIL, cause, preemptor)
         else:
-            self.state[victim] = RUNNABLE
-            self.queued_since[victim] = now
+            victim.state = RUNNABLE
+            victim.queued_since = now
             self._count_pending(victim, now, +1)
             preempted.append(victim)  # considered again from the next round on
 
-    def _start(self, job: int, now: float) -> None:
-        s, t, n = self.share[job], self.type[job], self.count[job]
+    def _start(self, job: _Job, now: float) -> None:
         self._leave_queue(job, now)
-        self.state[job] = RUNNING
-        self.start_time[job] = now
-        if self.first_start[job] != self.first_start[job]:  # nan: never started before
-            self.first_start[job] = now
-        self.queued[job] += now - self.queued_since[job]
-        self._change_usage(now, s, t, n)
-        self._add_running(job, s, t)
-        self._started(job, s, t)
-        end = now + self.startup + (self.duration[job] - self.saved[job])
-        heapq.heappush(self.finishes, (end, self.rank[job], self.attempt[job], job))
-        self.starts_log.add2(now, job)
+        job.state = RUNNING
+        job.start_time = now
+        if job.first_start != job.first_start:  # nan: never started before
+            job.first_start = now
+        job.queued += now - job.queued_since
+        self._change_usage(now, job.account, job.count)
+        self._add_running(job)
+        self._started(job)
+        end = now + self.startup + (job.duration - job.saved)
+        heapq.heappush(self.finishes, (end, job.rank, job.attempt, job))
+        self.starts_log.add2(now, job.index)
         if self.record_events:
-            self.events.append((now, job, EventKind.START, None, -1))
+            self.events.append((now, job.index, EventKind.START, None, -1))
 
     # --- queues ----------------------------------------------------------------------------
 
-    def _queue_key(self, job: int) -> int:
+    def _queue_key(self, job: _Job) -> int:
         """Its key in its queues (priority updates take a job out of them before they change it)."""
-        return queue_key(self.priority[job], self.arrival[job], self.n_jobs)
+        return queue_key(job.priority, job.arrival, self.n_jobs)
 
-    def _job_of(self, key: int) -> int:
+    def _job_of(self, key: int) -> _Job:
         return self.by_arrival[key % self.n_jobs]
 
     def _head_priority(self, g: _Group) -> int:
-        return self.priority[self._job_of(g.jobs[0])]
+        return self._job_of(g.jobs[0]).priority
 
-    def _enqueue(self, job: int, now: float) -> None:
-        s, t, n = self.share[job], self.type[job], self.count[job]
+    def _group_of(self, job: _Job) -> _Group:
+        """Its queue group, made at the first submit of a job of its share, type and size."""
+        if job.group is not None:
+            return job.group
+        account = job.account
+        for g in account.groups:
+            if g.count == job.count:
+                job.group = g
+                return g
+        g = _Group(account, job.count, index=len(self.groups))
+        self.groups.append(g)
+        self.history.groups.add3(account.share.index, account.type, job.count)
+        account.groups.append(g)
+        account.groups.sort(key=lambda g: g.count)
+        job.group = g
+        return g
+
+    def _enqueue(self, job: _Job, now: float) -> None:
         key = self._queue_key(job)
-        group = self.groups.get((s, t, n))
-        if group is None:
-            group = self.groups[(s, t, n)] = _Group(s, t, n, index=len(self.groups))
-            self.history.groups.add3(s, t, n)
-            self.groups_of[s][t].append(group)
-            self.groups_of[s][t].sort(key=lambda g: g.count)
+        group = self._group_of(job)
         if not self.strict:
             self._add_waiting_time(group, now)
         insort(group.jobs, key)
         if group.jobs[0] == key:  # a new head: the group's refusal said nothing about it
             self._reopen(group)
         if self.strict:
-            queue = self.share_queue[s]
-            self._add_share_waiting_time(s, now)
-            insort(queue, key)
-            if queue[0] == key:
-                self.share_refused[s] = False
+            share = job.account.share
+            self._add_share_waiting_time(share, now)
+            insort(share.queue, key)
+            if share.queue[0] == key:
+                share.refused = False
         self._count_pending(job, now, +1)
 
-    def _requeue(self, jobs: list[int], now: float) -> None:
+    def _requeue(self, jobs: list[_Job], now: float) -> None:
         """Preempted jobs rejoin their queues at their original submit time's position."""
         for job in jobs:
-            if self.state[job] == RUNNABLE:
+            if job.state == RUNNABLE:
                 self._enqueue(job, now)
                 self._count_pending(job, now, -1)  # counted as pending when preempted
 
-    def _dequeue(self, job: int, now: float) -> None:
-        s, t, n = self.share[job], self.type[job], self.count[job]
+    def _dequeue(self, job: _Job, now: float) -> None:
         key = self._queue_key(job)
-        group = self.groups[(s, t, n)]
+        group = self._group_of(job)
         if not self.strict:
             self._add_waiting_time(group, now)
         del group.jobs[bisect_left(group.jobs, key)]  # the jobs behind a refused head stay refused
         if not group.jobs:
             self.open_groups.discard(group)
         if self.strict:
-            queue = self.share_queue[s]
-            self._add_share_waiting_time(s, now)
-            index = bisect_left(queue, key)
-            del queue[index]
+            share = job.account.share
+            self._add_share_waiting_time(share, now)
+            index = bisect_left(share.queue, key)
+            del share.queue[index]
             if index == 0:  # a new head, of another size or type: nothing is known about it
-                self.share_refused[s] = False
+                share.refused = False
         self._count_pending(job, now, -1)
 
-    def _leave_queue(self, job: int, now: float) -> None:
+    def _leave_queue(self, job: _Job, now: float) -> None:
         """An admitted job leaves the strict queue (the best-effort round removes it from its
         group itself, at the position it already knows)."""
         if self.strict:
-            s, t, n = self.share[job], self.type[job], self.count[job]
             key = self._queue_key(job)
-            queue = self.share_queue[s]
-            self._add_share_waiting_time(s, now)
-            del queue[bisect_left(queue, key)]
-            jobs = self.groups[(s, t, n)].jobs
+            share = job.account.share
+            self._add_share_waiting_time(share, now)
+            del share.queue[bisect_left(share.queue, key)]
+            jobs = self._group_of(job).jobs
             del jobs[bisect_left(jobs, key)]
         self._count_pending(job, now, -1)
 
     # --- why jobs wait: job-seconds per share and WaitReason, added up whenever a queue changes ---
 
-    def _wait_reason(self, job: int) -> WaitReason:
-        s, t = self.share[job], self.type[job]
+    def _wait_reason(self, job: _Job) -> WaitReason:
+        account = job.account
         return wait_reason(
-            self.count[job],
-            self.usage[s][t],
-            self.quota[s][t],
-            self.borrow_limit[s][t],
-            self.borrows[s],
-            self.used[t],
-            self.capacity[t],
+            job.count,
+            account.usage,
+            account.quota,
+            account.borrow_limit,
+            account.share.borrows,
+            account.pool.used,
+            account.pool.capacity,
         )
 
     def _add_waiting_time(self, g: _Group, now: float) -> None:
         """best_effort_fifo: every job of a group waits for the reason its head was refused."""
         if g.jobs:
-            self.totals.waited[g.share][g.reason] += len(g.jobs) * (now - g.since)
+            g.account.share.waited[g.reason] += len(g.jobs) * (now - g.since)
         g.since = now
 
-    def _add_share_waiting_time(self, s: int, now: float) -> None:
+    def _add_share_waiting_time(self, share: _Share, now: float) -> None:
         """strict_fifo: the head of a share's queue waits for its own reason, the rest behind it."""
-        waiting = len(self.share_queue[s])
+        waiting = len(share.queue)
         if waiting:
-            elapsed = now - self.share_since[s]
-            self.totals.waited[s][self.share_reason[s]] += elapsed
-            self.totals.waited[s][WaitReason.BEHIND_QUEUE_HEAD] += (waiting - 1) * elapsed
-        self.share_since[s] = now
+            elapsed = now - share.since
+            share.waited[share.reason] += elapsed
+            share.waited[WaitReason.BEHIND_QUEUE_HEAD] += (waiting - 1) * elapsed
+        share.since = now
 
-    def _count_pending(self, job: int, now: float, sign: int) -> None:
-        s, t = self.share[job], self.type[job]
+    def _count_pending(self, job: _Job, now: float, sign: int) -> None:
+        account = job.account
         self.pending_jobs += sign
-        self.pending_instances[s][t] += sign * self.count[job]
-        self.pending_log.change3(now, s * self.n_types + t, self.pending_instances[s][t])
+        account.pending_instances += sign * job.count
+        self.pending_log.change3(now, account.key, account.pending_instances)
 
-    def _add_running(self, job: int, s: int, t: int) -> None:
-        key = victim_key(self.priority[job], self.start_time[job], self.rank[job], job)
-        self.running_keys[job] = key
-        insort(self.running[s][t], key)
-        by_priority = self.running_by_priority[s][t]
-        by_priority[key[0]] = by_priority.get(key[0], 0) + self.count[job]
+    def _add_running(self, job: _Job) -> None:
+        key = victim_key(job.priority, job.start_time, job.rank, job)
+        job.running_key = key
+        account = job.account
+        insort(account.running, key)
+        by_priority = account.running_by_priority
+        by_priority[job.priority] = by_priority.get(job.priority, 0) + job.count
 
-    def _remove_running(self, job: int, s: int, t: int) -> None:
-        key = self.running_keys[job]
-        running = self.running[s][t]
+    def _remove_running(self, job: _Job) -> None:
+        key = job.running_key
+        account = job.account
+        running = account.running
         del running[bisect_left(running, key)]
-        self.running_keys[job] = ()
-        by_priority = self.running_by_priority[s][t]
-        left = by_priority[key[0]] - self.count[job]
+        job.running_key = ()
+        by_priority = account.running_by_priority
+        priority: int = key[0]
+        left = by_priority[priority] - job.count
         if left:
-            by_priority[key[0]] = left
+            by_priority[priority] = left
         else:
-            del by_priority[key[0]]
+            del by_priority[priority]
 
-    def _event(self, now: float, job: int, kind: EventKind, cause: Cause | None = None, by: int = -1) -> None:
+    def _event(
+        self, now: float, job: _Job, kind: EventKind, cause: Cause | None = None, by: _Job | None = None
+    ) -> None:
         if self.record_events:
-            self.events.append((now, job, kind, cause, by))
+            self.events.append((now, job.index, kind, cause, -1 if by is None else by.index))
 
     # --- results ---------------------------------------------------------------------------
 
     def outcomes(self) -> JobOutcomes:
+        jobs = self.jobs
         return JobOutcomes.from_lists(
-            state=self.state,
-            first_start=self.first_start,
-            end=self.end,
-            queued=self.queued,
-            preemptions=self.preemptions,
-            lost=self.lost,
+            state=[job.state for job in jobs],
+            first_start=[job.first_start for job in jobs],
+            end=[job.end for job in jobs],
+            queued=[job.queued for job in jobs],
+            preemptions=[job.preemptions for job in jobs],
+            lost=[job.lost for job in jobs],
             reason=self.reason,
             ignored_updates=self.ignored_updates,
             history=self.history.finish(strict=self.strict),
         )
 
+    def totals(self) -> _Totals:
+        return _Totals(self.shares)
+
 
 class _Totals:
     """Per (share, type) sums that the usage log cannot give: preemptions and rerun cost."""
 
-    def __init__(self, n_shares: int, n_types: int):
-        self.startup = [[0.0] * n_types for _ in range(n_shares)]  # instance-seconds, every attempt
-        self.lost = [[0.0] * n_types for _ in range(n_shares)]
-        self.rerun_startup = [[0.0] * n_types for _ in range(n_shares)]
-        self.preemptions = [{Cause.CROSS_SHARE: 0, Cause.IN_SHARE: 0} for _ in range(n_shares)]
-        self.waited = [[0.0] * len(WaitReason) for _ in range(n_shares)]  # job-seconds by WaitReason
-
-    def preempted(self, s: int, t: int, cause: Cause, lost: float, startup: float) -> None:
-        self.lost[s][t] += lost
-        self.startup[s][t] += startup
-        self.rerun_startup[s][t] += startup
-        self.preemptions[s][cause] += 1
+    def __init__(self, shares: list[_Share]):
+        self.startup = [
+            [a.startup for a in share.accounts] for share in shares
+        ]  # instance-seconds, every attempt
+        self.lost = [[a.lost for a in share.accounts] for share in shares]
+        self.rerun_startup = [[a.rerun_startup for a in share.accounts] for share in shares]
+        self.preemptions = [
+            {Cause.CROSS_SHARE: share.cross_share_preemptions, Cause.IN_SHARE: share.in_share_preemptions}
+            for share in shares
+        ]
+        self.waited = [share.waited for share in shares]  # job-seconds by WaitReason

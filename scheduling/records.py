@@ -1,18 +1,17 @@
 """Append-only tables of numbers that the replay's hot loop writes and the metrics read once.
 
 The engine logs millions of small records (usage changes, starts, preemptions, wait reasons).
-Appending to an ``array('d')`` converts every value through argument parsing, and a list of
-Python floats costs 24 bytes a value; ``Records`` appends to a short list and packs it into a
-numpy chunk every ``CHUNK`` values, so a record costs a few list appends and 8 bytes a value.
+``Records`` appends them to a ``librt.vecs.vec[float]``: in the compiled engine an append is a
+store into a growing native array (no float object per value, 8 bytes a value), and the table is
+read back through the buffer protocol without converting value by value.
 """
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any
 
 import numpy as np
-
-CHUNK: Final = 1 << 16  # values per packed chunk
+from librt.vecs import append, vec
 
 
 class Records:
@@ -22,22 +21,22 @@ class Records:
     def __init__(self, width: int, dtype: Any = np.float64) -> None:
         self.width = width
         self.dtype = dtype
-        self.values: list[float] = []
-        self.chunks: list[Any] = []
+        self.values: vec[float] = vec[float]()
+        self.loaded: Any = None  # a table given to from_table, before any added value
         self.count = 0
 
     def add2(self, a: float, b: float) -> None:
         values = self.values
-        values.append(a)
-        values.append(b)
-        self._added(values)
+        values = append(values, a)
+        self.values = append(values, b)
+        self.count += 1
 
     def add3(self, a: float, b: float, c: float) -> None:
         values = self.values
-        values.append(a)
-        values.append(b)
-        values.append(c)
-        self._added(values)
+        values = append(values, a)
+        values = append(values, b)
+        self.values = append(values, c)
+        self.count += 1
 
     def change3(self, time: float, key: float, value: float) -> None:
         """A (time, key, value) state change: replaces the previous record when that one is for
@@ -52,29 +51,21 @@ class Records:
 
     def add4(self, a: float, b: float, c: float, d: float) -> None:
         values = self.values
-        values.append(a)
-        values.append(b)
-        values.append(c)
-        values.append(d)
-        self._added(values)
-
-    def _added(self, values: list[float]) -> None:
+        values = append(values, a)
+        values = append(values, b)
+        values = append(values, c)
+        self.values = append(values, d)
         self.count += 1
-        if len(values) >= CHUNK:
-            self._pack()
-
-    def _pack(self) -> None:
-        if self.values:
-            self.chunks.append(np.fromiter(self.values, dtype=self.dtype, count=len(self.values)))
-            self.values = []
 
     def table(self) -> Any:
-        """All records as a (records, width) numpy array (packed once, then kept)."""
-        self._pack()
-        if len(self.chunks) != 1:
-            whole = np.concatenate(self.chunks) if self.chunks else np.zeros(0, dtype=self.dtype)
-            self.chunks = [whole]
-        return self.chunks[0].reshape(-1, self.width)
+        """All records as a (records, width) numpy array of ``dtype`` (built once, then kept)."""
+        if len(self.values) or self.loaded is None:
+            added = np.frombuffer(memoryview(self.values), dtype=np.float64)  # type: ignore[call-overload]
+            parts = [added] if self.loaded is None else [self.loaded, added]
+            # concatenate copies out of the vec, which is let go.
+            self.loaded = np.concatenate(parts).astype(self.dtype, copy=False)
+            self.values = vec[float]()
+        return self.loaded.reshape(-1, self.width)
 
     def __len__(self) -> int:
         return self.count
@@ -85,7 +76,6 @@ class Records:
         flat = np.asarray(table, dtype=dtype).ravel()
         if len(flat) % width:
             raise ValueError(f"{len(flat)} values do not make records of {width}")
-        if len(flat):
-            records.chunks.append(flat)
+        records.loaded = flat
         records.count = len(flat) // width
         return records
