@@ -14,7 +14,7 @@ import heapq
 import math
 from bisect import bisect_left, bisect_right, insort
 from collections.abc import Callable, Iterator
-from itertools import chain, takewhile
+from itertools import chain
 from typing import Final
 
 import numpy as np
@@ -106,10 +106,11 @@ def round_key(needs_borrow: bool, queue: int) -> tuple:
     return (needs_borrow, queue)
 
 
-def victim_key(priority: int, start: float, rank: int, job: object) -> tuple:
+def victim_key(priority: int, start: float, rank: int) -> tuple:
     """Victim order within one side (other shares / own share): lowest priority, then most
-    recently started, then job_id descending."""
-    return (priority, -start, -rank, job)
+    recently started, then job_id descending. (``_Running`` keeps each account's running jobs in
+    this order without building keys; they are built to merge several shares' candidates.)"""
+    return (priority, -start, -rank)
 
 
 def unschedulable_reason(
@@ -187,7 +188,7 @@ class _Account:
 
     __slots__ = (
         "share", "pool", "type", "key", "quota", "borrow_limit", "lend_limit", "borrowable_ever", "usage",
-        "round", "usage_at_round_start", "pending_instances", "running", "running_by_priority",
+        "round", "usage_at_round_start", "pending_instances", "running",
         "groups", "startup", "lost", "rerun_startup",
     )  # fmt: skip
 
@@ -214,8 +215,7 @@ class _Account:
         self.round = -1
         self.usage_at_round_start = 0
         self.pending_instances = 0
-        self.running: list[tuple] = []  # victim keys, in victim order: running[0] goes first
-        self.running_by_priority: dict[int, int] = {}  # instances running at each priority
+        self.running = _Running()
         self.groups: list[_Group] = []  # its queue groups, smallest jobs first
         # Instance-seconds of startup (every attempt), lost work, and startup of preempted attempts.
         self.startup = 0.0
@@ -261,9 +261,107 @@ class _Account:
     def borrows_now(self) -> bool:
         return self.usage > self.quota
 
+
+class _Level:
+    """The running jobs of one priority in (start time, job_id) order, with the number of the run
+    each entry was made for: an entry whose job has since stopped (or started again, further
+    on) is left in place and skipped until the list is compacted."""
+
+    __slots__ = ("jobs", "runs", "live", "instances")
+
+    def __init__(self) -> None:
+        self.jobs: list[_Job] = []
+        self.runs: list[int] = []
+        self.live = 0  # entries whose job is still in the run they were made for
+        self.instances = 0
+
+    def add(self, job: _Job) -> None:
+        """Appends, or inserts after the last live entry that starts before it: a start is the
+        latest, so only a priority update or a same-instant start of a lower job_id goes back."""
+        jobs, runs = self.jobs, self.runs
+        place = len(jobs)
+        while place > 0:
+            other = jobs[place - 1]
+            if other.run == runs[place - 1] and (
+                other.start_time < job.start_time
+                or (other.start_time == job.start_time and other.rank < job.rank)
+            ):
+                break
+            place -= 1
+        jobs.insert(place, job)
+        runs.insert(place, job.run)
+        self.live += 1
+        self.instances += job.count
+
+    def remove(self, job: _Job) -> None:
+        """Its entry goes stale (the job's run number changes); compacts when most are stale."""
+        self.live -= 1
+        self.instances -= job.count
+        if len(self.jobs) > 2 * self.live + 16:
+            kept = [(other, run) for other, run in zip(self.jobs, self.runs) if other.run == run]
+            self.jobs = [other for other, _ in kept]
+            self.runs = [run for _, run in kept]
+
+
+class _Running:
+    """An account's running jobs in victim order (``victim_key``) without a sorted list of keys:
+    levels by priority, each in start order, so a start appends and a stop marks an entry
+    stale, and victims are read from the lowest level up, each level from its end."""
+
+    __slots__ = ("levels", "priorities", "runs")
+
+    def __init__(self) -> None:
+        self.levels: dict[int, _Level] = {}
+        self.priorities: list[int] = []  # of the levels, ascending
+        self.runs = 0  # runs numbered so far
+
+    def __bool__(self) -> bool:
+        return bool(self.priorities)
+
+    def add(self, job: _Job) -> None:
+        level = self.levels.get(job.priority)
+        if level is None:
+            level = self.levels[job.priority] = _Level()
+            insort(self.priorities, job.priority)
+        job.run = self.runs
+        self.runs += 1
+        level.add(job)
+
+    def remove(self, job: _Job) -> None:
+        level = self.levels[job.priority]
+        job.run = -1
+        level.remove(job)
+        if not level.live:
+            del self.levels[job.priority]
+            self.priorities.remove(job.priority)
+
+    def lowest_priority(self) -> int:
+        return self.priorities[0]
+
     def instances_below(self, priority: int) -> int:
         """Instances of its running jobs with a priority below ``priority``."""
-        return sum(c for p, c in self.running_by_priority.items() if p < priority)
+        total = 0
+        for p in self.priorities:
+            if p >= priority:
+                break
+            total += self.levels[p].instances
+        return total
+
+    def in_victim_order(self, below: int) -> Iterator[_Job]:
+        """Its running jobs with a priority below ``below``, in victim order."""
+        for p in self.priorities:
+            if p >= below:
+                break
+            level = self.levels[p]
+            jobs, runs = level.jobs, level.runs
+            for place in range(len(jobs) - 1, -1, -1):
+                job = jobs[place]
+                if job.run == runs[place]:
+                    yield job
+
+
+def _victim_order(job: _Job) -> tuple:
+    return victim_key(job.priority, job.start_time, job.rank)
 
 
 class _Job:
@@ -274,7 +372,7 @@ class _Job:
     __slots__ = (
         "index", "account", "count", "submit", "duration", "checkpoint", "retries", "priority", "rank",
         "arrival", "group", "state", "start_time", "saved", "first_start", "end", "queued_since",
-        "queued", "preemptions", "lost", "attempt", "running_key",
+        "queued", "preemptions", "lost", "attempt", "run",
     )  # fmt: skip
 
     def __init__(
@@ -310,7 +408,7 @@ class _Job:
         self.preemptions = 0
         self.lost = 0.0
         self.attempt = 0  # attempts preempted so far: finish events of older attempts are stale
-        self.running_key: tuple = ()  # () while not running
+        self.run = -1  # the number of its current run in its account's _Running, -1 while not running
 
 
 class _Group:
@@ -348,12 +446,6 @@ class _Group:
 
 def _first(candidate: tuple) -> tuple:
     return candidate[0]
-
-
-def _newer(key: tuple, submit: float) -> bool:
-    """Whether the running job of victim key ``key`` was submitted after ``submit``."""
-    job: _Job = key[3]
-    return job.submit > submit
 
 
 class _Replay:
@@ -527,16 +619,16 @@ class _Replay:
             job.priority = priority
             self._enqueue(job, now)
         else:
-            self._remove_running(job)
+            job.account.running.remove(job)
             job.priority = priority
-            self._add_running(job)
+            job.account.running.add(job)
             self._capacity_released(job.account.pool, owner=None, victims_changed=True)
 
     def finish(self, job: _Job, now: float) -> None:
         account = job.account
         job.state = SUCCEEDED
         job.end = now
-        self._remove_running(job)
+        job.account.running.remove(job)
         self._change_usage(now, account, -job.count)
         account.startup += min(now - job.start_time, self.startup) * job.count
         self._capacity_released(account.pool, owner=account.share)
@@ -716,7 +808,7 @@ class _Replay:
                     self._reopen(g)
             share.refused = False
         if account.borrows_now():
-            lowest = account.running[0][0]  # every running job of a borrowing share is a candidate
+            lowest = account.running.lowest_priority()  # a borrowing share's jobs are all candidates
             for other in account.pool.accounts:
                 if other is account or not other.share.may_reclaim:
                     continue
@@ -753,15 +845,14 @@ class _Replay:
 
     # --- preemption (section 4, step 2) ----------------------------------------------------
 
-    def find_victims(self, job: _Job, candidates: Iterator[tuple]) -> list[_Job] | None:
+    def find_victims(self, job: _Job, candidates: Iterator[_Job]) -> list[_Job] | None:
         """Kueue's classic victim search: take candidates in order until the job fits, then
         walk the taken list backwards dropping every victim not needed. None if it never fits."""
         account = job.account
         n = job.count
         taken: list[_Job] = []
         fits = False
-        for key in candidates:
-            victim: _Job = key[3]
+        for victim in candidates:
             owner = victim.account
             if owner.share is not account.share and not owner.borrows_now():
                 continue  # a reclaim candidate stops being one once its share no longer borrows
@@ -787,7 +878,7 @@ class _Replay:
             victim.account.shift(victim.count)
         return victims
 
-    def _victim_candidates(self, job: _Job) -> Iterator[tuple] | None:
+    def _victim_candidates(self, job: _Job) -> Iterator[_Job] | None:
         """Other shares' borrowing jobs (cross-share reclaim) first, then the share's own
         lower-priority jobs (in-share preemption); None when there is none. An empty iterator
         when they could not free enough even all together."""
@@ -795,35 +886,34 @@ class _Replay:
         share = account.share
         n = job.count
         priority = job.priority
-        cross = []
+        cross: list[Iterator[_Job]] = []
         freeable = 0
         if share.may_reclaim and account.usage + n <= account.quota:
             for other in account.pool.accounts:
                 running = other.running
-                # Running lists are in victim order: running[0] has the lowest priority.
                 if other is account or not running or not other.borrows_now():
                     continue
                 if share.reclaims_any:
                     freeable += other.usage
-                    cross.append(iter(running))
-                elif running[0][0] < priority:
-                    freeable += other.instances_below(priority)
-                    cross.append(takewhile(lambda k: k[0] < priority, running))
-        own: Iterator[tuple] = iter(())
+                    cross.append(running.in_victim_order(NO_LIMIT))
+                elif running.lowest_priority() < priority:
+                    freeable += running.instances_below(priority)
+                    cross.append(running.in_victim_order(priority))
+        own: Iterator[_Job] = iter(())
         running = account.running
-        if share.preempts_in_share and running and running[0][0] <= priority:
+        if share.preempts_in_share and running and running.lowest_priority() <= priority:
             if not share.preempts_equal_too:
-                if running[0][0] < priority:
-                    freeable += account.instances_below(priority)
-                    own = takewhile(lambda k: k[0] < priority, running)
+                if running.lowest_priority() < priority:
+                    freeable += running.instances_below(priority)
+                    own = running.in_victim_order(priority)
             else:
                 submit = job.submit
-                freeable += account.instances_below(priority + 1)
+                freeable += running.instances_below(priority + 1)
                 own = iter(
                     [
-                        k
-                        for k in takewhile(lambda k: k[0] <= priority, running)
-                        if k[0] < priority or _newer(k, submit)  # equal priority: newer only
+                        other
+                        for other in running.in_victim_order(priority + 1)
+                        if other.priority < priority or other.submit > submit  # equal priority: newer only
                     ]
                 )
         if not freeable:
@@ -833,8 +923,8 @@ class _Replay:
             return iter(())
         if not cross:
             return own
-        # Other shares' jobs together in victim order (merging one list would only slow it down).
-        others = cross[0] if len(cross) == 1 else heapq.merge(*cross)
+        # Other shares' jobs together in victim order (merging one share's would only slow it down).
+        others = cross[0] if len(cross) == 1 else heapq.merge(*cross, key=_victim_order)
         return chain(others, own)
 
     def _preempt(self, victim: _Job, preemptor: _Job, now: float, preempted: list[_Job]) -> None:
@@ -853,7 +943,7 @@ class _Replay:
         victim.lost += lost
         victim.preemptions += 1
         victim.attempt += 1  # its finish event is now stale
-        self._remove_running(victim)
+        account.running.remove(victim)
         self._change_usage(now, account, -n)
         self._capacity_released(account.pool, owner=share)
         account.lost += lost * n
@@ -884,7 +974,7 @@ class _Replay:
             job.first_start = now
         job.queued += now - job.queued_since
         self._change_usage(now, job.account, job.count)
-        self._add_running(job)
+        job.account.running.add(job)
         self._started(job)
         end = now + self.startup + (job.duration - job.saved)
         heapq.heappush(self.finishes, (end, job.rank, job.attempt, job))
@@ -1007,28 +1097,6 @@ class _Replay:
         self.pending_jobs += sign
         account.pending_instances += sign * job.count
         self.pending_log.change3(now, account.key, account.pending_instances)
-
-    def _add_running(self, job: _Job) -> None:
-        key = victim_key(job.priority, job.start_time, job.rank, job)
-        job.running_key = key
-        account = job.account
-        insort(account.running, key)
-        by_priority = account.running_by_priority
-        by_priority[job.priority] = by_priority.get(job.priority, 0) + job.count
-
-    def _remove_running(self, job: _Job) -> None:
-        key = job.running_key
-        account = job.account
-        running = account.running
-        del running[bisect_left(running, key)]
-        job.running_key = ()
-        by_priority = account.running_by_priority
-        priority: int = key[0]
-        left = by_priority[priority] - job.count
-        if left:
-            by_priority[priority] = left
-        else:
-            del by_priority[priority]
 
     def _event(
         self, now: float, job: _Job, kind: EventKind, cause: Cause | None = None, by: _Job | None = None
