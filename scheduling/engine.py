@@ -72,21 +72,21 @@ def replay(
 ) -> ReplayResult:
     """Replay ``trace`` under ``policy``; raises InputError when they do not fit together."""
     bound = bind(policy, trace)
-    # The replay makes millions of long-lived objects (jobs, victim keys, finish events) and no
-    # reference cycles: the cycle collector would only walk them again and again (a third of the
-    # time at a million jobs).
+    # The replay makes millions of long-lived objects (jobs, their level and finish entries) and
+    # its only reference cycles are the few between shares, accounts and pools: the cycle
+    # collector would only walk the jobs again and again (a third of the time at a million jobs).
     collecting = gc.isenabled()
     gc.disable()
     try:
         simulation = _Replay(policy, bound, record_events)
         simulation.run(progress)
+        outcomes = simulation.outcomes()
+        log, totals, events = simulation.log, simulation.totals(), simulation.events
+        del simulation  # its jobs are most of a replay's memory; the metrics need only the logs
+        metrics = compute_metrics(policy, bound, outcomes, log, totals, buckets)
     finally:
         if collecting:
             gc.enable()
-    outcomes = simulation.outcomes()
-    log, totals, events = simulation.log, simulation.totals(), simulation.events
-    del simulation  # its per-job lists are most of a replay's memory; the metrics need only the logs
-    metrics = compute_metrics(policy, bound, outcomes, log, totals, buckets)
     return ReplayResult(policy, trace, outcomes, metrics, events if record_events else None)
 
 
@@ -360,6 +360,10 @@ class _Running:
                     yield job
 
 
+def _job_id_order(job: _Job) -> int:
+    return job.rank
+
+
 def _victim_order(job: _Job) -> tuple:
     return victim_key(job.priority, job.start_time, job.rank)
 
@@ -372,7 +376,7 @@ class _Job:
     __slots__ = (
         "index", "account", "count", "submit", "duration", "checkpoint", "retries", "priority", "rank",
         "arrival", "group", "state", "start_time", "saved", "first_start", "end", "queued_since",
-        "queued", "preemptions", "lost", "attempt", "run",
+        "queued", "preemptions", "lost", "planned_end", "run",
     )  # fmt: skip
 
     def __init__(
@@ -407,7 +411,7 @@ class _Job:
         self.queued = 0.0
         self.preemptions = 0
         self.lost = 0.0
-        self.attempt = 0  # attempts preempted so far: finish events of older attempts are stale
+        self.planned_end = math.nan  # when its current attempt will end unless preempted
         self.run = -1  # the number of its current run in its account's _Running, -1 while not running
 
 
@@ -437,6 +441,7 @@ class _Group:
         self.ptr = 0
         self.refused = _Group.OPEN
         self.round = -1  # the round that last set ptr and needs_borrow
+        self.candidate = False  # its job at ptr is in the round's candidates
         # Reopened only because it fitted after a release: it still has no preemption candidate.
         self.fit_only = False
         self.reason = WaitReason.POOL_FULL  # why its jobs wait (set when its head is refused)
@@ -522,9 +527,14 @@ class _Replay:
 
         self.groups: list[_Group] = []
         self.open_groups: set[_Group] = set()  # groups whose head may be admissible
+        self.in_round = False  # a best-effort round is under way
+        self.reopened: list[_Group] = []  # groups reopened during the round's current admission
         self.round_id = 0
         self.pending_jobs = 0
-        self.finishes: list[tuple[float, int, int, _Job]] = []  # (end, job_id rank, attempt, job)
+        # Planned ends: a heap of instants (floats compare faster than event tuples) and the jobs
+        # planned to end at each. A preempted job's entry stays and is skipped (its plan changed).
+        self.finish_times: list[float] = []
+        self.finishing: dict[float, list[_Job]] = {}
         self.events: list[tuple] = []
         self.log = UsageLog(len(self.shares), n_types)
         self.usage_log: Records = self.log.usage_changes  # (time, share * n_types + type, usage)
@@ -562,22 +572,21 @@ class _Replay:
         next_submit = next_update = 0
         report_every = max(1, n_jobs // 100)
         next_report = report_every
-        finishes = self.finishes
+        finish_times = self.finish_times
         while True:
             now = min(
                 min(
                     submit_order[next_submit].submit if next_submit < n_jobs else END_OF_TIME,
                     update_time[update_order[next_update]] if next_update < n_updates else END_OF_TIME,
                 ),
-                finishes[0][0] if finishes else END_OF_TIME,
+                finish_times[0] if finish_times else END_OF_TIME,
             )
             if now == END_OF_TIME:
                 break
             # Same instant: finishes, then submissions, then priority updates, then one pass.
-            while finishes and finishes[0][0] == now:
-                _, _, attempt, job = heapq.heappop(finishes)
-                if attempt == job.attempt:
-                    self.finish(job, now)
+            if finish_times and finish_times[0] == now:
+                heapq.heappop(finish_times)
+                self._finish_all(self.finishing.pop(now), now)
             while next_submit < n_jobs and submit_order[next_submit].submit == now:
                 self.submit_job(submit_order[next_submit], now)
                 next_submit += 1
@@ -624,6 +633,15 @@ class _Replay:
             job.account.running.add(job)
             self._capacity_released(job.account.pool, owner=None, victims_changed=True)
 
+    def _finish_all(self, jobs: list[_Job], now: float) -> None:
+        """The jobs planned to end now, in job_id order; entries of preempted attempts are skipped
+        (a job that ran again and ends now too is listed twice: it ends at the first entry)."""
+        if len(jobs) > 1:
+            jobs.sort(key=_job_id_order)
+        for job in jobs:
+            if job.state == RUNNING and job.planned_end == now:
+                self.finish(job, now)
+
     def finish(self, job: _Job, now: float) -> None:
         account = job.account
         job.state = SUCCEEDED
@@ -651,62 +669,68 @@ class _Replay:
         """Consider every pending job once, in round order; admit what fits or can preempt.
 
         Only open groups are looked at: a closed group's head was refused in the current state
-        and so would be every job behind it. A group reopened during the round joins in at the
-        round's cursor, where the literal walk over all pending jobs would be."""
+        and so would be every job behind it. The round's candidates (each open group's first job
+        past the cursor) are a heap: an admission changes only its own group's candidate and
+        those of groups it reopened, which join in at the cursor, where the literal walk over all
+        pending jobs would be."""
         self.round_id += 1
-        round_id = self.round_id
+        candidates: list[tuple[tuple, _Group]] = []
+        for g in self.open_groups:
+            self._add_candidate(g, None, candidates)
+        self.reopened.clear()
+        self.in_round = True
         preempted: list[_Job] = []
         admitted = False
-        cursor = None
-        while True:
-            candidates = []
-            for g in self.open_groups:
-                if g.round != round_id:  # first look in this round
-                    g.round = round_id
-                    g.ptr = 0
-                    account = g.account
-                    g.needs_borrow = self._usage_at_round_start(account) + g.count > account.quota
-                    g.refused = _Group.OPEN
-                elif g.refused:
-                    continue  # refused behind the cursor in this round and not reopened since
-                if cursor is not None:
-                    if g.needs_borrow < cursor[0]:
-                        continue
-                    if g.needs_borrow == cursor[0]:
-                        g.ptr = bisect_right(g.jobs, cursor[1], g.ptr)
-                if g.ptr < len(g.jobs):
-                    candidates.append((round_key(g.needs_borrow, g.jobs[g.ptr]), g))
-            if not candidates:
-                break
-            if len(candidates) > 1:
-                candidates.sort(key=_first)
-            for key, g in candidates:
-                job = self._job_of(key[1])
-                outcome = self.try_admit(job, now, preempted, g.fit_only)
-                if outcome == ADMITTED:
-                    self._add_waiting_time(g, now)
-                    del g.jobs[g.ptr]
-                    if not g.jobs:
-                        self.open_groups.discard(g)  # nothing left to admit
-                    cursor = key
-                    admitted = True
-                    break
-                if g.ptr:
-                    g.refused = _Group.BEHIND
-                else:
-                    g.refused = _Group.NO_VICTIMS if outcome == NO_VICTIMS else _Group.REFUSED
-                    self.open_groups.discard(g)
-                    reason = self._wait_reason(job)
-                    if reason != g.reason or not g.reason_logged:
-                        self._add_waiting_time(g, now)  # the time so far, at the old reason
-                        g.reason = reason
-                        g.reason_logged = True
-                        self.reasons_log.add4(now, g.index, reason, -1)
+        while candidates:
+            key, g = heapq.heappop(candidates)
+            g.candidate = False
+            job = self._job_of(key[1])
+            outcome = self.try_admit(job, now, preempted, g.fit_only)
+            if outcome == ADMITTED:
+                self._add_waiting_time(g, now)
+                del g.jobs[g.ptr]
+                if not g.jobs:
+                    self.open_groups.discard(g)  # nothing left to admit
+                admitted = True
+                self._add_candidate(g, key, candidates)
+                for other in self.reopened:
+                    if not other.candidate:
+                        self._add_candidate(other, key, candidates)
+                self.reopened.clear()
+            elif g.ptr:
+                g.refused = _Group.BEHIND
             else:
-                break
+                g.refused = _Group.NO_VICTIMS if outcome == NO_VICTIMS else _Group.REFUSED
+                self.open_groups.discard(g)
+                reason = self._wait_reason(job)
+                if reason != g.reason or not g.reason_logged:
+                    self._add_waiting_time(g, now)  # the time so far, at the old reason
+                    g.reason = reason
+                    g.reason_logged = True
+                    self.reasons_log.add4(now, g.index, reason, -1)
+        self.in_round = False
         if preempted:
             self._requeue(preempted, now)
         return admitted
+
+    def _add_candidate(self, g: _Group, cursor: tuple | None, candidates: list[tuple[tuple, _Group]]) -> None:
+        """Its first job past the round's cursor, if any, becomes a candidate of the round."""
+        if g.round != self.round_id:  # first look in this round
+            g.round = self.round_id
+            g.ptr = 0
+            account = g.account
+            g.needs_borrow = self._usage_at_round_start(account) + g.count > account.quota
+            g.refused = _Group.OPEN
+        elif g.refused:
+            return  # refused behind the cursor in this round and not reopened since
+        if cursor is not None:
+            if g.needs_borrow < cursor[0]:
+                return
+            if g.needs_borrow == cursor[0]:
+                g.ptr = bisect_right(g.jobs, cursor[1], g.ptr)
+        if g.ptr < len(g.jobs):
+            heapq.heappush(candidates, (round_key(g.needs_borrow, g.jobs[g.ptr]), g))
+            g.candidate = True
 
     def _strict_round(self, now: float) -> bool:
         """strict_fifo: only each share's first pending job is a candidate; a share whose head
@@ -786,6 +810,8 @@ class _Replay:
         g.fit_only = fit_only and (g.fit_only or g.refused == _Group.NO_VICTIMS)
         g.refused = _Group.OPEN
         self.open_groups.add(g)
+        if self.in_round:
+            self.reopened.append(g)
 
     def _started(self, job: _Job) -> None:
         """A start only takes capacity (fitting gets harder for everyone), but the started job is
@@ -942,7 +968,7 @@ class _Replay:
         victim.saved = saved
         victim.lost += lost
         victim.preemptions += 1
-        victim.attempt += 1  # its finish event is now stale
+        victim.planned_end = math.nan  # its finish entry is now stale
         account.running.remove(victim)
         self._change_usage(now, account, -n)
         self._capacity_released(account.pool, owner=share)
@@ -977,7 +1003,13 @@ class _Replay:
         job.account.running.add(job)
         self._started(job)
         end = now + self.startup + (job.duration - job.saved)
-        heapq.heappush(self.finishes, (end, job.rank, job.attempt, job))
+        job.planned_end = end
+        ending = self.finishing.get(end)
+        if ending is None:
+            self.finishing[end] = [job]
+            heapq.heappush(self.finish_times, end)
+        else:
+            ending.append(job)
         self.starts_log.add2(now, job.index)
         if self.record_events:
             self.events.append((now, job.index, EventKind.START, None, -1))
