@@ -132,37 +132,37 @@ def _horizon(submit: np.ndarray, end: np.ndarray) -> tuple[float, float]:
     return start, max(start, stop)
 
 
-def _step_matrices(logs, key_of_share, start, end):
-    """Rebuild per-share step functions of several change logs of one type on the union of
-    their change instants in [start, end] (start included).
+def _step_matrices(logs, t, n_types, n_shares, start, end):
+    """Rebuild per-share step functions of several change logs of type t on the union of their
+    change instants in [start, end] (start included).
 
     Returns (instants, one matrix instants x shares per log); several changes at the same
     instant keep the last one, which is the state after that instant."""
     columns = []
     for records in logs:
-        t, k, v = _columns(records)
-        mine = np.isin(k, key_of_share)  # this type's changes only
-        columns.append((t[mine], k[mine], v[mine]))
-    times = np.concatenate([[start], *(t[(t >= start) & (t <= end)] for t, _, _ in columns)])
+        times, keys, values = _columns(records)
+        if n_types > 1:
+            mine = keys % n_types == t  # this type's changes only
+            times, keys, values = times[mine], keys[mine], values[mine]
+        columns.append((times, keys // n_types, values))
+    times = np.concatenate([[start], *(c[0][(c[0] >= start) & (c[0] <= end)] for c in columns)])
     times.sort(kind="stable")  # the logs are each in time order: a merge of sorted runs
     instants = times[np.append(True, times[1:] != times[:-1])]
     n = len(instants)
     matrices = []
-    for t, k, v in columns:
+    for times, shares, values in columns:
         # The instant of each change (changes are logged in time order; none is before start).
-        step = np.maximum(np.searchsorted(instants, t, side="right") - 1, 0)
-        matrix = np.zeros((n, len(key_of_share)), dtype=np.float64)
-        for s, key in enumerate(key_of_share):
-            sel = np.flatnonzero(k == key)
-            if not len(sel):
-                continue
-            steps = step[sel]
-            last = np.append(steps[1:] != steps[:-1], True)  # the last change at each instant
-            latest = np.full(n, -1, dtype=np.int64)
-            latest[steps[last]] = sel[last]
-            latest = np.maximum.accumulate(latest)  # the change in force at each instant
-            matrix[:, s] = np.where(latest >= 0, v[np.maximum(latest, 0)], 0.0)
-        matrices.append(matrix)
+        step = np.maximum(np.searchsorted(instants, times, side="right") - 1, 0)
+        if not len(times):
+            matrices.append(np.zeros((n, n_shares)))
+            continue
+        # The last change of each share at each instant (records are numbered in time order),
+        # then at every instant the change in force; shares x instants, so that both run along
+        # memory, and handed out transposed (a view).
+        latest = np.full((n_shares, n), -1, dtype=np.int64)
+        np.maximum.at(latest.reshape(-1), shares * n + step, np.arange(len(times)))
+        np.maximum.accumulate(latest, axis=1, out=latest)
+        matrices.append(np.where(latest >= 0, values[np.maximum(latest, 0)], 0.0).T)
     return instants, matrices
 
 
@@ -172,10 +172,9 @@ def _type_accounts(policy, t, type_name, log, start, end, edges, day_edges) -> d
     Each quantity is built, integrated (in total, per bucket, per day) and dropped before the
     next, so a million-job replay needs a few instants x shares arrays at a time, not dozens."""
     shares = policy.shares
-    n_types = log.n_types
-    keys = [s * n_types + t for s in range(len(shares))]
     # Both step functions on the union of their instants, so both stay exact.
-    instants, (usage, pending) = _step_matrices((log.usage_changes, log.pending_changes), keys, start, end)
+    logs = (log.usage_changes, log.pending_changes)
+    instants, (usage, pending) = _step_matrices(logs, t, log.n_types, len(shares), start, end)
     durations = np.diff(np.append(instants, end))
     at_edges = [_EdgePlaces(instants, end, e) for e in (edges, day_edges)]
 
