@@ -294,10 +294,16 @@ class _Level:
         self.instances += job.count
 
     def remove(self, job: _Job) -> None:
-        """Its entry goes stale (the job's run number changes); compacts when most are stale."""
+        """Its entry goes stale (the job's run number changes). Stale entries at the end are
+        dropped at once (victims are taken from the end, and a start looks back from it); the
+        list is compacted when most entries are stale."""
         self.live -= 1
         self.instances -= job.count
-        if len(self.jobs) > 2 * self.live + 16:
+        jobs, runs = self.jobs, self.runs
+        while jobs and jobs[-1].run != runs[-1]:
+            jobs.pop()
+            runs.pop()
+        if len(jobs) > 2 * self.live + 16:
             kept = [(other, run) for other, run in zip(self.jobs, self.runs) if other.run == run]
             self.jobs = [other for other, _ in kept]
             self.runs = [run for _, run in kept]
