@@ -9,10 +9,10 @@ against a literal reference model (tests/scheduling/reference.py).
 
 from __future__ import annotations
 
+import bisect
 import gc
 import heapq
 import math
-from bisect import bisect_left, bisect_right, insort
 from collections.abc import Callable, Iterator
 from itertools import chain
 from typing import Final
@@ -37,6 +37,14 @@ from scheduling.trace import Trace
 
 ProgressCallback = Callable[[float], None]
 
+# The C functions of the hot loop, bound once as Final names: the compiled engine keeps them in C
+# variables instead of looking each one up by name on every call.
+heappush: Final = heapq.heappush
+heappop: Final = heapq.heappop
+insort: Final = bisect.insort
+bisect_left: Final = bisect.bisect_left
+bisect_right: Final = bisect.bisect_right
+
 # What trying to admit a job gave.
 ADMITTED: Final = 0
 REFUSED: Final = 1  # there were preemption candidates, but freeing them would not make it fit
@@ -51,6 +59,13 @@ SUCCEEDED: Final[int] = int(State.SUCCEEDED)
 FAILED: Final[int] = int(State.FAILED)
 UNSCHEDULABLE: Final[int] = int(State.UNSCHEDULABLE)
 END_OF_TIME: Final[float] = math.inf
+
+# Wait reasons as native ints too (WaitReason is an IntEnum: these are its values).
+POOL_FULL: Final[int] = int(WaitReason.POOL_FULL)
+NOTHING_LENDABLE: Final[int] = int(WaitReason.NOTHING_LENDABLE)
+BORROW_LIMIT: Final[int] = int(WaitReason.BORROW_LIMIT)
+OVER_QUOTA_NO_BORROWING: Final[int] = int(WaitReason.OVER_QUOTA_NO_BORROWING)
+BEHIND_QUEUE_HEAD: Final[int] = int(WaitReason.BEHIND_QUEUE_HEAD)
 
 # A limit of "unlimited" in the per-(share, type) tables: more instances than any pool has, so
 # integer arithmetic (and the compiled engine's native ints) give the same answers as infinity.
@@ -127,16 +142,17 @@ def unschedulable_reason(
 
 def wait_reason(
     count: int, usage: int, quota: int, borrow_limit: float, borrows: bool, used: int, capacity: int
-) -> WaitReason:
+) -> int:
     """The first limit of section 4's fit test that a refused job runs into **(choice: the
-    share's own limits first, then the pool, then the borrowing invariant)**."""
+    share's own limits first, then the pool, then the borrowing invariant)**, as a WaitReason
+    value."""
     if usage + count > quota and not borrows:
-        return WaitReason.OVER_QUOTA_NO_BORROWING
+        return OVER_QUOTA_NO_BORROWING
     if usage + count > quota + borrow_limit:
-        return WaitReason.BORROW_LIMIT
+        return BORROW_LIMIT
     if used + count > capacity:
-        return WaitReason.POOL_FULL
-    return WaitReason.NOTHING_LENDABLE
+        return POOL_FULL
+    return NOTHING_LENDABLE
 
 
 class _Share:
@@ -161,7 +177,7 @@ class _Share:
         # strict_fifo: the share's one queue (queue keys), whether its head was refused, and why.
         self.queue: list[int] = []
         self.refused = False
-        self.reason = WaitReason.POOL_FULL
+        self.reason = POOL_FULL
         self.since = 0.0
         self.waited: list[float] = [0.0] * len(WaitReason)  # job-seconds by WaitReason
         self.cross_share_preemptions = 0  # of its jobs
@@ -450,7 +466,7 @@ class _Group:
         self.candidate = False  # its job at ptr is in the round's candidates
         # Reopened only because it fitted after a release: it still has no preemption candidate.
         self.fit_only = False
-        self.reason = WaitReason.POOL_FULL  # why its jobs wait (set when its head is refused)
+        self.reason = POOL_FULL  # why its jobs wait, a WaitReason (set when its head is refused)
         self.reason_logged = False
         self.since = 0.0  # when its waiting time was last added up
 
@@ -534,6 +550,12 @@ class _Replay:
         self.groups: list[_Group] = []
         self.open_groups: set[_Group] = set()  # groups whose head may be admissible
         self.in_round = False  # a best-effort round is under way
+        # The round's candidates (queue keys) and its cursor: the last admitted job's place.
+        self.within_quota: list[int] = []
+        self.borrowing: list[int] = []
+        self.has_cursor = False
+        self.cursor_borrows = False
+        self.cursor_key = 0
         self.reopened: list[_Group] = []  # groups reopened during the round's current admission
         self.round_id = 0
         self.pending_jobs = 0
@@ -591,7 +613,7 @@ class _Replay:
                 break
             # Same instant: finishes, then submissions, then priority updates, then one pass.
             if finish_times and finish_times[0] == now:
-                heapq.heappop(finish_times)
+                heappop(finish_times)
                 self._finish_all(self.finishing.pop(now), now)
             while next_submit < n_jobs and submit_order[next_submit].submit == now:
                 self.submit_job(submit_order[next_submit], now)
@@ -676,21 +698,25 @@ class _Replay:
 
         Only open groups are looked at: a closed group's head was refused in the current state
         and so would be every job behind it. The round's candidates (each open group's first job
-        past the cursor) are a heap: an admission changes only its own group's candidate and
-        those of groups it reopened, which join in at the cursor, where the literal walk over all
-        pending jobs would be."""
+        past the cursor) are kept in two heaps of queue keys, jobs that need not borrow and jobs
+        that do, which is ``round_key``'s order: an admission changes only its own group's
+        candidate and those of the groups it reopened, which join in at the cursor, where the
+        literal walk over all pending jobs would be."""
         self.round_id += 1
-        candidates: list[tuple[tuple, _Group]] = []
+        self.has_cursor = False
+        within_quota, borrowing = self.within_quota, self.borrowing
         for g in self.open_groups:
-            self._add_candidate(g, None, candidates)
+            self._add_candidate(g)
         self.reopened.clear()
         self.in_round = True
         preempted: list[_Job] = []
         admitted = False
-        while candidates:
-            key, g = heapq.heappop(candidates)
+        while within_quota or borrowing:
+            needs_borrow = not within_quota
+            key = heappop(borrowing if needs_borrow else within_quota)
+            job = self._job_of(key)
+            g = self._group_of(job)
             g.candidate = False
-            job = self._job_of(key[1])
             outcome = self.try_admit(job, now, preempted, g.fit_only)
             if outcome == ADMITTED:
                 self._add_waiting_time(g, now)
@@ -698,10 +724,13 @@ class _Replay:
                 if not g.jobs:
                     self.open_groups.discard(g)  # nothing left to admit
                 admitted = True
-                self._add_candidate(g, key, candidates)
+                self.has_cursor = True
+                self.cursor_borrows = needs_borrow
+                self.cursor_key = key
+                self._add_candidate(g)
                 for other in self.reopened:
                     if not other.candidate:
-                        self._add_candidate(other, key, candidates)
+                        self._add_candidate(other)
                 self.reopened.clear()
             elif g.ptr:
                 g.refused = _Group.BEHIND
@@ -719,7 +748,7 @@ class _Replay:
             self._requeue(preempted, now)
         return admitted
 
-    def _add_candidate(self, g: _Group, cursor: tuple | None, candidates: list[tuple[tuple, _Group]]) -> None:
+    def _add_candidate(self, g: _Group) -> None:
         """Its first job past the round's cursor, if any, becomes a candidate of the round."""
         if g.round != self.round_id:  # first look in this round
             g.round = self.round_id
@@ -729,13 +758,13 @@ class _Replay:
             g.refused = _Group.OPEN
         elif g.refused:
             return  # refused behind the cursor in this round and not reopened since
-        if cursor is not None:
-            if g.needs_borrow < cursor[0]:
+        if self.has_cursor:
+            if g.needs_borrow < self.cursor_borrows:
                 return
-            if g.needs_borrow == cursor[0]:
-                g.ptr = bisect_right(g.jobs, cursor[1], g.ptr)
+            if g.needs_borrow == self.cursor_borrows:
+                g.ptr = bisect_right(g.jobs, self.cursor_key, g.ptr)
         if g.ptr < len(g.jobs):
-            heapq.heappush(candidates, (round_key(g.needs_borrow, g.jobs[g.ptr]), g))
+            heappush(self.borrowing if g.needs_borrow else self.within_quota, g.jobs[g.ptr])
             g.candidate = True
 
     def _strict_round(self, now: float) -> bool:
@@ -970,7 +999,6 @@ class _Replay:
         saved = (progress // interval) * interval if interval > 0 else 0.0
         lost = progress - saved
         cross_share = share is not preemptor.account.share
-        cause = Cause.CROSS_SHARE if cross_share else Cause.IN_SHARE
         victim.saved = saved
         victim.lost += lost
         victim.preemptions += 1
@@ -987,11 +1015,15 @@ class _Replay:
             share.in_share_preemptions += 1
         self.rerun_log.add3(now, account.key, (lost + startup_spent) * n)
         self.preemptions_log.add4(now, victim.index, preemptor.index, cross_share)
-        self._event(now, victim, EventKind.PREEMPT, cause, preemptor)
-        if 0 <= victim.retries < victim.preemptions:
+        failed = 0 <= victim.retries < victim.preemptions
+        if self.record_events:
+            cause = Cause.CROSS_SHARE if cross_share else Cause.IN_SHARE
+            self._event(now, victim, EventKind.PREEMPT, cause, preemptor)
+            if failed:
+                self._event(now, victim, EventKind.FAIL, cause, preemptor)
+        if failed:
             victim.state = FAILED
             victim.end = now
-            self._event(now, victim, EventKind.FAIL, cause, preemptor)
         else:
             victim.state = RUNNABLE
             victim.queued_since = now
@@ -1013,7 +1045,7 @@ class _Replay:
         ending = self.finishing.get(end)
         if ending is None:
             self.finishing[end] = [job]
-            heapq.heappush(self.finish_times, end)
+            heappush(self.finish_times, end)
         else:
             ending.append(job)
         self.starts_log.add2(now, job.index)
@@ -1103,7 +1135,7 @@ class _Replay:
 
     # --- why jobs wait: job-seconds per share and WaitReason, added up whenever a queue changes ---
 
-    def _wait_reason(self, job: _Job) -> WaitReason:
+    def _wait_reason(self, job: _Job) -> int:
         account = job.account
         return wait_reason(
             job.count,
@@ -1127,7 +1159,7 @@ class _Replay:
         if waiting:
             elapsed = now - share.since
             share.waited[share.reason] += elapsed
-            share.waited[WaitReason.BEHIND_QUEUE_HEAD] += (waiting - 1) * elapsed
+            share.waited[BEHIND_QUEUE_HEAD] += (waiting - 1) * elapsed
         share.since = now
 
     def _count_pending(self, job: _Job, now: float, sign: int) -> None:
