@@ -153,16 +153,13 @@ def _step_matrices(logs, t, n_types, n_shares, start, end):
     for times, shares, values in columns:
         # The instant of each change (changes are logged in time order; none is before start).
         step = np.maximum(np.searchsorted(instants, times, side="right") - 1, 0)
-        if not len(times):
-            matrices.append(np.zeros((n, n_shares)))
-            continue
-        # The last change of each share at each instant (records are numbered in time order),
-        # then at every instant the change in force; shares x instants, so that both run along
-        # memory, and handed out transposed (a view).
-        latest = np.full((n_shares, n), -1, dtype=np.int64)
-        np.maximum.at(latest.reshape(-1), shares * n + step, np.arange(len(times)))
+        # The last change of each share at each instant (changes are numbered from 1 in time
+        # order; 0 is the value before any change), then at every instant the change in force;
+        # shares x instants, so that both run along memory, and handed out transposed (a view).
+        latest = np.zeros((n_shares, n), dtype=np.int64)
+        np.maximum.at(latest.reshape(-1), shares * n + step, np.arange(1, len(times) + 1))
         np.maximum.accumulate(latest, axis=1, out=latest)
-        matrices.append(np.where(latest >= 0, values[np.maximum(latest, 0)], 0.0).T)
+        matrices.append(np.concatenate(([0.0], values))[latest].T)
     return instants, matrices
 
 
