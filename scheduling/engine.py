@@ -18,6 +18,7 @@ from itertools import chain
 from typing import Final
 
 import numpy as np
+from librt.vecs import append, vec
 
 from scheduling.binding import BoundTrace, bind
 from scheduling.metrics import UsageLog, compute_metrics
@@ -31,7 +32,7 @@ from scheduling.model import (
     UnschedulableReason,
     WaitReason,
 )
-from scheduling.records import Records
+from scheduling.records import Records, as_array
 from scheduling.result import EventKind, JobOutcomes, ReplayResult, State, WaitHistory
 from scheduling.trace import Trace
 
@@ -1186,14 +1187,23 @@ class _Replay:
     # --- results ---------------------------------------------------------------------------
 
     def outcomes(self) -> JobOutcomes:
-        jobs = self.jobs
-        return JobOutcomes.from_lists(
-            state=[job.state for job in jobs],
-            first_start=[job.first_start for job in jobs],
-            end=[job.end for job in jobs],
-            queued=[job.queued for job in jobs],
-            preemptions=[job.preemptions for job in jobs],
-            lost=[job.lost for job in jobs],
+        # One pass over the jobs into native columns (a list per field would box every value).
+        state, first_start, end = vec[float](), vec[float](), vec[float]()
+        queued, preemptions, lost = vec[float](), vec[float](), vec[float]()
+        for job in self.jobs:
+            state = append(state, job.state)
+            first_start = append(first_start, job.first_start)
+            end = append(end, job.end)
+            queued = append(queued, job.queued)
+            preemptions = append(preemptions, job.preemptions)
+            lost = append(lost, job.lost)
+        return JobOutcomes.from_columns(
+            state=as_array(state),
+            first_start=as_array(first_start),
+            end=as_array(end),
+            queued=as_array(queued),
+            preemptions=as_array(preemptions),
+            lost=as_array(lost),
             reason=self.reason,
             ignored_updates=self.ignored_updates,
             history=self.history.finish(strict=self.strict),

@@ -60,7 +60,7 @@ class Records:
     def table(self) -> Any:
         """All records as a (records, width) numpy array of ``dtype`` (built once, then kept)."""
         if len(self.values) or self.loaded is None:
-            added = np.frombuffer(memoryview(self.values), dtype=np.float64)  # type: ignore[call-overload]
+            added = as_array(self.values)
             parts = [added] if self.loaded is None else [self.loaded, added]
             # concatenate copies out of the vec, which is let go.
             self.loaded = np.concatenate(parts).astype(self.dtype, copy=False)
@@ -79,3 +79,8 @@ class Records:
         records.loaded = flat
         records.count = len(flat) // width
         return records
+
+
+def as_array(values: vec[float]) -> Any:
+    """A float64 numpy array over the vec's memory (a view: copy it before the vec changes)."""
+    return np.frombuffer(memoryview(values), dtype=np.float64)  # type: ignore[call-overload]

@@ -120,23 +120,21 @@ class JobOutcomes:
     history: WaitHistory | None = None
 
     @classmethod
-    def from_lists(
+    def from_columns(
         cls, *, state, first_start, end, queued, preemptions, lost, reason, ignored_updates, history=None
     ):
-        """``reason``: {job: UnschedulableReason} for the jobs that have one."""
+        """Per-job columns (numpy arrays of any numeric dtype, in trace order); ``reason``:
+        {job: UnschedulableReason} for the jobs that have one."""
         reason_codes = np.zeros(len(state), dtype=np.int8)
         for job, r in reason.items():
             reason_codes[job] = REASONS.index(r.value)
-        def column(values: list, dtype) -> np.ndarray:
-            return np.fromiter(values, dtype=dtype, count=len(values))  # faster than np.array on lists
-
         return cls(
-            state=column(state, np.int8),
-            first_start=column(first_start, np.float64),
-            end=column(end, np.float64),
-            queued=column(queued, np.float64),
-            preemptions=column(preemptions, np.int32),
-            lost=column(lost, np.float64),
+            state=np.asarray(state).astype(np.int8),
+            first_start=np.asarray(first_start, dtype=np.float64),
+            end=np.asarray(end, dtype=np.float64),
+            queued=np.asarray(queued, dtype=np.float64),
+            preemptions=np.asarray(preemptions).astype(np.int32),
+            lost=np.asarray(lost, dtype=np.float64),
             reason=reason_codes,
             ignored_updates=ignored_updates,
             history=history,
