@@ -398,7 +398,7 @@ class _Job:
 
     __slots__ = (
         "index", "account", "count", "submit", "duration", "checkpoint", "retries", "priority", "rank",
-        "arrival", "group", "state", "start_time", "saved", "first_start", "end", "queued_since",
+        "arrival", "queue_key", "group", "state", "start_time", "saved", "first_start", "end", "queued_since",
         "queued", "preemptions", "lost", "planned_end", "run",
     )  # fmt: skip
 
@@ -424,6 +424,7 @@ class _Job:
         self.priority = priority
         self.rank = rank  # its place in job_id order
         self.arrival = 0  # its place in (submit time, job_id) order
+        self.queue_key = 0  # its key in its queues, set with its arrival place and its priority
         self.group: _Group | None = None  # its queue group, found at its first submit
         self.state = PENDING_SUBMIT
         self.start_time = 0.0  # of the current attempt
@@ -547,6 +548,7 @@ class _Replay:
         self.by_arrival: list[_Job] = [self.jobs[i] for i in order]
         for place, job in enumerate(self.by_arrival):
             job.arrival = place
+            job.queue_key = queue_key(job.priority, place, n)
         self.reason: dict[int, UnschedulableReason] = {}  # of UNSCHEDULABLE jobs
 
         self.groups: list[_Group] = []
@@ -656,10 +658,12 @@ class _Replay:
         if job.state == RUNNABLE:
             self._dequeue(job, now)
             job.priority = priority
+            job.queue_key = queue_key(priority, job.arrival, self.n_jobs)
             self._enqueue(job, now)
         else:
             job.account.running.remove(job)
             job.priority = priority
+            job.queue_key = queue_key(priority, job.arrival, self.n_jobs)
             job.account.running.add(job)
             self._capacity_released(job.account.pool, owner=None, victims_changed=True)
 
@@ -1064,10 +1068,6 @@ class _Replay:
 
     # --- queues ----------------------------------------------------------------------------
 
-    def _queue_key(self, job: _Job) -> int:
-        """Its key in its queues (priority updates take a job out of them before they change it)."""
-        return queue_key(job.priority, job.arrival, self.n_jobs)
-
     def _job_of(self, key: int) -> _Job:
         return self.by_arrival[key % self.n_jobs]
 
@@ -1092,7 +1092,7 @@ class _Replay:
         return g
 
     def _enqueue(self, job: _Job, now: float) -> None:
-        key = self._queue_key(job)
+        key = job.queue_key
         group = self._group_of(job)
         if not self.strict:
             self._add_waiting_time(group, now)
@@ -1115,7 +1115,7 @@ class _Replay:
                 self._count_pending(job, now, -1)  # counted as pending when preempted
 
     def _dequeue(self, job: _Job, now: float) -> None:
-        key = self._queue_key(job)
+        key = job.queue_key
         group = self._group_of(job)
         if not self.strict:
             self._add_waiting_time(group, now)
@@ -1135,7 +1135,7 @@ class _Replay:
         """An admitted job leaves the strict queue (the best-effort round removes it from its
         group itself, at the position it already knows)."""
         if self.strict:
-            key = self._queue_key(job)
+            key = job.queue_key
             share = job.account.share
             self._add_share_waiting_time(share, now)
             del share.queue[bisect_left(share.queue, key)]
@@ -1175,7 +1175,8 @@ class _Replay:
     def _count_pending(self, job: _Job, now: float, sign: int) -> None:
         account = job.account
         self.pending_jobs += sign
-        account.pending_instances += sign * job.count
+        # (not sign * count: the compiled engine multiplies negative ints the slow way)
+        account.pending_instances += job.count if sign > 0 else -job.count
         self.pending_log.change3(now, account.key, account.pending_instances)
 
     def _event(
