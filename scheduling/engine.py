@@ -472,6 +472,7 @@ class _Group:
         self.reason = POOL_FULL  # why its jobs wait, a WaitReason (set when its head is refused)
         self.reason_logged = False
         self.since = 0.0  # when its waiting time was last added up
+        self.waited = 0.0  # job-seconds waited for ``reason`` not yet added to its share's totals
 
 
 def _first(candidate: tuple) -> tuple:
@@ -747,6 +748,7 @@ class _Replay:
                 reason = self._wait_reason(job)
                 if reason != g.reason or not g.reason_logged:
                     self._add_waiting_time(g, now)  # the time so far, at the old reason
+                    self._settle_waiting_time(g)
                     g.reason = reason
                     g.reason_logged = True
                     self.reasons_log.add4(now, g.index, reason, -1)
@@ -1160,8 +1162,14 @@ class _Replay:
     def _add_waiting_time(self, g: _Group, now: float) -> None:
         """best_effort_fifo: every job of a group waits for the reason its head was refused."""
         if g.jobs:
-            g.account.share.waited[g.reason] += len(g.jobs) * (now - g.since)
+            g.waited += len(g.jobs) * (now - g.since)
         g.since = now
+
+    def _settle_waiting_time(self, g: _Group) -> None:
+        """A group's waiting time so far goes to its share's totals, by its reason (when the
+        reason changes and at the end: a native float until then, not a list entry)."""
+        g.account.share.waited[g.reason] += g.waited
+        g.waited = 0.0
 
     def _add_share_waiting_time(self, share: _Share, now: float) -> None:
         """strict_fifo: the head of a share's queue waits for its own reason, the rest behind it."""
@@ -1211,6 +1219,8 @@ class _Replay:
         )
 
     def totals(self) -> _Totals:
+        for g in self.groups:
+            self._settle_waiting_time(g)
         return _Totals(self.shares)
 
 
