@@ -166,42 +166,59 @@ def _step_matrices(logs, t, n_types, n_shares, start, end):
 def _type_accounts(policy, t, type_name, log, start, end, edges, day_edges) -> dict[str, Any]:
     """Own / borrowed / lent / idle / stranded of every share for one instance type.
 
-    Each quantity is built, integrated (in total, per bucket, per day) and dropped before the
-    next, so a million-job replay needs a few instants x shares arrays at a time, not dozens."""
+    The accounts are built and integrated (in total, per bucket, per day) a block of instants at
+    a time: a million-job replay has millions of instants, and a dozen instants x shares arrays
+    of that length would each go through memory; a block's stay in the processor's cache."""
     shares = policy.shares
     # Both step functions on the union of their instants, so both stay exact.
     logs = (log.usage_changes, log.pending_changes)
     instants, (usage, pending) = _step_matrices(logs, t, log.n_types, len(shares), start, end)
     durations = np.diff(np.append(instants, end))
-    at_edges = [_EdgePlaces(instants, end, e) for e in (edges, day_edges)]
+    grids = [_EdgePlaces(instants, end, e) for e in (edges, day_edges)]
 
     quota = np.array([s.quota(type_name) for s in shares], dtype=float)
     lend_limit = np.array([s.lend_limit(type_name) for s in shares], dtype=float)
     unassigned = policy.unassigned(type_name)
-    idle_quota = np.maximum(quota - usage, 0)
-    lendable = np.minimum(idle_quota, lend_limit)
-    from_unassigned, lent = attribute_lent(np.maximum(usage - quota, 0).sum(axis=1), unassigned, lendable)
-
-    def quantities():
-        yield "own", np.minimum(usage, quota)
-        yield "borrowed", np.maximum(usage - quota, 0)
-        yield "lent", lent
-        yield "idle", idle_quota - lent
-        yield "stranded", stranded_idle(idle_quota - lendable, pending)
-        yield "unassigned_lent", from_unassigned[:, None]
-        yield "unassigned_idle", (unassigned - from_unassigned)[:, None]
-
-    total, buckets, days = {}, {}, {}
-    for name, values in quantities():
-        total[name], buckets[name], days[name] = _integrate(values, durations, at_edges)
+    integrals: dict[str, _Integral] = {}
+    busy = 0.0
+    for lo in range(0, len(instants), BLOCK):
+        hi = min(lo + BLOCK, len(instants))
+        block_usage, block_durations = usage[lo:hi], durations[lo:hi]
+        quantities = _accounts_at(block_usage, pending[lo:hi], quota, lend_limit, unassigned)
+        for name, values in quantities.items():
+            if name not in integrals:
+                integrals[name] = _Integral(values.shape[1], grids)
+            integrals[name].add(values, block_durations, lo)
+        busy += float(block_usage.sum(axis=1) @ block_durations)
+    results = {name: integral.result() for name, integral in integrals.items()}
     return {
         "capacity": float(policy.capacity.get(type_name, 0)) * (end - start),
         "quota_seconds": quota * (end - start),
-        "busy": float(usage.sum(axis=1) @ durations),
-        "total": total,
-        "buckets": buckets,
-        "days": days,
+        "busy": busy,
+        "total": {name: r[0] for name, r in results.items()},
+        "buckets": {name: r[1] for name, r in results.items()},
+        "days": {name: r[2] for name, r in results.items()},
         "unassigned": unassigned,
+    }
+
+
+BLOCK = 1 << 15  # instants per block of the accounts (x shares x 8 bytes per array)
+
+
+def _accounts_at(usage, pending, quota, lend_limit, unassigned) -> dict[str, np.ndarray]:
+    """Every account at each instant of a block: instants x shares (x 1 for the unassigned)."""
+    idle_quota = np.maximum(quota - usage, 0)
+    lendable = np.minimum(idle_quota, lend_limit)
+    borrowed = np.maximum(usage - quota, 0)
+    from_unassigned, lent = attribute_lent(borrowed.sum(axis=1), unassigned, lendable)
+    return {
+        "own": np.minimum(usage, quota),
+        "borrowed": borrowed,
+        "lent": lent,
+        "idle": idle_quota - lent,
+        "stranded": stranded_idle(idle_quota - lendable, pending),
+        "unassigned_lent": from_unassigned[:, None],
+        "unassigned_idle": (unassigned - from_unassigned)[:, None],
     }
 
 
@@ -215,20 +232,36 @@ class _EdgePlaces:
         self.step = np.searchsorted(instants, at, side="right") - 1
         self.into = at - instants[self.step]
 
+    def within(self, lo: int, hi: int) -> slice:
+        """The edges whose step is one of the instants lo to hi - 1 (steps are in order)."""
+        return slice(*np.searchsorted(self.step, [lo, hi]).tolist())
 
-def _integrate(values, durations, edge_places) -> tuple:
-    """The integral of each column's step function in total and over each [e[i], e[i+1])
-    interval of every edge grid (the cumulative area is piecewise linear between instants)."""
-    area = values * durations[:, None]
-    np.cumsum(area, axis=0, out=area)  # in place: these are the largest arrays of a replay
-    total = area[-1].copy() if len(area) else np.zeros(values.shape[1])
-    per_set = []
-    for places in edge_places:
-        previous = places.step - 1
-        before = np.where((previous >= 0)[:, None], area[np.maximum(previous, 0)], 0.0)  # up to the step
-        at_edges = before + values[places.step] * places.into[:, None]
-        per_set.append(np.diff(at_edges, axis=0))
-    return (total, *per_set)
+
+class _Integral:
+    """The integral of each column of a step function, in total and over each [e[i], e[i+1])
+    interval of every edge grid, added up a block of instants at a time (the cumulative area
+    is piecewise linear between instants: at an edge, the area before its step plus its part
+    of that step)."""
+
+    def __init__(self, width: int, grids: list[_EdgePlaces]):
+        self.grids = grids
+        self.total = np.zeros(width)  # the area before the next block
+        self.at_edges = [np.zeros((len(grid.step), width)) for grid in grids]
+
+    def add(self, values: np.ndarray, durations: np.ndarray, lo: int) -> None:
+        """The block of instants lo to lo + len(values) - 1."""
+        area = values * durations[:, None]
+        np.cumsum(area, axis=0, out=area)
+        for grid, at_edges in zip(self.grids, self.at_edges):
+            edges = grid.within(lo, lo + len(values))
+            step = grid.step[edges] - lo
+            before = self.total + np.where((step > 0)[:, None], area[np.maximum(step - 1, 0)], 0.0)
+            at_edges[edges] = before + values[step] * grid.into[edges, None]
+        self.total += area[-1]
+
+    def result(self) -> tuple:
+        """(total, per interval of each grid)."""
+        return (self.total, *(np.diff(at_edges, axis=0) for at_edges in self.at_edges))
 
 
 def distribution(values: np.ndarray) -> dict[str, float | None]:

@@ -63,3 +63,32 @@ def test_stranded_is_part_of_idle_and_series_are_bounded(demo_metrics):
         assert all(len(row[k]) == 200 for k in ("own", "borrowed", "lent", "idle", "stranded"))
     for kind in ("wait", "jct"):
         assert len(demo_metrics["cdfs"][kind]["all"]["x"]) <= 1000
+
+
+def _same(a, b) -> None:
+    """Equal nested metrics, numbers to a relative 1e-9 (blocks add areas in another order)."""
+    if isinstance(a, dict):
+        assert a.keys() == b.keys()
+        for key in a:
+            _same(a[key], b[key])
+    elif isinstance(a, list):
+        assert len(a) == len(b)
+        for x, y in zip(a, b):
+            _same(x, y)
+    elif isinstance(a, float):
+        assert a == pytest.approx(b, rel=1e-9, abs=1e-6)
+    else:
+        assert a == b
+
+
+def test_accounts_do_not_depend_on_the_block_of_instants(monkeypatch):
+    # The accounts are integrated a block of instants at a time; blocks of 7 instants (bucket and
+    # day edges fall inside and between blocks) must give what one block for everything gives.
+    from scheduling import metrics
+
+    trace = generate(1500, seed=3)
+    policy = Policy.from_dict(demo_policy_dict(demo_pool_gpus(trace) + 3))
+    monkeypatch.setattr(metrics, "BLOCK", 1 << 40)
+    whole = replay(policy, trace).metrics
+    monkeypatch.setattr(metrics, "BLOCK", 7)
+    _same(replay(policy, trace).metrics, whole)
