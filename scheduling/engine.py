@@ -19,6 +19,7 @@ from typing import Final
 
 import numpy as np
 from librt.vecs import append, vec
+from mypy_extensions import i64
 
 from scheduling.binding import BoundTrace, bind
 from scheduling.metrics import UsageLog, compute_metrics
@@ -109,11 +110,12 @@ def replay(
 # --- orderings: each (choice) of SEMANTICS.md section 4 lives in exactly one function ------------
 
 
-def queue_key(priority: int, arrival: int, n_jobs: int) -> int:
+def queue_key(priority: i64, arrival: i64, n_jobs: i64) -> i64:
     """A share's queue order: priority (higher first), then submit time, then job_id, as one
     integer. ``arrival`` is the job's place in (submit time, job_id) order, so comparing keys
     compares (-priority, submit time, job_id) without a tuple; the job is
-    ``by_arrival[key % n_jobs]``."""
+    ``by_arrival[key % n_jobs]``. (i64: priorities are 0-9999, so the key fits, and the compiled
+    engine multiplies natively.)"""
     return -priority * n_jobs + arrival
 
 
