@@ -2,9 +2,12 @@
 
 Speed comes from the data structures, not from shortcuts in the rules: pending jobs live in
 groups of identical (share, type, size), each kept in queue order, so a round looks only at the
-head of each group, and a group whose head was refused stays closed until a change that could
-help it; usage, borrowed and lendable totals are kept incrementally. Every rule is checked
-against a literal reference model (tests/scheduling/reference.py).
+head of each group (the candidates in a heap), and a group whose head was refused stays closed
+until a change that could help it; usage, borrowed and lendable totals are kept incrementally
+per (share, type) account; running jobs sit in priority levels in start order, so victims are
+read from the end. Jobs, accounts and shares are small classes whose fields the compiled engine
+(mypyc, see scheduling.compiled) keeps unboxed. Every rule is checked against a literal
+reference model (tests/scheduling/reference.py).
 """
 
 from __future__ import annotations
