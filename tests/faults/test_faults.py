@@ -25,6 +25,7 @@ from planner.studies.tasks import replay_run
 from scheduling.engine import replay
 from scheduling.model import Policy as EnginePolicy
 from tests.service.test_workers import (
+    LONG_REPLAY_JOBS,
     ROOT,
     VISIBILITY,
     Worker,
@@ -41,7 +42,7 @@ ON_REDIS = bool(settings.REDIS_URL) and connection.vendor == "postgresql"
 @pytest.mark.skipif(not ON_REDIS, reason="needs PostgreSQL and Redis (DATABASE_URL and REDIS_URL)")
 def test_a_redis_restart_during_a_study_loses_no_run(start_worker, redis_server, queue):
     start_worker("through-restart", broker=redis_server.url)
-    study = synthetic_study(jobs=60000, variants=3)
+    study = synthetic_study(jobs=LONG_REPLAY_JOBS, variants=3)
     runs = list(study.runs.order_by("id"))
     with celery_app.connection_for_write(redis_server.url) as conn:
         producer = conn.Producer()
@@ -58,7 +59,7 @@ def test_a_redis_restart_during_a_study_loses_no_run(start_worker, redis_server,
     wait_for(lambda: all_finished(study), 240, "the study to finish after the restart", poll=0.5)
     finished = list(study.runs.order_by("id"))
     assert [run.status for run in finished] == ["succeeded"] * 3, [run.error for run in finished]
-    assert all(run.metrics["summary"]["jobs"] == 60000 for run in finished)
+    assert all(run.metrics["summary"]["jobs"] == LONG_REPLAY_JOBS for run in finished)
 
 
 @pytest.mark.skipif(not ON_REDIS, reason="needs PostgreSQL and Redis (DATABASE_URL and REDIS_URL)")
@@ -71,7 +72,7 @@ def test_after_redis_restarts_empty_reap_runs_queued_sends_the_waiting_runs_agai
     worker = Worker("empty-restart", "celery", tmp_path / "empty-restart.log", media_root)  # our Redis only
     try:
         worker.wait_ready()
-        study = synthetic_study(jobs=60000, variants=3)
+        study = synthetic_study(jobs=LONG_REPLAY_JOBS, variants=3)
         runs = list(study.runs.order_by("id"))
         with celery_app.connection_for_write(redis_server.url) as conn:
             producer = conn.Producer()

@@ -31,6 +31,9 @@ ROOT = Path(__file__).resolve().parents[2]
 HEARTBEAT = 0.5
 STALE = 4
 VISIBILITY = 8
+# Jobs of a replay that lasts a few seconds on the compiled engine (about 90,000 jobs a second
+# here): long enough to kill a worker or restart Redis while it runs, after its first progress.
+LONG_REPLAY_JOBS = 500_000
 USES_REDIS = bool(settings.REDIS_URL)
 
 
@@ -180,7 +183,7 @@ def test_a_studys_runs_are_spread_over_two_workers(start_worker):
 def test_a_killed_worker_does_not_lose_its_run(start_worker, settings):
     settings.PLANNER_HEARTBEAT_STALE_SECONDS = STALE
     doomed = start_worker("doomed")
-    study = synthetic_study(jobs=100000, variants=1)
+    study = synthetic_study(jobs=LONG_REPLAY_JOBS, variants=1)
     run = study.runs.get()
     # Killed mid-replay, once its heartbeat has reported some progress.
     wait_for(lambda: Run.objects.filter(pk=run.pk, status="running", progress__gt=0).exists(), 60, "progress")
