@@ -574,7 +574,7 @@ class _Replay:
         self.finish_times: list[float] = []
         self.finishing: dict[float, list[_Job]] = {}
         self.events: list[tuple] = []
-        self.log = UsageLog(len(self.shares), n_types)
+        self.log = UsageLog(n_types)
         self.usage_log: Records = self.log.usage_changes  # (time, share * n_types + type, usage)
         self.pending_log: Records = self.log.pending_changes  # (time, share * n_types + type, instances)
         self.rerun_log: Records = self.log.rerun_costs  # (time, share * n_types + type, instance-seconds)

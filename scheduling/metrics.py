@@ -26,7 +26,7 @@ class UsageLog:
     """Changes of usage and of pending instances per (share, type), and rerun costs, in time
     order, as (time, share * n_types + type, value) records."""
 
-    def __init__(self, n_shares: int, n_types: int):
+    def __init__(self, n_types: int):
         self.n_types = n_types
         self.usage_changes = Records(3)
         self.pending_changes = Records(3)
