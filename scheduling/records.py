@@ -22,7 +22,7 @@ class Records:
         self.width = width
         self.dtype = dtype
         self.values: vec[float] = vec[float]()
-        self.loaded: Any = None  # a table given to from_table, before any added value
+        self.loaded: Any = None  # the values packed so far (by table(), or given to from_table)
         self.count = 0
 
     def add2(self, a: float, b: float) -> None:
