@@ -272,9 +272,7 @@ class _Account:
         share may take its idle quota that it cannot lend plus the invariant's current slack:
         every further instance either stops being lendable or is borrowed, costing one unit."""
         idle = self.quota - self.usage
-        unlendable = 0
-        if idle > 0:
-            unlendable = idle - min(self.lend_limit, idle) if self.share.lends else idle
+        unlendable = idle - self.lendable(self.usage) if idle > 0 else 0
         pool = self.pool
         slack = pool.unassigned + pool.lendable - pool.borrowed
         # Two-argument min()s: the compiled engine turns them into plain comparisons.
@@ -663,15 +661,19 @@ class _Replay:
         job = self.jobs[index]
         if job.state == RUNNABLE:
             self._dequeue(job, now)
-            job.priority = priority
-            job.queue_key = queue_key(priority, job.arrival, self.n_jobs)
+            self._set_priority(job, priority)
             self._enqueue(job, now)
         else:
             job.account.running.remove(job)
-            job.priority = priority
-            job.queue_key = queue_key(priority, job.arrival, self.n_jobs)
+            self._set_priority(job, priority)
             job.account.running.add(job)
             self._capacity_released(job.account.pool, owner=None, victims_changed=True)
+
+    def _set_priority(self, job: _Job, priority: int) -> None:
+        """A new priority and the queue key that goes with it (the job is out of its queues and
+        levels while they change)."""
+        job.priority = priority
+        job.queue_key = queue_key(priority, job.arrival, self.n_jobs)
 
     def _finish_all(self, jobs: list[_Job], now: float) -> None:
         """The jobs planned to end now, in job_id order; entries of preempted attempts are skipped
@@ -686,7 +688,7 @@ class _Replay:
         account = job.account
         job.state = SUCCEEDED
         job.end = now
-        job.account.running.remove(job)
+        account.running.remove(job)
         self._change_usage(now, account, -job.count)
         account.startup += min(now - job.start_time, self.startup) * job.count
         self._capacity_released(account.pool, owner=account.share)
@@ -795,13 +797,13 @@ class _Replay:
                 if done[share.index] or not share.queue:
                     continue
                 head = share.queue[0]
-                account = self._job_of(head).account
-                needs_borrow = self._usage_at_round_start(account) + self._job_of(head).count > account.quota
+                head_job = self._job_of(head)
+                account = head_job.account
+                needs_borrow = self._usage_at_round_start(account) + head_job.count > account.quota
                 key = round_key(needs_borrow, head)
                 if cursor is not None and key < cursor:
-                    done[share.index] = (
-                        True  # considered while refused, or passed over before it was the head
-                    )
+                    # Considered while refused, or passed over before it was the head.
+                    done[share.index] = True
                     continue
                 if not share.refused:
                     candidates.append((key, share))
@@ -1224,6 +1226,7 @@ class _Replay:
         )
 
     def totals(self) -> _Totals:
+        """The per-share sums, once the groups' waiting time is settled into them."""
         for g in self.groups:
             self._settle_waiting_time(g)
         return _Totals(self.shares)
@@ -1233,9 +1236,8 @@ class _Totals:
     """Per (share, type) sums that the usage log cannot give: preemptions and rerun cost."""
 
     def __init__(self, shares: list[_Share]):
-        self.startup = [
-            [a.startup for a in share.accounts] for share in shares
-        ]  # instance-seconds, every attempt
+        # Instance-seconds: startup of every attempt, lost work, startup of preempted attempts.
+        self.startup = [[a.startup for a in share.accounts] for share in shares]
         self.lost = [[a.lost for a in share.accounts] for share in shares]
         self.rerun_startup = [[a.rerun_startup for a in share.accounts] for share in shares]
         self.preemptions = [
