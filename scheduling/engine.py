@@ -89,8 +89,10 @@ def replay(
     record_events: bool = False,
     buckets: int = 200,
     progress: ProgressCallback | None = None,
+    window: tuple[float, float] | None = None,
 ) -> ReplayResult:
-    """Replay ``trace`` under ``policy``; raises InputError when they do not fit together."""
+    """Replay ``trace`` under ``policy``; raises InputError when they do not fit together.
+    ``window``: measure the metrics over it instead of the run's own span (see compute_metrics)."""
     bound = bind(policy, trace)
     # The replay makes millions of long-lived objects (jobs, their level and finish entries) and
     # its only reference cycles are the few between shares, accounts and pools: the cycle
@@ -103,7 +105,7 @@ def replay(
         outcomes = simulation.outcomes()
         log, totals, events = simulation.log, simulation.totals(), simulation.events
         del simulation  # its jobs are most of a replay's memory; the metrics need only the logs
-        metrics = compute_metrics(policy, bound, outcomes, log, totals, buckets)
+        metrics = compute_metrics(policy, bound, outcomes, log, totals, buckets, window)
     finally:
         if collecting:
             gc.enable()

@@ -66,13 +66,22 @@ def stranded_idle(idle_not_lendable: np.ndarray, pending: np.ndarray) -> np.ndar
 
 
 def compute_metrics(
-    policy: Policy, bound: BoundTrace, outcomes: JobOutcomes, log: UsageLog, totals, buckets: int
+    policy: Policy,
+    bound: BoundTrace,
+    outcomes: JobOutcomes,
+    log: UsageLog,
+    totals,
+    buckets: int,
+    window: tuple[float, float] | None = None,
 ) -> dict[str, Any]:
+    """Every metric of section 5, measured over the run's span (first submit to last end) or
+    over ``window``, which must contain that span (runs compared together share one window)."""
     trace = bound.trace
     submit = trace.submit_time
     n_shares = len(policy.shares)
     types = bound.type_names
-    start, end = _horizon(submit, outcomes.end)
+    span = _horizon(submit, outcomes.end)
+    start, end = span if window is None else _window(span, window)
     horizon = end - start
     gpus = np.array([policy.instance_types[t].gpus for t in types], dtype=float)
     price = np.array([policy.instance_types[t].hourly_price for t in types], dtype=float)
@@ -96,6 +105,7 @@ def compute_metrics(
         )
         for s in range(n_shares)
     ]
+    summary["span"] = {"start": span[0], "end": span[1], "seconds": span[1] - span[0]}
     return {
         "summary": summary,
         "types": {
@@ -130,6 +140,17 @@ def _horizon(submit: np.ndarray, end: np.ndarray) -> tuple[float, float]:
     ended = end[~np.isnan(end)]
     stop = float(ended.max()) if len(ended) else float(submit.max())
     return start, max(start, stop)
+
+
+def _window(span: tuple[float, float], window: tuple[float, float]) -> tuple[float, float]:
+    """A window to measure over: it must contain the run's span, since outside the span nothing
+    runs or waits (the accounts there are idle quota) and inside it nothing may be cut off."""
+    start, end = float(window[0]), float(window[1])
+    if not (start <= span[0] and end >= span[1]):
+        raise ValueError(
+            f"the window {start:g} to {end:g} does not contain the run's span {span[0]:g} to {span[1]:g}"
+        )
+    return start, end
 
 
 def _step_matrices(logs, t, n_types, n_shares, start, end):
