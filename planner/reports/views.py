@@ -29,11 +29,15 @@ from planner.reports.finance import (
     compare_reports,
     finance_report,
 )
+from planner.reports.window import window_note
 from planner.studies.models import Run, RunStatus, Study
 from planner.studies.reaper import reap_stale_runs
+from planner.studies.window import ensure_study_window
 from planner.web.access import finance_required, reader_required
 
+# What the progress table and the window check read of each run (never its metrics).
 PROGRESS_FIELDS = ("id", "study", "policy", "policy_name", "status", "progress", "error", "attempts")
+PROGRESS_FIELDS += ("summary",)
 
 
 # -- study page ------------------------------------------------------------------------------
@@ -48,7 +52,10 @@ def _progress_runs(study: Study) -> list[Run]:
     runs = Run.objects.filter(study=study)
     if runs.filter(status=RunStatus.RUNNING).exists():
         reap_stale_runs(runs=runs)
-    return list(runs.only(*PROGRESS_FIELDS).order_by("id"))
+    listed = list(runs.only(*PROGRESS_FIELDS).order_by("id"))
+    if ensure_study_window(study, listed):  # finished, but not yet on one window
+        listed = list(runs.only(*PROGRESS_FIELDS).order_by("id"))
+    return listed
 
 
 def run_columns(study: Study, runs: list[Run]) -> list[RunColumn]:
@@ -153,6 +160,7 @@ def _comparison_context(request: HttpRequest, study: Study, columns: list[RunCol
     tables = [comparison.policy_table(columns), comparison.share_table(columns)]
     return {
         "columns": columns,
+        "window": window_note(columns),
         "baseline": baseline,
         "baseline_missing": not any(c.is_baseline for c in columns),
         "cards": cards,
@@ -274,6 +282,7 @@ def finance_selection(request: HttpRequest) -> dict[str, Any]:
     }
     if study is None:
         return selection
+    ensure_study_window(study, list(Run.objects.filter(study=study).only("id", "status", "summary")))
     runs = list(
         Run.objects.filter(study=study, status=RunStatus.SUCCEEDED).only(*PROGRESS_FIELDS).order_by("id")
     )

@@ -6,6 +6,7 @@ the calibrations; here is what a run computes and stores.
 
 from __future__ import annotations
 
+import logging
 import os
 import tempfile
 from pathlib import Path
@@ -18,8 +19,11 @@ from django.utils import timezone
 from planner.strict_json import strict_json
 from planner.studies.attempts import Heartbeat, claim, owned, run_attempt
 from planner.studies.models import Run, RunStatus, run_summary
+from planner.studies.window import apply_study_window
 from scheduling.engine import replay
 from scheduling.model import Policy as EnginePolicy
+
+logger = logging.getLogger(__name__)
 
 
 def claim_run(run_id: int, worker: str) -> tuple[int | None, bool]:
@@ -65,7 +69,12 @@ def execute(run_id: int, attempt: int) -> bool:
         )
     if not recorded:
         (Path(settings.MEDIA_ROOT) / name).unlink(missing_ok=True)
-    return bool(recorded)
+        return False
+    try:
+        apply_study_window(run.study_id)
+    except Exception:  # the run is recorded; the next reader of the study applies the window
+        logger.exception("common window of study %s after run %s", run.study_id, run_id)
+    return True
 
 
 @shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=None)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from planner.capacity.models import Policy
 from planner.studies.models import Run, RunStatus, Study
 from planner.traces.models import Trace
+from scheduling.window import measured_over
 
 
 class RunSerializer(serializers.ModelSerializer):
@@ -57,6 +59,10 @@ class StudySerializer(serializers.ModelSerializer):
     status = serializers.SerializerMethodField()
     progress = serializers.SerializerMethodField()
     runs = RunSerializer(many=True, read_only=True)
+    window = serializers.SerializerMethodField(
+        help_text="the common window every succeeded run is measured over once all runs finished "
+        "(SEMANTICS.md section 5: the union of their spans), null before"
+    )
 
     class Meta:
         model = Study
@@ -71,9 +77,31 @@ class StudySerializer(serializers.ModelSerializer):
             "created_at",
             "status",
             "progress",
+            "window",
             "runs",
         ]
         read_only_fields = ["created_at"]
+
+    @extend_schema_field(
+        {
+            "type": "object",
+            "nullable": True,
+            "properties": {k: {"type": "number"} for k in ("start", "end", "seconds")},
+        }
+    )
+    def get_window(self, study: Study) -> dict | None:
+        runs = list(study.runs.all())
+        if not runs or any(not run.finished for run in runs):
+            return None
+        measured = {
+            measured_over({"summary": run.summary})
+            for run in runs
+            if run.status == RunStatus.SUCCEEDED and run.summary
+        }
+        if len(measured) != 1:
+            return None
+        start, end = measured.pop()
+        return {"start": start, "end": end, "seconds": end - start}
 
     def get_status(self, study: Study) -> str:
         return study.status

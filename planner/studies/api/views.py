@@ -17,6 +17,7 @@ from planner.studies.launch import launch_study
 from planner.studies.models import Run, RunStatus, Study
 from planner.studies.reaper import reap_stale_runs
 from planner.studies.timeline import NoTimeline, run_job_timeline
+from planner.studies.window import ensure_study_window
 from scheduling.errors import InputError
 
 
@@ -39,7 +40,8 @@ class StudyViewSet(
         study = super().get_object()
         # Reading a study is when someone waits for it: runs whose worker died go back to the queue.
         outcome = reap_stale_runs(runs=Run.objects.filter(study=study))
-        if outcome["requeued"] or outcome["failed"]:
+        runs = list(Run.objects.filter(study=study).only("id", "status", "summary"))
+        if outcome["requeued"] or outcome["failed"] or ensure_study_window(study, runs):
             study = super().get_object()
         return study
 
@@ -69,6 +71,14 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
 
     def get_serializer_class(self):
         return RunDetailSerializer if self.action == "retrieve" else RunSerializer
+
+    def get_object(self) -> Run:
+        run = super().get_object()
+        # A run's figures are those of its study's common window, once the study has finished.
+        siblings = list(Run.objects.filter(study_id=run.study_id).only("id", "status", "summary"))
+        if ensure_study_window(run.study, siblings):
+            run = super().get_object()
+        return run
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT})
     @action(detail=True, methods=["get"])
