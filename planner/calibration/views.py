@@ -9,6 +9,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.shortcuts import get_object_or_404, redirect, render
 
 from planner.accounts.permissions import can_edit
+from planner.calibration.demo import OPENB_TRACE
 from planner.calibration.figures import share_figures
 from planner.calibration.forms import CalibrationForm
 from planner.calibration.launch import reap_stale_calibrations, start_calibration
@@ -42,10 +43,16 @@ def calibration_list(request):
         "metrics", "policy_snapshot", "trace__summary"
     )
     working = any(not c.finished for c in calibrations)
+    openb_missing = not calibrations.filter(trace__name=OPENB_TRACE).exists()
     return render(
         request,
         "calibration/list.html",
-        {"calibrations": calibrations, "form": form, "working": working},
+        {
+            "calibrations": calibrations,
+            "form": form,
+            "working": working,
+            "openb_missing": openb_missing,
+        },
         status=status,
     )
 

@@ -54,6 +54,9 @@ AWS_TRACE = b"""{"jobs": [
 
 SYNTHETIC_JOBS = 20000
 ITP_TRACE = "itp-2021/itp_all_clusters.csv"
+# The ITP trace ships with the planner (MIT licence: LICENSE and the upstream README beside it),
+# gzip-compressed, so the demo is complete from the repository alone.
+BUNDLED_DATA = Path(__file__).parent / "data"
 
 
 def static_split(policy: dict) -> dict:
@@ -96,6 +99,12 @@ VARIANTS: list[tuple[str, Callable[[dict], dict]]] = [
 def data_dir() -> Path:
     """The real traces: ``PLANNER_DATA_DIR``, else ``shared/data`` beside the repository."""
     return Path(os.environ.get("PLANNER_DATA_DIR", settings.BASE_DIR.parent / "shared" / "data"))
+
+
+def itp_trace_path() -> Path:
+    """The ITP 2021 trace: from the data folder when it has it, else the copy the planner ships."""
+    path = data_dir() / ITP_TRACE
+    return path if path.exists() else BUNDLED_DATA / f"{ITP_TRACE}.gz"
 
 
 class DemoLoader:
@@ -186,7 +195,7 @@ class DemoLoader:
         return self.study("Four teams: what does reserving cost?", trace, policies, base["description"])
 
     def itp(self) -> Study | None:
-        path = data_dir() / ITP_TRACE
+        path = itp_trace_path()
         if not path.exists():
             self.say(f"ITP 2021: {path} not found, skipped")
             return None
@@ -197,7 +206,7 @@ class DemoLoader:
             "itp-2021",
             lambda: read_upload(path, format="itp-2021"),
             format="itp-2021",
-            source_name=path.name,
+            source_name=path.name.removesuffix(".gz"),
             description="Microsoft ITP GPU training jobs, 2021: 10 clusters as 10 teams (MIT licence).",
         )
         return self.study("ITP 2021: ten clusters, split or pooled?", trace, policies, base["description"])

@@ -401,8 +401,9 @@ def job_timeline_figure(timeline: dict[str, Any]) -> dict[str, Any]:
 # -- finance ---------------------------------------------------------------------------------
 
 
-def finance_figure(report: FinanceReport, unit: str = "usd") -> dict[str, Any]:
-    """What each share is charged per period, stacked, with the pool's capacity as a line."""
+def finance_figure(report: FinanceReport, unit: str = "usd", policy: str = "") -> dict[str, Any]:
+    """What each share is charged per period, stacked, with the pool's capacity as a line; the
+    title names the policy (two are drawn side by side in a comparison)."""
     values = "usd" if unit == "usd" else "hours"
     unit_label = "$" if unit == "usd" else "GPU-hours"
     x = [p.period.label for p in report.periods]
@@ -434,7 +435,7 @@ def finance_figure(report: FinanceReport, unit: str = "usd") -> dict[str, Any]:
     return figure(
         traces,
         title=(
-            f"Pool cost by share and {report.period_kind}, "
+            f"{'Under ' + policy + ': p' if policy else 'P'}ool cost by share and {report.period_kind}, "
             f"idle {IDLE_MODE_LABELS[report.idle_mode]} ({unit_label})"
         ),
         x_title=report.period_kind,

@@ -36,6 +36,20 @@ class Period:
     label: str
     days: tuple[int, ...]  # indexes into metrics["periods"]["day"]
     start: float  # seconds of the first day
+    nominal_days: float = 1.0  # how long the period is on the calendar (7 for a week)
+    covered_days: float = 1.0  # how much of it lies in the window the run is measured over
+
+    @property
+    def partial(self) -> bool:
+        return self.covered_days < self.nominal_days - 1e-6
+
+
+def default_period(summary: Mapping[str, Any] | None) -> str:
+    """The period that gives a readable number of lines for a run's window (its summary's
+    horizon): days up to a month, weeks up to half a year, months beyond."""
+    horizon = (summary or {}).get("horizon") or {}
+    days = float(horizon.get("seconds") or 0.0) / DAY
+    return "day" if days <= 31 else ("week" if days <= 183 else "month")
 
 
 @dataclass
@@ -131,7 +145,31 @@ def group_days(day_starts: Sequence[float], kind: str, *, epoch_times: bool) -> 
             label = f"week {number}" if kind == "week" else f"month {number} (30 days)"
         groups.setdefault(key, []).append(index)
         labels[key] = label
-    return [Period(labels[key], tuple(days), float(day_starts[days[0]])) for key, days in groups.items()]
+    return [
+        Period(labels[key], tuple(days), float(day_starts[days[0]]), _nominal_days(kind, key, epoch_times))
+        for key, days in groups.items()
+    ]
+
+
+def _nominal_days(kind: str, key: Any, epoch_times: bool) -> float:
+    if kind == "day":
+        return 1.0
+    if kind == "week":
+        return 7.0
+    if not epoch_times:
+        return 30.0
+    year, month = key
+    following = datetime(year + month // 12, month % 12 + 1, 1, tzinfo=UTC)
+    return float((following - datetime(year, month, 1, tzinfo=UTC)).days)
+
+
+def with_coverage(period: Period, day_starts: Sequence[float], window: tuple[float, float]) -> Period:
+    """The period with how many of its days lie in the window (a first or last period may not
+    be whole: the report says so rather than compare it with whole ones)."""
+    covered = sum(
+        max(0.0, min(window[1], day_starts[d] + DAY) - max(window[0], day_starts[d])) for d in period.days
+    )
+    return Period(period.label, period.days, period.start, period.nominal_days, covered / DAY)
 
 
 # -- the days as the engine reports them -----------------------------------------------------
@@ -309,15 +347,20 @@ def finance_report(
         lines = share_idle(lines, share_names, idle)
         return PeriodReport(span, lines, _total(lines), capacity_check(lines))
 
-    groups = group_days(periods["day"], period, epoch_times=epoch_times)
+    horizon = metrics["summary"]["horizon"]
+    window = (float(horizon["start"]), float(horizon["end"]))
+    groups = [
+        with_coverage(group, periods["day"], window)
+        for group in group_days(periods["day"], period, epoch_times=epoch_times)
+    ]
     whole = Period(
         "whole trace", tuple(range(len(periods["day"]))), float(periods["day"][0]) if days else 0.0
     )
     notes = []
     if any(f < 1.0 for f in fractions):
         notes.append(
-            "Capacity counts only the part of the first and last day inside the replay "
-            "(from the first submit to the last job's end)."
+            "Capacity counts only the part of the first and last day inside the window "
+            "the runs are measured over (from the first submit to the last job's end under any policy)."
         )
     return FinanceReport(
         period_kind=period,

@@ -26,7 +26,9 @@ from planner.reports.finance import (
     TOTAL,
     UNASSIGNED,
     FinanceReport,
+    PeriodReport,
     compare_reports,
+    default_period,
     finance_report,
 )
 from planner.reports.window import window_note
@@ -273,7 +275,7 @@ def finance_selection(request: HttpRequest) -> dict[str, Any]:
     selection: dict[str, Any] = {
         "studies": studies,
         "study": study,
-        "period": _choice(request, "period", PERIODS, "day"),
+        "period": "day",
         "idle": _choice(request, "idle", IDLE_MODES, "separate"),
         "unit": _choice(request, "unit", ("usd", "hours"), "usd"),
         "runs": [],
@@ -292,7 +294,8 @@ def finance_selection(request: HttpRequest) -> dict[str, Any]:
     other = by_id.get(_int(request, "compare") or -1)
     if other is not None and other.pk == run.pk:
         other = None
-    selection.update(runs=runs, run=run, other=other)
+    period = _choice(request, "period", PERIODS, default_period(run.summary))
+    selection.update(runs=runs, run=run, other=other, period=period)
     return selection
 
 
@@ -325,10 +328,12 @@ def report_columns(report: FinanceReport) -> list[str]:
     return [c for c in COLUMNS if c != "idle_share" or report.idle_mode != "separate"]
 
 
-def report_rows(report: FinanceReport, *, whole: bool = False) -> list[dict[str, Any]]:
-    """Rows of the report table: per period, each line then the pool's total."""
+def report_rows(
+    report: FinanceReport, *, whole: bool = False, periods: list[PeriodReport] | None = None
+) -> list[dict[str, Any]]:
+    """Rows of the report table: per period (all, or ``periods``), each line then the pool's total."""
     rows = []
-    for period in [report.whole] if whole else report.periods:
+    for period in [report.whole] if whole else (report.periods if periods is None else periods):
         for name in [*report.line_names, TOTAL]:
             amounts = period.total if name == TOTAL else period.shares.get(name)
             if amounts is None:
@@ -336,6 +341,7 @@ def report_rows(report: FinanceReport, *, whole: bool = False) -> list[dict[str,
             rows.append(
                 {
                     "period": period.period.label,
+                    "period_text": period_label(period.period),
                     "line": name,
                     "kind": "total"
                     if name == TOTAL
@@ -352,6 +358,16 @@ def report_rows(report: FinanceReport, *, whole: bool = False) -> list[dict[str,
                 }
             )
     return rows
+
+
+def _page_links(request: HttpRequest, page: int, pages: int) -> list[tuple[int, str, bool]]:
+    """(page, its URL's query string, is the current one) for each page of the period table."""
+    links = []
+    for number in range(1, pages + 1):
+        query = request.GET.copy()
+        query["page"] = str(number)
+        links.append((number, query.urlencode(), number == page))
+    return links
 
 
 def check_rows(report: FinanceReport) -> list[dict[str, Any]]:
@@ -401,6 +417,60 @@ def comparison_rows(a: FinanceReport, b: FinanceReport, *, whole_only: bool) -> 
     return rows
 
 
+PERIODS_PER_PAGE = 14
+CHARGEBACK = ("charge", "own", "borrowed", "lent", "idle", "stranded")
+
+
+def period_label(period) -> str:
+    """A period's label, saying when it is not whole in the window."""
+    if not period.partial:
+        return period.label
+    return f"{period.label} (partial: {period.covered_days:,.1f} of {period.nominal_days:,.0f} days)"
+
+
+def headline(report: FinanceReport, chosen: PeriodReport) -> dict[str, Any]:
+    """The answer first: what the pool cost over the chosen range, and how much of it was idle,
+    stranded, lent and lost to reruns; then each share's chargeback, with the totals."""
+    total = chosen.total
+    capacity_usd = total.usd["capacity"]
+    shares = []
+    for name in report.share_names:
+        line = chosen.shares.get(name)
+        if line is None:
+            continue
+        shares.append({"name": name, "cells": [(line.usd[c], line.hours[c]) for c in CHARGEBACK]})
+    totals = [(sum(row["cells"][i][0] for row in shares), sum(row["cells"][i][1] for row in shares))
+              for i in range(len(CHARGEBACK))]  # fmt: skip
+    return {
+        "label": "the whole window" if chosen is report.whole else period_label(chosen.period),
+        "capacity_usd": capacity_usd,
+        "capacity_hours": total.hours["capacity"],
+        "idle_usd": total.usd["idle"],
+        "idle_hours": total.hours["idle"],
+        "idle_fraction": total.usd["idle"] / capacity_usd if capacity_usd > 0 else 0.0,
+        "stranded_usd": total.usd["stranded"],
+        "lent_usd": total.usd["lent"],
+        "rerun_usd": total.usd["rerun"],
+        "shares": shares,
+        "totals": totals,
+        "charged_note": report.idle_mode != "separate",
+    }
+
+
+def _range(request: HttpRequest, report: FinanceReport) -> PeriodReport:
+    index = _int(request, "range")
+    if index is None or not 0 <= index < len(report.periods):
+        return report.whole
+    return report.periods[index]
+
+
+def _page(request: HttpRequest, report: FinanceReport) -> tuple[int, int]:
+    """(page, pages) of the per-period table, PERIODS_PER_PAGE periods a page."""
+    pages = max(1, -(-len(report.periods) // PERIODS_PER_PAGE))
+    page = _int(request, "page") or 1
+    return min(max(page, 1), pages), pages
+
+
 @finance_required
 def finance(request: HttpRequest) -> HttpResponse:
     selection = finance_selection(request)
@@ -411,23 +481,44 @@ def finance(request: HttpRequest) -> HttpResponse:
     }
     run, other = selection["run"], selection["other"]
     if run is not None:
-        report = finance_report(_metrics(run), period=selection["period"], idle=selection["idle"])
+        metrics = _metrics(run)
+        report = finance_report(metrics, period=selection["period"], idle=selection["idle"])
         columns = report_columns(report)
+        page, pages = _page(request, report)
+        shown = slice((page - 1) * PERIODS_PER_PAGE, page * PERIODS_PER_PAGE)
+        chosen = _range(request, report)
         context.update(
             report=report,
+            headline=headline(report, chosen),
+            range_options=[(i, period_label(p.period)) for i, p in enumerate(report.periods)],
+            range_index=report.periods.index(chosen) if chosen is not report.whole else None,
+            window=window_note([RunColumn(run.pk, run.policy_name, 0, False, metrics)]),
             columns=[(c, COLUMN_LABELS[c]) for c in columns],
             whole_rows=report_rows(report, whole=True),
-            rows=report_rows(report),
+            rows=report_rows(report, periods=report.periods[shown]),
+            page=page,
+            pages=pages,
+            page_links=_page_links(request, page, pages),
             checks=check_rows(report),
             all_hold=all(p.check.holds for p in [*report.periods, report.whole]),
-            chart=figures.finance_figure(report, selection["unit"]),
+            failing_checks=[c for c in check_rows(report) if not c["holds"]],
+            chart=figures.finance_figure(report, selection["unit"], policy=run.policy_name),
             query=request.GET.urlencode(),
+            measured_end=(run.summary or {}).get("horizon", {}).get("end", ""),
         )
         if other is not None:
-            other_report = finance_report(_metrics(other), period=selection["period"], idle=selection["idle"])
+            other_metrics = _metrics(other)
+            other_report = finance_report(other_metrics, period=selection["period"], idle=selection["idle"])
             context.update(
                 other_report=other_report,
-                other_chart=figures.finance_figure(other_report, selection["unit"]),
+                other_headline=headline(other_report, _range(request, other_report)),
+                window=window_note(
+                    [
+                        RunColumn(run.pk, run.policy_name, 0, False, metrics),
+                        RunColumn(other.pk, other.policy_name, 1, False, other_metrics),
+                    ]
+                ),
+                other_chart=figures.finance_figure(other_report, selection["unit"], policy=other.policy_name),
                 compare_whole=comparison_rows(report, other_report, whole_only=True),
                 compare_periods=comparison_rows(report, other_report, whole_only=False),
             )

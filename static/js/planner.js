@@ -13,6 +13,43 @@
 
   var PLOT_CONFIG = { responsive: true, displaylogo: false, modeBarButtonsToRemove: ["lasso2d", "select2d"] };
 
+  // On a narrow screen a chart keeps its words: a long title wraps onto several lines, a legend
+  // beside the plot moves below it, and the margins shrink, so nothing is clipped at 390 px.
+  function wrapWords(text, width) {
+    if (!text || text.indexOf("<br>") !== -1 || text.length <= width) return text;
+    var lines = [], line = "";
+    text.split(" ").forEach(function (word) {
+      if (line && (line + " " + word).length > width) { lines.push(line); line = word; }
+      else { line = line ? line + " " + word : word; }
+    });
+    if (line) lines.push(line);
+    return lines.join("<br>");
+  }
+
+  function fitNarrow(layout, width) {
+    if (width >= 640) return layout;
+    var chars = Math.max(24, Math.floor(width / 8.5));
+    if (layout.title && layout.title.text) {
+      layout.title.text = wrapWords(layout.title.text, chars);
+      var titleLines = layout.title.text.split("<br>").length;
+      layout.margin = layout.margin || {};
+      layout.margin.t = Math.max(layout.margin.t || 0, 24 + 20 * titleLines);
+    }
+    layout.margin = layout.margin || {};
+    layout.margin.l = Math.min(layout.margin.l || 64, 48);
+    layout.margin.r = Math.min(layout.margin.r || 16, 8);
+    if (layout.legend && layout.legend.orientation === "v") {
+      layout.legend = { orientation: "h", x: 0, xanchor: "left", y: -0.25, yanchor: "top", font: { size: 10 } };
+      layout.height = (layout.height || 340) + Math.min(260, 18 * Math.ceil((layout._entries || 6) / 2));
+    }
+    ["xaxis", "yaxis"].forEach(function (axis) {
+      if (layout[axis] && layout[axis].title && layout[axis].title.text) {
+        layout[axis].title.text = wrapWords(layout[axis].title.text, chars);
+      }
+    });
+    return layout;
+  }
+
   function drawCharts(root) {
     var elements = (root || document).querySelectorAll("[data-plotly]");
     elements.forEach(function (element) {
@@ -20,6 +57,9 @@
       var source = document.getElementById(element.dataset.plotly);
       if (!source || typeof Plotly === "undefined") return;
       var figure = JSON.parse(source.textContent);
+      figure.layout._entries = figure.data.filter(function (t) { return t.showlegend !== false; }).length;
+      fitNarrow(figure.layout, element.clientWidth || window.innerWidth);
+      delete figure.layout._entries;
       Plotly.newPlot(element, figure.data, figure.layout, PLOT_CONFIG).then(function () {
         element.dataset.drawn = "yes";
       });
