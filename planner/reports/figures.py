@@ -27,6 +27,21 @@ UNASSIGNED_COLOR = "#888888"
 CAPACITY_COLOR = "#1f2328"
 # Waits of zero cannot sit on a log axis: CDFs start at one second.
 CDF_FLOOR_SECONDS = 1.0
+# Points of a CDF as drawn: the engine keeps up to 1,000 exact ones; a chart line needs fewer,
+# and every point is bytes of the page.
+CDF_DRAWN_POINTS = 160
+OTHER_SHARES = "other shares"
+OTHER_COLOR = "#b0b0b0"
+
+
+def thin(x: Sequence[float], y: Sequence[float], points: int = CDF_DRAWN_POINTS) -> tuple[list, list]:
+    """At most ``points`` points of a step curve, evenly spread over its index, always keeping
+    the first and the last."""
+    n = len(x)
+    if n <= points:
+        return list(x), list(y)
+    picks = sorted({round(i * (n - 1) / (points - 1)) for i in range(points)})
+    return [x[i] for i in picks], [y[i] for i in picks]
 
 
 def policy_pattern(index: int) -> str:
@@ -54,6 +69,23 @@ def legend_right(fig: dict[str, Any]) -> dict[str, Any]:
     return fig
 
 
+def legend_below(fig: dict[str, Any], *, shown: bool = True) -> dict[str, Any]:
+    """A legend under the plot (taller figure), or none: charts drawn side by side with the same
+    colours share the first one's legend."""
+    layout = fig["layout"]
+    layout["margin"]["t"] = 44
+    if not shown:
+        layout["showlegend"] = False
+        return fig
+    entries = sum(1 for trace in fig["data"] if trace.get("showlegend", True))
+    rows = -(-entries // 3)
+    layout["legend"] = {"orientation": "h", "x": 0, "xanchor": "left", "y": -0.18, "yanchor": "top",
+                        "font": {"size": 11}, "tracegroupgap": 2}  # fmt: skip
+    layout["height"] = layout.get("height", 360) + 20 * rows
+    layout["margin"]["b"] = 56 + 20 * rows
+    return fig
+
+
 def _rgba(color: str, alpha: float) -> str:
     red, green, blue = (int(color[i : i + 2], 16) for i in (1, 3, 5))
     return f"rgba({red},{green},{blue},{alpha})"
@@ -70,13 +102,16 @@ def _light(trace: dict[str, Any], color: str) -> dict[str, Any]:
 # -- usage over time -------------------------------------------------------------------------
 
 
-def usage_figures(runs: Sequence[RunColumn], view: str = "") -> list[dict[str, Any]]:
+def usage_figures(
+    runs: Sequence[RunColumn], view: str = "", shares: Sequence[str] | None = None
+) -> list[dict[str, Any]]:
     """Usage over time, one figure per policy on a common y range.
 
     ``view`` empty: the pool, each share's own use and borrowed GPUs, then each share's idle
     quota and the unassigned idle capacity, stacked up to the pool's capacity (lent GPUs are
-    the borrowed ones seen from the lender). ``view`` a share name: that share's own use, lent
-    and idle quota stacked up to its quota, its borrowed GPUs on top."""
+    the borrowed ones seen from the lender); shares not in ``shares`` are summed as one
+    "other shares" group, so the legend stays short. ``view`` a share name: that share's own
+    use, lent and idle quota stacked up to its quota, its borrowed GPUs on top."""
     figures = []
     top = 0.0
     colors = colors_of(runs)
@@ -88,26 +123,49 @@ def usage_figures(runs: Sequence[RunColumn], view: str = "") -> list[dict[str, A
         if view:
             traces, ceiling, title = _share_usage(series, view, x, colors)
         else:
-            traces, ceiling, title = _pool_usage(series, x, colors)
+            traces, ceiling, title = _pool_usage(
+                _grouped(series, shares), x, {**colors, OTHER_SHARES: OTHER_COLOR}
+            )
         stack = [0.0] * len(x)
         for trace in traces:
             if trace.get("stackgroup"):
                 stack = [a + b for a, b in zip(stack, trace["y"], strict=False)]
         top = max(top, ceiling, max(stack, default=0.0))
         figures.append(
-            legend_right(
+            legend_below(
                 figure(
                     traces,
                     title=f"{title} under {run.name}",
                     x_title=x_title,
                     y_title="GPUs (average)",
-                    height=430,
-                )
+                    height=360,
+                ),
+                shown=not figures,  # a share's colour is the same on every chart: one legend
             )
         )
     for fig in figures:
         fig["layout"]["yaxis"]["range"] = [0, top * 1.05 if top > 0 else 1]
     return figures
+
+
+def _rounded(values: Sequence[float]) -> list[float]:
+    """Average GPUs to the hundredth: finer is invisible on a chart and costs page bytes."""
+    return [round(v, 2) for v in values]
+
+
+def _grouped(series: dict[str, Any], shares: Sequence[str] | None) -> dict[str, Any]:
+    """The series with every share outside ``shares`` summed into one OTHER_SHARES row."""
+    rows = series.get("shares", {})
+    if shares is None or set(rows) <= set(shares):
+        return series
+    kept = {name: row for name, row in rows.items() if name in shares}
+    others = [row for name, row in rows.items() if name not in shares]
+    merged: dict[str, Any] = {}
+    for key in ("own", "borrowed", "lent", "idle", "stranded"):
+        columns = [row.get(key, []) for row in others]
+        merged[key] = [round(sum(values), 4) for values in zip(*columns, strict=False)]
+    merged["quota"] = sum(float(row.get("quota", 0.0)) for row in others)
+    return {**series, "shares": {**kept, OTHER_SHARES: merged}}
 
 
 def _capacity_line(x: list, value: float, name: str) -> dict[str, Any]:
@@ -123,7 +181,7 @@ def _pool_usage(series: dict[str, Any], x: list, colors: dict[str, str]) -> tupl
         for name, row in shares.items():
             trace = area(
                 x,
-                row.get(state, []),
+                _rounded(row.get(state, [])),
                 name=f"{name}: {label}",
                 color=colors[name],
                 unit="GPUs",
@@ -135,7 +193,7 @@ def _pool_usage(series: dict[str, Any], x: list, colors: dict[str, str]) -> tupl
     if any(unassigned.get("idle", [])):
         trace = area(
             x,
-            unassigned["idle"],
+            _rounded(unassigned["idle"]),
             name="unassigned: idle",
             color=UNASSIGNED_COLOR,
             unit="GPUs",
@@ -178,13 +236,15 @@ def _share_usage(
 # -- waits -----------------------------------------------------------------------------------
 
 
-def cdf_figures(runs: Sequence[RunColumn], kind: str = "wait") -> list[dict[str, Any]]:
-    """One figure per share (then all jobs): the CDF of wait (or JCT) with one line per policy,
-    x in hours on a log axis, y 0-100 %, hover with the number of jobs."""
+def cdf_figures(
+    runs: Sequence[RunColumn], kind: str = "wait", shares: Sequence[str] | None = None
+) -> list[dict[str, Any]]:
+    """One figure per share (``shares``, default every one), then all jobs: the CDF of wait (or
+    JCT) with one line per policy, x in hours on a log axis, y 0-100 %, hover with job counts."""
     noun = "Wait time" if kind == "wait" else "Job completion time"
     colors = colors_of(runs)
     figures = []
-    for name in [*share_names(runs), ""]:
+    for name in [*(share_names(runs) if shares is None else shares), ""]:
         traces = []
         for run in runs:
             cdfs = run.metrics.get("cdfs", {}).get(kind, {})
@@ -192,9 +252,10 @@ def cdf_figures(runs: Sequence[RunColumn], kind: str = "wait") -> list[dict[str,
             if not curve or not curve.get("x"):
                 continue
             n = int(curve.get("n", 0))
-            x = [max(value, CDF_FLOOR_SECONDS) / HOUR for value in curve["x"]]
-            y = [100 * value for value in curve["y"]]
-            jobs = [round(value * n) for value in curve["y"]]
+            xs, ys = thin(curve["x"], curve["y"])
+            x = [float(f"{max(value, CDF_FLOOR_SECONDS) / HOUR:.4g}") for value in xs]
+            y = [round(100 * value, 2) for value in ys]
+            jobs = [round(value * n) for value in ys]
             trace = line(
                 x,
                 y,
@@ -226,43 +287,49 @@ def cdf_figures(runs: Sequence[RunColumn], kind: str = "wait") -> list[dict[str,
     return figures
 
 
-def percentile_figure(runs: Sequence[RunColumn], kind: str = "wait") -> dict[str, Any]:
-    """p50 / p95 / p99 of wait (or JCT) per share, one bar series per policy."""
-    names = share_names(runs)
+def percentile_figure(
+    runs: Sequence[RunColumn], kind: str = "wait", shares: Sequence[str] | None = None
+) -> dict[str, Any]:
+    """p50 / p95 / p99 of wait (or JCT) per share, one bar series per policy, bars lying down:
+    the labels ("share · p95") stay level and legible whatever their number."""
+    names = list(share_names(runs) if shares is None else shares)
     colors = colors_of(runs)
     key = f"{kind}_seconds"
+    categories = [f"{name} · {pct}" for name in names for pct in ("p50", "p95", "p99")]
     traces = []
     for run in runs:
-        shares = {s["name"]: s for s in run.metrics.get("shares", [])}
-        x, y, bar_colors = [], [], []
+        by_name = {s["name"]: s for s in run.metrics.get("shares", [])}
+        x, bar_colors = [], []
         for name in names:
-            block = shares.get(name, {}).get(key) or {}
+            block = by_name.get(name, {}).get(key) or {}
             for pct in ("p50", "p95", "p99"):
-                x.append(f"{name}<br>{pct}")
                 value = block.get(pct)
-                y.append(None if value is None else value / HOUR)
+                x.append(None if value is None else float(f"{value / HOUR:.4g}"))
                 bar_colors.append(colors[name])
         trace = bar(
             x,
-            y,
+            categories,
             name=run.name,
             color=bar_colors[0] if bar_colors else CAPACITY_COLOR,
             unit="h",
             pattern=policy_pattern(run.index) or " ",
+            orientation="h",
         )
         trace["marker"]["color"] = bar_colors
-        trace["hovertemplate"] = f"{run.name}<br>%{{x}}: %{{y:,.3~r}} h<extra></extra>"
+        trace["hovertemplate"] = f"{run.name}<br>%{{y}}: %{{x:,.3~r}} h<extra></extra>"
         traces.append(trace)
     noun = "Wait time" if kind == "wait" else "Job completion time"
     fig = figure(
         traces,
         title=f"{noun} percentiles by share (bars: policies)",
-        x_title="share and percentile",
-        y_title="hours",
+        x_title="hours",
+        y_title="",
         barmode="group",
-        height=360,
+        height=max(260, 90 + len(categories) * (10 + 7 * len(runs))),
     )
-    fig["layout"]["xaxis"]["tickangle"] = 0  # "share<br>p95" reads level, on two lines
+    fig["layout"]["yaxis"]["autorange"] = "reversed"  # the first share on top
+    fig["layout"]["yaxis"].pop("rangemode", None)
+    fig["layout"]["yaxis"].pop("tickformat", None)
     return fig
 
 
@@ -342,32 +409,42 @@ WAIT_REASONS = (
 )
 
 
-def wait_reason_figure(runs: Sequence[RunColumn]) -> dict[str, Any]:
-    """Job-hours spent waiting per share and policy, stacked by the reason the scheduler found."""
-    categories, per_reason = [], {key: [] for key, *_ in WAIT_REASONS}
-    for name in share_names(runs):
+def wait_reason_figure(runs: Sequence[RunColumn], shares: Sequence[str] | None = None) -> dict[str, Any]:
+    """Per share and policy, how its queued time splits by the reason the scheduler found: each
+    bar is 100 % of that share's job-hours waited (written on the label), so a share that waited
+    little is as readable as one that waited much."""
+    categories, totals = [], []
+    per_reason: dict[str, list[float]] = {key: [] for key, *_ in WAIT_REASONS}
+    for name in share_names(runs) if shares is None else shares:
         for run in runs:
             share = next((s for s in run.metrics.get("shares", []) if s["name"] == name), None)
             if share is None or "waited_by_reason_seconds" not in share:
                 continue
-            categories.append(f"{name} · {run.name}")
+            waited = share["waited_by_reason_seconds"]
+            total = sum(waited.get(key, 0.0) for key in per_reason)
+            categories.append(f"{name} · {run.name} ({total / HOUR:,.0f} job-h)")
+            totals.append(total)
             for key in per_reason:
-                per_reason[key].append(share["waited_by_reason_seconds"].get(key, 0.0) / HOUR)
+                per_reason[key].append(round(100 * waited.get(key, 0.0) / total, 2) if total > 0 else 0.0)
     traces = [
-        bar(categories, per_reason[key], name=label, color=color, unit="job-hours", pattern=pattern)
+        bar(per_reason[key], categories, name=label, color=color, unit="% of the time waited",
+            pattern=pattern, orientation="h")
         for key, label, color, pattern in WAIT_REASONS
         if any(per_reason[key])
-    ]
-    return legend_right(
-        figure(
-            traces,
-            title="Why jobs waited, by share and policy",
-            x_title="share · policy",
-            y_title="job-hours waited",
-            barmode="stack",
-            height=380,
-        )
+    ]  # fmt: skip
+    fig = figure(
+        traces,
+        title="Why jobs waited: each share's queued time by reason, per policy",
+        x_title="% of the share's job-hours waited",
+        y_title="",
+        barmode="stack",
+        height=max(260, 110 + 22 * len(categories)),
     )
+    fig["layout"]["xaxis"]["range"] = [0, 100]
+    fig["layout"]["yaxis"]["autorange"] = "reversed"
+    fig["layout"]["yaxis"].pop("rangemode", None)
+    fig["layout"]["yaxis"].pop("tickformat", None)
+    return fig
 
 
 def job_timeline_figure(timeline: dict[str, Any]) -> dict[str, Any]:

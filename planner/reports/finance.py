@@ -41,7 +41,9 @@ class Period:
 
     @property
     def partial(self) -> bool:
-        return self.covered_days < self.nominal_days - 1e-6
+        """Less of it is in the window than its calendar length (to a tenth of a day: a window
+        that starts minutes after midnight leaves its first period whole)."""
+        return round(self.covered_days, 1) < self.nominal_days
 
 
 def default_period(summary: Mapping[str, Any] | None) -> str:

@@ -3,7 +3,7 @@ at the site root by planner/urls.py."""
 
 from django.urls import path
 
-from planner.reports import views, why
+from planner.reports import jobs, views, why
 
 app_name = "reports"
 
@@ -11,6 +11,7 @@ urlpatterns = [
     path("studies/<int:pk>/", views.study_detail, name="study"),
     path("studies/<int:pk>/progress.json", views.study_progress, name="study-progress"),
     path("studies/<int:pk>/why/", why.job_wait, name="study-why"),
+    path("studies/<int:pk>/jobs/", jobs.job_finder_page, name="study-jobs"),
     path("studies/<int:pk>/<slug:table>.csv", views.study_csv, name="study-csv"),
     path("finance/", views.finance, name="finance"),
     path("finance/<slug:table>.csv", views.finance_csv, name="finance-csv"),

@@ -134,10 +134,31 @@ def study_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "reports/study.html", context)
 
 
+MAX_CHART_SHARES = 6  # shares drawn by default; more make legends and chart lists unreadable
+
+
+def chosen_shares(request: HttpRequest, columns: list[RunColumn], shares: list[str]) -> list[str]:
+    """The shares the charts draw: ``?share=`` (repeated), else every share when there are few,
+    else the MAX_CHART_SHARES whose baseline p95 wait is longest (in the policy's order)."""
+    picked = [name for name in request.GET.getlist("share") if name in shares]
+    if picked:
+        return [name for name in shares if name in picked]
+    if len(shares) <= MAX_CHART_SHARES:
+        return shares
+    baseline = comparison.baseline_of(columns)
+    p95 = {
+        s["name"]: (s.get("wait_seconds") or {}).get("p95") or 0.0
+        for s in (baseline.metrics.get("shares", []) if baseline else [])
+    }
+    longest = set(sorted(shares, key=lambda name: -p95.get(name, 0.0))[:MAX_CHART_SHARES])
+    return [name for name in shares if name in longest]
+
+
 def _comparison_context(request: HttpRequest, study: Study, columns: list[RunColumn]) -> dict[str, Any]:
     if not columns:
         return {"columns": []}
     shares = comparison.share_names(columns)
+    drawn = chosen_shares(request, columns, shares)
     usage_view = request.GET.get("usage", "")
     if usage_view not in shares:
         usage_view = ""
@@ -167,19 +188,21 @@ def _comparison_context(request: HttpRequest, study: Study, columns: list[RunCol
         "baseline_missing": not any(c.is_baseline for c in columns),
         "cards": cards,
         "shares": shares,
+        "drawn_shares": drawn,
+        "all_drawn": len(drawn) == len(shares),
         "usage_view": usage_view,
         "usage_figures": [
             (f"usage-{column.run_id}", fig)
-            for column, fig in zip(columns, figures.usage_figures(columns, usage_view), strict=True)
+            for column, fig in zip(columns, figures.usage_figures(columns, usage_view, drawn), strict=True)
         ],
         "cdf_figures": [
-            (f"wait-cdf-{n}", fig) for n, fig in enumerate(figures.cdf_figures(columns, "wait"), 1)
+            (f"wait-cdf-{n}", fig) for n, fig in enumerate(figures.cdf_figures(columns, "wait", drawn), 1)
         ],
-        "wait_percentiles": figures.percentile_figure(columns, "wait"),
-        "jct_percentiles": figures.percentile_figure(columns, "jct"),
+        "wait_percentiles": figures.percentile_figure(columns, "wait", drawn),
+        "jct_percentiles": figures.percentile_figure(columns, "jct", drawn),
         "preemption_figure": figures.preemption_figure(columns),
         "rerun_figure": figures.rerun_figure(columns),
-        "wait_reason_figure": figures.wait_reason_figure(columns),
+        "wait_reason_figure": figures.wait_reason_figure(columns, drawn),
         "tables": [
             {
                 **_table_context(_sort_param(request, table)),
@@ -304,10 +327,15 @@ def _metrics(run: Run) -> dict[str, Any]:
 
 
 def _money(value: float) -> str:
-    return f"${value:,.0f}" if abs(value) >= 100 else f"${value:,.2f}"
+    if abs(value) < 0.005:
+        return "$0"
+    sign = "−" if value < 0 else ""
+    return f"{sign}${abs(value):,.0f}" if abs(value) >= 100 else f"{sign}${abs(value):,.2f}"
 
 
 def _hours(value: float) -> str:
+    if abs(value) < 0.005:
+        return "0"
     return f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.2f}"
 
 

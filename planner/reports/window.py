@@ -14,14 +14,16 @@ DAY = 86400.0
 HOUR = 3600.0
 
 
-def moment(seconds: float, *, epoch_times: bool) -> str:
+def moment(seconds: float, *, epoch_times: bool, scale: float | None = None) -> str:
     """An instant of the trace: a UTC date and time, or the time from the trace's time 0 in
-    seconds, hours or days, whichever reads best."""
+    seconds, hours or days, whichever reads best for ``scale`` (default: the instant itself), so
+    that a window's start and end come in one unit."""
     if epoch_times:
         return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
-    if abs(seconds) < HOUR:
+    size = abs(seconds if scale is None else scale)
+    if size < HOUR:
         return f"{seconds:,.0f} s"
-    if abs(seconds) < 2 * DAY:
+    if size < 2 * DAY:
         return f"{seconds / HOUR:,.1f} h"
     return f"day {seconds / DAY:,.1f}"
 
@@ -56,9 +58,9 @@ def window_note(runs: Sequence[RunColumn]) -> WindowNote | None:
     for run in runs:
         span_end = span_of(run.metrics)[1]
         if span_end < end - 1e-6:
-            earlier.append((run.name, moment(span_end, epoch_times=epoch)))
+            earlier.append((run.name, moment(span_end, epoch_times=epoch, scale=end)))
     return WindowNote(
-        start=moment(start, epoch_times=epoch),
+        start=moment(start, epoch_times=epoch, scale=end),
         end=moment(end, epoch_times=epoch),
         length=duration(end - start),
         common=len(set(windows)) == 1,

@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from planner.strict_json import strict_json
 from planner.studies.attempts import Heartbeat, claim, owned, run_attempt
+from planner.studies.jobs import write_indexes
 from planner.studies.models import Run, RunStatus, run_summary
 from planner.studies.window import apply_study_window
 from scheduling.engine import replay
@@ -70,6 +71,10 @@ def execute(run_id: int, attempt: int) -> bool:
     if not recorded:
         (Path(settings.MEDIA_ROOT) / name).unlink(missing_ok=True)
         return False
+    try:
+        write_indexes(run, trace, result.outcomes)
+    except Exception:  # the run is recorded; the job finder builds its index on first use
+        logger.exception("job finder index of run %s", run_id)
     try:
         apply_study_window(run.study_id)
     except Exception:  # the run is recorded; the next reader of the study applies the window

@@ -39,6 +39,7 @@ PAGES: dict[str, tuple[set[str] | str, set[str] | None]] = {
     "calibration:list": (READERS, ADMINS),
     "calibration:detail": (READERS, None),
     "reports:study-why": (READERS, None),
+    "reports:study-jobs": (READERS, None),
     "advisor:list": (READERS, ADMINS),
     "advisor:detail": (READERS, None),
     "advisor:keep": (ADMINS, ADMINS),

@@ -13,6 +13,9 @@ register = template.Library()
 
 
 def _number(value: float) -> str:
+    """Whole numbers from 100 up, two decimals below; nothing at all reads "0", not "0.00"."""
+    if abs(value) < 0.005:
+        return "0"
     return f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.2f}"
 
 

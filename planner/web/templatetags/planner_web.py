@@ -83,6 +83,22 @@ def hours(seconds, decimals: int = 1) -> str:
 
 
 @register.filter
+def duration(seconds) -> str:
+    """Seconds in the unit that reads best: ``42`` -> ``42 s``, ``5400`` -> ``1.5 h``,
+    ``2_664_000`` -> ``30.8 days``; an em dash for None."""
+    if seconds is None or seconds == "":
+        return "—"
+    value = float(seconds)
+    if abs(value) < 120:
+        return f"{value:,.0f} s"
+    if abs(value) < 7200:
+        return f"{value / 60:,.0f} min"
+    if abs(value) < 3 * 86400:
+        return f"{value / 3600:,.1f} h"
+    return f"{value / 86400:,.1f} days"
+
+
+@register.filter
 def share_color(name: str) -> str:
     """The share's chart colour, for a swatch next to its name in tables."""
     return charts.share_color(str(name))
