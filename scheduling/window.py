@@ -228,11 +228,7 @@ def _periods(periods: dict, rates: _IdleRates, old: Window, new: Window) -> dict
         }
     if "pool" in periods:
         pool = periods["pool"]
-        out["pool"] = {
-            key: carried(values, rates.pool_gpus)
-            for key, values in pool.items()
-            if key != "usd"
-        }
+        out["pool"] = {key: carried(values, rates.pool_gpus) for key, values in pool.items() if key != "usd"}
         out["pool"]["usd"] = {
             key: carried(values, rates.pool_usd) for key, values in pool.get("usd", {}).items()
         }
