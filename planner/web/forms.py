@@ -12,7 +12,9 @@ from django import forms
 from django.core.exceptions import ValidationError
 
 from planner.capacity.models import Policy, ShareSpec
+from planner.studies.fit import split_by_fit
 from planner.traces.models import Trace
+from planner.web.listing import listed_policies
 from scheduling.model import InSharePreemption, Reclaim, Strategy
 from scheduling.traces import FORMATS
 from scheduling.traces.mapping import IMPORTERS, PriorityMode
@@ -302,6 +304,28 @@ class StudyForm(forms.Form):
         self.fields["policies"].label_from_instance = lambda policy: (
             f"{policy.name} (pool {policy.pool.name})"
         )
+        listed = listed_policies(Policy.objects.select_related("pool")).prefetch_related(
+            "shares", "pool__capacities__instance_type"
+        )
+        self.chosen_trace = self._chosen_trace()
+        self.unfit: list[tuple[Policy, str]] = []
+        if self.chosen_trace is not None:
+            fitting, self.unfit = split_by_fit(listed, self.chosen_trace)
+            chosen = Policy.objects.filter(pk__in=[p.pk for p in fitting]).select_related("pool")
+        else:
+            chosen = listed
+        self.fields["policies"].queryset = chosen
+        self.fields["baseline"].queryset = chosen
+
+    def _chosen_trace(self) -> Trace | None:
+        """The trace picked so far (posted, or in the initial data): the policies offered fit it."""
+        value = self.data.get("trace") if self.is_bound else self.initial.get("trace")
+        if isinstance(value, Trace):
+            return value
+        try:
+            return Trace.objects.filter(pk=int(value)).first() if value not in (None, "") else None
+        except (TypeError, ValueError):
+            return None
 
     def place(self, error: ValidationError) -> None:
         place_errors(self, error, {})

@@ -230,4 +230,18 @@
   window.planner = { drawCharts: drawCharts, enhance: enhance };
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();
+
+  // The new-study form offers only the policies that fit the chosen trace: choosing another trace
+  // reloads the form for it (the name typed so far kept).
+  document.querySelectorAll("form[data-trace-reload]").forEach(function (form) {
+    var select = form.querySelector("select[name=trace]");
+    if (!select) return;
+    select.addEventListener("change", function () {
+      var url = new URL(window.location.href);
+      url.searchParams.set("trace", select.value);
+      var name = form.querySelector("input[name=name]");
+      if (name && name.value) url.searchParams.set("name", name.value); else url.searchParams.delete("name");
+      window.location.assign(url.toString());
+    });
+  });
 })();

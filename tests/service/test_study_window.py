@@ -64,6 +64,6 @@ def test_the_study_page_says_the_window(study, client):
     user.groups.add(Group.objects.get(name="viewer"))
     client.force_login(user)
     html = client.get(f"/studies/{study.pk}/").content.decode()
-    assert "Every figure below is measured over one window" in html
+    assert "Every figure here is measured over one window" in html
     assert "0 s to 300 s (5 min)" in html
     assert "Idle after their last job: aws-example (ends 220 s)." in html

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from django.db.models import Count, Prefetch
+from django.db.models import Prefetch
 from django.shortcuts import render
 
 from planner.capacity.models import Pool, PoolCapacity
 from planner.studies.models import Study
 from planner.traces.models import Trace
 from planner.web.access import reader_required
+from planner.web.listing import listed_policy_count, listed_studies
 from planner.web.views.headline import headlines
 
 LATEST_STUDIES = 5
@@ -19,7 +20,7 @@ LATEST_TRACES = 8
 def overview(request):
     pools = Pool.objects.prefetch_related(
         Prefetch("capacities", queryset=PoolCapacity.objects.select_related("instance_type"))
-    ).annotate(policy_count=Count("policies"))
+    ).annotate(policy_count=listed_policy_count())
     pool_rows = [
         {
             "pool": pool,
@@ -29,7 +30,7 @@ def overview(request):
         }
         for pool in pools
     ]
-    studies = Study.objects.select_related("trace").defer("trace__summary")[:LATEST_STUDIES]
+    studies = listed_studies(Study.objects.select_related("trace").defer("trace__summary"))[:LATEST_STUDIES]
     traces = Trace.objects.values("id", "name", "job_count", "created_at", "summary__gpu_hours")[
         :LATEST_TRACES
     ]
@@ -41,6 +42,6 @@ def overview(request):
             "headlines": headlines(studies),
             "traces": traces,
             "trace_count": Trace.objects.count(),
-            "study_count": Study.objects.count(),
+            "study_count": listed_studies(Study.objects.all()).count(),
         },
     )

@@ -18,6 +18,7 @@ from planner.studies.models import Study
 from planner.web import charts
 from planner.web.access import EDIT_DENIED, editor_required, reader_required
 from planner.web.forms import CapacityForm, PolicySettingsForm, ShareForm, VariantNameForm
+from planner.web.listing import listed_policies
 from planner.web.variants import PRESETS, make_variant
 from planner.web.views.headline import study_url
 
@@ -27,7 +28,7 @@ CAPACITY_FORM_ID = "capacity-form"
 
 @reader_required
 def policy_list(request):
-    policies = Policy.objects.select_related("pool", "parent").annotate(
+    policies = listed_policies(Policy.objects.select_related("pool", "parent")).annotate(
         share_count=Count("shares", distinct=True), study_count=Count("runs__study", distinct=True)
     )
     pools = Pool.objects.all()
@@ -205,7 +206,7 @@ def policy_context(request, policy: Policy, *, edit: str = "", **bound) -> dict:
         "settings_form": settings_form,
         "share_form_id": SHARE_FORM_ID,
         "capacity_form_id": CAPACITY_FORM_ID,
-        "pool_policy_count": policy.pool.policies.count(),
+        "pool_policy_count": listed_policies(policy.pool.policies.all()).count(),
         "quota_chart": quota_figure(shares, types, capacity_counts),
         "studies": [(study, study_url(study.pk)) for study in studies],
         "variants": policy.variants.all(),

@@ -14,6 +14,7 @@ from planner.studies.launch import launch_study
 from planner.studies.models import FINISHED, Study
 from planner.web.access import editor_required, reader_required
 from planner.web.forms import StudyForm
+from planner.web.listing import listed_studies
 from planner.web.views.headline import headlines, study_url
 
 STUDIES_PER_PAGE = 25
@@ -21,7 +22,7 @@ STUDIES_PER_PAGE = 25
 
 @reader_required
 def study_list(request):
-    studies = Study.objects.select_related("trace", "created_by").defer("trace__summary")
+    studies = listed_studies(Study.objects.select_related("trace", "created_by").defer("trace__summary"))
     page = Paginator(studies, STUDIES_PER_PAGE).get_page(request.GET.get("page"))
     rows = headlines(page.object_list)
     working = any(policy.status not in FINISHED for item, _ in rows for policy in item.policies)
@@ -53,6 +54,8 @@ def study_new(request):
     initial: dict = {}
     if request.GET.get("trace", "").isdigit():
         initial["trace"] = int(request.GET["trace"])
+    if request.GET.get("name"):
+        initial["name"] = request.GET["name"][:200]
     chosen = [int(pk) for pk in request.GET.getlist("policy") if pk.isdigit()]
     if chosen:
         family = Policy.objects.filter(pk__in=chosen).values_list("pk", "parent_id")
