@@ -19,7 +19,11 @@ def safe_cell(value: object) -> object:
         return ""
     if isinstance(value, bool):
         return str(value).lower()
-    if isinstance(value, (int, float)):
+    if isinstance(value, float):
+        # Sums of floats leave dust (1.4210854715202004e-14 for a zero): nine significant
+        # digits are more than any figure here carries.
+        return 0 if abs(value) < 1e-9 else float(f"{value:.9g}")
+    if isinstance(value, int):
         return value
     text = str(value)
     if text.startswith(FORMULA_STARTS):

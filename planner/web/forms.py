@@ -99,7 +99,7 @@ class ShareForm(forms.Form):
         initial = {
             "name": spec.name,
             "strategy": spec.strategy,
-            "borrow_limit_percent": spec.borrow_limit_percent,
+            "borrow_limit_percent": whole(spec.borrow_limit_percent),
             "in_share_preemption": spec.in_share_preemption,
             "reclaim": spec.reclaim,
         }
