@@ -8,7 +8,8 @@ trace ``scheduling.synthetic.generate(jobs)`` and a study of it under the demo p
 (full pooling, static split, no preemption: ``--policies`` of them), replayed in this process. Then it
 serves the planner with gunicorn (production settings: DEBUG off, a secret key from the environment)
 on 127.0.0.1 only, and runs ``--users`` threads for ``--seconds``: each signed in (the finance role)
-and cycling through the study comparison page, the finance page and the metrics API of a run. Prints
+and cycling through the study comparison page, the finance page, the metrics API of a run and the
+job finder (its per-share lists, and a search by user). Prints
 p50/p95/p99 latency per endpoint as measured by the server (gunicorn's access log, microseconds) and
 by the clients, and the error rate. The target is p95 < 300 ms server time and no errors.
 """
@@ -263,6 +264,8 @@ def main() -> None:
         "comparison page": f"/studies/{study}/",
         "finance page": f"/finance/?study={study}&run={runs[0]}",
         "metrics API": f"/api/runs/{runs[-1]}/metrics/",
+        "job finder": f"/studies/{study}/jobs/?run={runs[0]}",
+        "job finder search": f"/studies/{study}/jobs/?run={runs[0]}&q=research-0&share=research",
     }
     port = free_port()
     access_log = var_dir / f"access-{port}.log"
