@@ -27,6 +27,23 @@ def test_finance_and_admin_read_the_report(page_as, study, role):
     baseline = study.runs.get(policy=study.baseline)
     assert page.get_by_label("Policy (run)").input_value() == str(baseline.pk)
     assert "✓ Adds up" in page.locator("#check-title + p").inner_text()
+    # The answer comes first: the pool's cost and what was idle, stranded, lent and rerun, and
+    # the chargeback per share with its totals, on the first screen (900 px tall).
+    headline = page.locator("#finance-headline")
+    assert [t.split("\n")[0] for t in headline.locator("li").all_inner_texts()] == [
+        "Pool cost",
+        "Idle",
+        "Stranded",
+        "Lent",
+        "Rerun",
+    ]
+    assert headline.bounding_box()["y"] < 900
+    shares = baseline.metrics["shares"]
+    assert page.locator("#chargeback tbody tr").count() == len(shares)
+    assert page.locator("#chargeback tfoot td").first.inner_text() == "All shares"
+    assert "Every figure here is measured over one window" in page.locator("#window-note").inner_text()
+    # the glossary is folded at the end
+    page.locator(".reports-definitions summary").click()
     definitions = page.locator(".reports-definitions").inner_text()
     for word in ("Lent", "Idle", "Stranded"):
         assert word in definitions

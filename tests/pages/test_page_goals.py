@@ -39,14 +39,14 @@ def check_pages(page_as, role: str, paths: list[str]) -> dict[str, tuple[int, fl
     for path in paths:
         # A first visit warms the server (and puts a finished study on its common window, once).
         wide.goto(path, timeout=120_000)
-        response = wide.goto(path, wait_until="load")
+        response = wide.goto(path, wait_until="load", timeout=60_000)
         assert response.status == 200, path
         size, seconds = len(response.body()), load_seconds(wide)
         measured[path] = (size, seconds)
         assert size <= MAX_HTML_BYTES, f"{path}: {size:,} bytes of HTML"
         if CHECK_LOAD_TIME:
             assert seconds <= MAX_LOAD_SECONDS, f"{path}: load event after {seconds:.2f} s"
-        narrow.goto(path, wait_until="load")
+        narrow.goto(path, wait_until="load", timeout=60_000)
         overflow = narrow.evaluate("() => document.documentElement.scrollWidth")
         assert overflow <= NARROW, f"{path}: the page scrolls sideways at {NARROW} px ({overflow} px wide)"
     return measured
