@@ -150,7 +150,7 @@ def serve(var_dir: Path, port: int, workers: int, threads: int, access_log: Path
         "--access-logfile",
         str(access_log),
         "--access-logformat",
-        "%(m)s %(U)s %(s)s %(D)s",
+        "%(m)s %(U)s?%(q)s %(s)s %(D)s",
         "--log-level",
         "warning",
     ]
@@ -234,12 +234,16 @@ def run_users(
 
 def server_times(access_log: Path, paths: dict[str, str]) -> dict[str, list[float]]:
     """Milliseconds per request from gunicorn's access log (%(D)s: microseconds), by endpoint."""
-    by_path = {urllib.parse.urlsplit(path).path: label for label, path in paths.items()}
+    def key(path: str) -> str:  # path and query: two endpoints may share a path (the job finder)
+        split = urllib.parse.urlsplit(path)
+        return f"{split.path}?{urllib.parse.unquote_plus(split.query)}"
+
+    by_path = {key(path): label for label, path in paths.items()}
     times: dict[str, list[float]] = {label: [] for label in paths}
     for line in access_log.read_text().splitlines():
         parts = line.split()
-        if len(parts) == 4 and parts[1] in by_path:
-            times[by_path[parts[1]]].append(int(parts[3]) / 1000)
+        if len(parts) == 4 and key(parts[1]) in by_path:
+            times[by_path[key(parts[1])]].append(int(parts[3]) / 1000)
     return times
 
 
