@@ -41,8 +41,16 @@ IN_FLIGHT = {"STARTING", "RUNNING"}
 ENDED = {"SUCCEEDED", "FAILED"}
 STATUSES = NOT_STARTED | IN_FLIGHT | ENDED
 # Of two events of a job at the same instant, the one further along wins.
-_STATUS_RANK = {"SUBMITTED": 0, "PENDING": 1, "RUNNABLE": 2, "SCHEDULED": 3, "STARTING": 4, "RUNNING": 5,
-                "SUCCEEDED": 6, "FAILED": 6}  # fmt: skip
+_STATUS_RANK = {
+    "SUBMITTED": 0,
+    "PENDING": 1,
+    "RUNNABLE": 2,
+    "SCHEDULED": 3,
+    "STARTING": 4,
+    "RUNNING": 5,
+    "SUCCEEDED": 6,
+    "FAILED": 6,
+}
 
 # Jobs left out (choice), counted in stats["skipped"]:
 SKIP_PENDING = "pending_at_export"  # not started when exported: its work is unknown
@@ -173,8 +181,11 @@ def _job_object(record: JsonRecord) -> Mapping[str, Any]:
     """The job fields of a record (an event's ``detail``), or an InputError saying what it is."""
     value = record.value
     if not isinstance(value, Mapping):
-        raise InputError("is not a JSON object (a service job, a list page or an event)", row=record.number,
-                         field=record.where)  # fmt: skip
+        raise InputError(
+            "is not a JSON object (a service job, a list page or an event)",
+            row=record.number,
+            field=record.where,
+        )
     if "detail-type" in value:
         kind = value.get("detail-type")
         if kind != EVENT_DETAIL_TYPE:
@@ -213,7 +224,12 @@ def _refuse_other_kinds(record: JsonRecord, value: Mapping[str, Any]) -> None:
             )
     if "jobId" not in value:
         raise InputError("is not a service job: it has no jobId", row=record.number, field="jobId")
-    if "container" in value or "eksProperties" in value or "ecsProperties" in value or "jobDefinition" in value:
+    if (
+        "container" in value
+        or "eksProperties" in value
+        or "ecsProperties" in value
+        or "jobDefinition" in value
+    ):
         raise InputError(
             f"job {value.get('jobId')!r} is an ECS/EKS job (describe-jobs), not a service job",
             row=record.number,
@@ -236,7 +252,9 @@ def _fold(record: JsonRecord, jobs: dict[str, _Job], kinds: set[str], run: Trace
     job_id = value["jobId"]
     if not isinstance(job_id, str) or not job_id.strip():
         raise InputError(f"{job_id!r} is not a job id", row=record.number, field="jobId")
-    kind = "event" if is_event else "list-service-jobs" if record.container == "jobSummaryList" else "describe"
+    kind = (
+        "event" if is_event else "list-service-jobs" if record.container == "jobSummaryList" else "describe"
+    )
     kinds.add(kind)
     known = jobs.get(job_id)
     if not is_event:
@@ -246,7 +264,9 @@ def _fold(record: JsonRecord, jobs: dict[str, _Job], kinds: set[str], run: Trace
                 row=record.number,
                 field="jobId",
             )
-        jobs[job_id] = _Job(job_id, record.number, record.where, value, from_summary=kind == "list-service-jobs")
+        jobs[job_id] = _Job(
+            job_id, record.number, record.where, value, from_summary=kind == "list-service-jobs"
+        )
         return
     when = _event_time(record)
     status = value.get("status")
@@ -382,7 +402,8 @@ def _capacity(fields: _Fields) -> tuple[str | None, int]:
             name = payload_type if unit == "NUM_INSTANCES" else unit
             if name is None:
                 raise fields.fail(
-                    "capacityUnit NUM_INSTANCES, but serviceRequestPayload names no ResourceConfig.InstanceType",
+                    "capacityUnit NUM_INSTANCES, but serviceRequestPayload names no "
+                    "ResourceConfig.InstanceType",
                     f"{where}.capacityUnit",
                 )
             if quantity:
@@ -396,8 +417,10 @@ def _capacity(fields: _Fields) -> tuple[str | None, int]:
             name, count = next(iter(types.items()))
             return name, count
     if payload_count is None:
-        raise fields.fail("names no capacity: neither capacityUsage nor serviceRequestPayload.ResourceConfig",
-                          "capacityUsage")  # fmt: skip
+        raise fields.fail(
+            "names no capacity: neither capacityUsage nor serviceRequestPayload.ResourceConfig",
+            "capacityUsage",
+        )
     return payload_type, payload_count
 
 
@@ -419,7 +442,9 @@ def _payload(fields: _Fields) -> tuple[str | None, int | None]:
         raise fields.fail("must be an object", "serviceRequestPayload.ResourceConfig")
     kind = config.get("InstanceType")
     if kind is not None and (not isinstance(kind, str) or not kind):
-        raise fields.fail(f"{kind!r} is not an instance type", "serviceRequestPayload.ResourceConfig.InstanceType")
+        raise fields.fail(
+            f"{kind!r} is not an instance type", "serviceRequestPayload.ResourceConfig.InstanceType"
+        )
     count = config.get("InstanceCount")
     if count is not None:
         count = fields.whole(count, "serviceRequestPayload.ResourceConfig.InstanceCount", minimum=1)
@@ -437,14 +462,20 @@ def _add_job(run: TraceImport, mapping: TraceMapping, job: _Job, default_priorit
     started = fields.millis(record.get("startedAt"), "startedAt")
     stopped = fields.millis(record.get("stoppedAt"), "stoppedAt")
     if started is not None and stopped is not None and stopped < started:
-        raise fields.fail(f"stoppedAt {record['stoppedAt']} is before startedAt {record['startedAt']}", "stoppedAt")
-    first_start = min([a[0] for a in attempts if a[0] is not None] + ([started] if started is not None else []),
-                      default=None)  # fmt: skip
+        raise fields.fail(
+            f"stoppedAt {record['stoppedAt']} is before startedAt {record['startedAt']}", "stoppedAt"
+        )
+    first_start = min(
+        [a[0] for a in attempts if a[0] is not None] + ([started] if started is not None else []),
+        default=None,
+    )
     if first_start is not None and first_start < submit:
         raise fields.fail(
             f"starts at {first_start * 1000:.0f}, before its createdAt {record['createdAt']}",
-            "startedAt" if started == first_start else next(a[2] for a in attempts if a[0] == first_start) + ".startedAt",
-        )  # fmt: skip
+            "startedAt"
+            if started == first_start
+            else next(a[2] for a in attempts if a[0] == first_start) + ".startedAt",
+        )
     _check_scheduled(fields, submit)
     share = _share(fields, mapping)
     kind, count = _capacity(fields)
@@ -475,9 +506,12 @@ def _add_job(run: TraceImport, mapping: TraceMapping, job: _Job, default_priorit
     retries = None
     config = record.get("preemptionConfiguration")
     if isinstance(config, Mapping) and config.get("preemptionRetriesBeforeTermination") is not None:
-        retries = fields.whole(config["preemptionRetriesBeforeTermination"],
-                               "preemptionConfiguration.preemptionRetriesBeforeTermination")  # fmt: skip
-    preemptions = _recorded_preemptions(fields, attempts, run)
+        retries = fields.whole(
+            config["preemptionRetriesBeforeTermination"],
+            "preemptionConfiguration.preemptionRetriesBeforeTermination",
+        )
+    # a list-service-jobs summary has no preemption summary: its preemptions are unknown, not 0
+    preemptions = None if job.from_summary else _recorded_preemptions(fields, attempts, run)
     instance_type = mapping.instance_types.get(kind, kind) if kind else mapping.default_instance_type
     run.add(
         job.number,
@@ -502,8 +536,10 @@ def _check_scheduled(fields: _Fields, submit: float) -> None:
     if scheduled is None:
         return
     if scheduled < submit:
-        raise fields.fail(f"scheduledAt {fields.record['scheduledAt']} is before createdAt "
-                          f"{fields.record['createdAt']}", "scheduledAt")  # fmt: skip
+        raise fields.fail(
+            f"scheduledAt {fields.record['scheduledAt']} is before createdAt {fields.record['createdAt']}",
+            "scheduledAt",
+        )
 
 
 def _share(fields: _Fields, mapping: TraceMapping) -> str:
@@ -514,7 +550,8 @@ def _share(fields: _Fields, mapping: TraceMapping) -> str:
     if (value is None or not value.strip()) and mapping.share_default is None:
         where = column or "quotaShareName"
         raise fields.fail(
-            f"has no {where}" + (f" (nor {SHARE_FALLBACK})" if column == DEFAULT_MAPPING.share_column else "")
+            f"has no {where}"
+            + (f" (nor {SHARE_FALLBACK})" if column == DEFAULT_MAPPING.share_column else "")
             + ": every job needs a share (or set mapping.share_default)",
             where,
         )
@@ -546,8 +583,9 @@ def _priority_updates(run: TraceImport, job: _Job) -> None:
         if value is None:
             continue
         if previous is not None and value != previous:
-            run.builder.add_priority_update(job.number, time=when / 1000.0, job_id=job.job_id, priority=value,
-                                            field_prefix="detail.")  # fmt: skip
+            run.builder.add_priority_update(
+                job.number, time=when / 1000.0, job_id=job.job_id, priority=value, field_prefix="detail."
+            )
             run.note("priority_changes")
         previous = value
 

@@ -28,8 +28,9 @@ LIST_KEYS = ("items",)
 
 # share = the admitting ClusterQueue; priorities are Kubernetes priority values (any int32), put on
 # the planner's 0..9999 keeping their order (rank, as for Slurm; values already within stay).
-DEFAULT_MAPPING = TraceMapping(share_column="clusterQueue", priority_column="priority",
-                               priority_mode=PriorityMode.RANK)  # fmt: skip
+DEFAULT_MAPPING = TraceMapping(
+    share_column="clusterQueue", priority_column="priority", priority_mode=PriorityMode.RANK
+)
 SOURCE_COLUMNS = ("clusterQueue", "queueName", "namespace", "name", "priority")
 EXTRA_SETTINGS = ("queue_shares", "gpu_resource")
 
@@ -174,7 +175,8 @@ def _split_mapping(mapping: TraceMapping | Mapping[str, Any] | None) -> tuple[Tr
                 isinstance(k, str) and isinstance(v, str) and v.strip() for k, v in table.items()
             ):
                 raise InputError(
-                    'must be an object {"namespace/local-queue": "cluster-queue"}', field="mapping.queue_shares"
+                    'must be an object {"namespace/local-queue": "cluster-queue"}',
+                    field="mapping.queue_shares",
                 )
             extras["queue_shares"] = {k.strip(): v.strip() for k, v in table.items()}
         if "gpu_resource" in mapping:
@@ -207,11 +209,17 @@ def _read_local_queue(record: JsonRecord, queue_shares: dict[str, str]) -> None:
     name, namespace = metadata.get("name"), metadata.get("namespace")
     cluster_queue = (value.get("spec") or {}).get("clusterQueue")
     if not isinstance(name, str) or not isinstance(namespace, str):
-        raise InputError("a LocalQueue needs metadata.name and metadata.namespace", row=record.number,
-                         field="metadata.name")  # fmt: skip
+        raise InputError(
+            "a LocalQueue needs metadata.name and metadata.namespace",
+            row=record.number,
+            field="metadata.name",
+        )
     if not isinstance(cluster_queue, str) or not cluster_queue:
-        raise InputError(f"LocalQueue {namespace}/{name} names no ClusterQueue", row=record.number,
-                         field="spec.clusterQueue")  # fmt: skip
+        raise InputError(
+            f"LocalQueue {namespace}/{name} names no ClusterQueue",
+            row=record.number,
+            field="spec.clusterQueue",
+        )
     queue_shares.setdefault(f"{namespace}/{name}", cluster_queue)
 
 
@@ -243,7 +251,9 @@ def _pod_gpus(reader: _Reader, template: Any, where: str, gpu_resource: str) -> 
     total = 0.0
     for i, container in enumerate(containers):
         path = f"{where}.template.spec.containers[{i}].resources"
-        resources = reader.mapping(reader.mapping(container, path[: -len(".resources")]).get("resources"), path)
+        resources = reader.mapping(
+            reader.mapping(container, path[: -len(".resources")]).get("resources"), path
+        )
         for kind in ("requests", "limits"):
             table = reader.mapping(resources.get(kind), f"{path}.{kind}")
             if gpu_resource in table:
@@ -263,15 +273,22 @@ def _quantity(reader: _Reader, value: Any, field: str) -> float:
     return number
 
 
-def _read_workload(record: JsonRecord, mapping: TraceMapping, gpu_resource: str, run: TraceImport) -> _Workload | None:
+def _read_workload(
+    record: JsonRecord, mapping: TraceMapping, gpu_resource: str, run: TraceImport
+) -> _Workload | None:
     value = record.value
     if not isinstance(value, Mapping):
         raise InputError("is not a Kubernetes object", row=record.number, field=record.where)
     kind = value.get("kind")
     if kind != "Workload":
-        hint = (" (configuration: import it as a policy)"
-                if kind in ("ClusterQueue", "Cohort", "ResourceFlavor", "WorkloadPriorityClass") else "")  # fmt: skip
-        raise InputError(f"{record.where} is a {kind!r}, not a Workload{hint}", row=record.number, field="kind")
+        hint = (
+            " (configuration: import it as a policy)"
+            if kind in ("ClusterQueue", "Cohort", "ResourceFlavor", "WorkloadPriorityClass")
+            else ""
+        )
+        raise InputError(
+            f"{record.where} is a {kind!r}, not a Workload{hint}", row=record.number, field="kind"
+        )
     metadata = value.get("metadata")
     if not isinstance(metadata, Mapping) or not isinstance(metadata.get("name"), str):
         raise InputError("the Workload has no metadata.name", row=record.number, field="metadata.name")
@@ -311,7 +328,9 @@ def _read_workload(record: JsonRecord, mapping: TraceMapping, gpu_resource: str,
             assignment, j = assigned
             if assignment.get("count") is not None:
                 count = reader.whole(assignment["count"], f"status.admission.podSetAssignments[{j}].count")
-            flavors = reader.mapping(assignment.get("flavors"), f"status.admission.podSetAssignments[{j}].flavors")
+            flavors = reader.mapping(
+                assignment.get("flavors"), f"status.admission.podSetAssignments[{j}].flavors"
+            )
             flavor = flavors.get(gpu_resource)
         pod_set_gpus = count * _pod_gpus(reader, pod_set.get("template"), where, gpu_resource)
         gpus += pod_set_gpus
@@ -372,8 +391,13 @@ def _timeline(
     past_seconds = 0 if past is None else reader.whole(past, "status.accumulatedPastExecutionTimeSeconds")
     if (start is not None or end is not None) and not admitted and not _is_true(finished):
         raise reader.fail("is admitted but has no status.admission", "status.admission")
-    fields.update(start=start, end=end, past=past_seconds, finished=_is_true(finished),
-                  preemptions=_preemptions(reader, status, conditions))  # fmt: skip
+    fields.update(
+        start=start,
+        end=end,
+        past=past_seconds,
+        finished=_is_true(finished),
+        preemptions=_preemptions(reader, status, conditions),
+    )
 
 
 def _preemptions(reader: _Reader, status: Mapping[str, Any], conditions) -> int:
@@ -387,7 +411,9 @@ def _preemptions(reader: _Reader, status: Mapping[str, Any], conditions) -> int:
             if not isinstance(eviction, Mapping):
                 raise reader.fail("must be an object", f"status.schedulingStats.evictions[{i}]")
             if eviction.get("reason") == "Preempted":
-                total += reader.whole(eviction.get("count", 0), f"status.schedulingStats.evictions[{i}].count")
+                total += reader.whole(
+                    eviction.get("count", 0), f"status.schedulingStats.evictions[{i}].count"
+                )
         return total
     # Without schedulingStats only the latest eviction survives: at least one preemption.
     preempted = conditions.get("Preempted")
@@ -398,7 +424,11 @@ def _preemptions(reader: _Reader, status: Mapping[str, Any], conditions) -> int:
 
 
 def _add(
-    run: TraceImport, mapping: TraceMapping, workload: _Workload, queue_shares: Mapping[str, str], seen: set[str]
+    run: TraceImport,
+    mapping: TraceMapping,
+    workload: _Workload,
+    queue_shares: Mapping[str, str],
+    seen: set[str],
 ) -> None:
     reader = _Reader(JsonRecord(workload.number, None, 0, None), workload.job_id)
     if workload.job_id in seen:
@@ -447,9 +477,14 @@ def _add(
     }
     for key, label in fields["labels"].items():
         cells[f"labels.{key}"] = str(label)
-    share = mapping.share_of(cells.get(mapping.share_column or ""), workload.number, mapping.share_column or "")
-    priority = run.priority.value(cells.get(mapping.priority_column), workload.number) \
-        if mapping.priority_column else 0  # fmt: skip
+    share = mapping.share_of(
+        cells.get(mapping.share_column or ""), workload.number, mapping.share_column or ""
+    )
+    priority = (
+        run.priority.value(cells.get(mapping.priority_column), workload.number)
+        if mapping.priority_column
+        else 0
+    )
     flavor = fields["flavor"]
     if flavor and flavor in mapping.instance_types:
         instance_type = mapping.instance_types[flavor]
