@@ -324,7 +324,7 @@ def aws_history(rng: np.random.Generator) -> tuple[list[dict], list[dict]]:
         else:
             status = "SUCCEEDED"
         preempted = [a for a in attempts if a[2] and a[2].startswith("Preempted")]
-            payload = {
+        payload = {
             "TrainingJobName": name,
             "AlgorithmSpecification": {
                 "TrainingImage": f"{ACCOUNT}.dkr.ecr.{REGION}.amazonaws.com/{team}:latest",
@@ -563,9 +563,15 @@ def k8s_time(t: float) -> str:
 def kueue_configuration() -> dict:
     """``kubectl get clusterqueues,cohorts,resourceflavors,workloadpriorityclasses -o yaml``."""
     created = k8s_time(-30 * 86400)
+
     def meta(name: str, uid: int) -> dict:
-        return {"creationTimestamp": created, "generation": 1, "name": name,
-                "resourceVersion": str(1000 + uid), "uid": job_uuid(f"k8s-{name}")}
+        return {
+            "creationTimestamp": created,
+            "generation": 1,
+            "name": name,
+            "resourceVersion": str(1000 + uid),
+            "uid": job_uuid(f"k8s-{name}"),
+        }
 
     items = []
     for k, (name, (quota, borrowing, lending, within, reclaim, weight)) in enumerate(KUEUE_QUOTAS.items()):
