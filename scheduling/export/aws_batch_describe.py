@@ -52,8 +52,10 @@ KNOWN_GPUS = {
 
 
 def is_describe_output(documents: Iterable[Any]) -> bool:
-    """Whether ``documents`` are describe outputs (rather than the planner's own export bundle)."""
-    return any(isinstance(d, Mapping) and (set(d) & set(LIST_KEYS)) for d in documents)
+    """Whether ``documents`` are describe outputs (rather than the planner's own export bundle); the
+    outputs of other aws batch calls count, so that they are refused by name."""
+    keys = set(LIST_KEYS) | set(OTHER_OUTPUTS)
+    return any(isinstance(d, Mapping) and (set(d) & keys) for d in documents)
 
 
 def read_json_documents(files: Iterable[tuple[str, bytes | str]]) -> list[tuple[str, Any]]:
