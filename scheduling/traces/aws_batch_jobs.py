@@ -455,7 +455,7 @@ def _add_job(run: TraceImport, mapping: TraceMapping, job: _Job, default_priorit
     fields = _Fields(job)
     record = fields.record
     status = record.get("status")
-    if status not in STATUSES:
+    if not isinstance(status, str) or status not in STATUSES:
         raise fields.fail(f"{status!r} is not a service job status ({', '.join(sorted(STATUSES))})", "status")
     submit = fields.millis(record.get("createdAt"), "createdAt", required=True)
     attempts = _attempts(fields)

@@ -97,7 +97,8 @@ def source_columns(source: Any, **options: Any) -> list[str]:
     with open_source(source) as opened:
         for record in iter_json_records(opened, list_keys=LIST_KEYS):
             metadata = record.value.get("metadata") if isinstance(record.value, Mapping) else None
-            for key in (metadata or {}).get("labels") or {}:
+            labels = metadata.get("labels") if isinstance(metadata, Mapping) else None
+            for key in labels if isinstance(labels, Mapping) else {}:
                 if f"labels.{key}" not in labels:
                     labels.append(f"labels.{key}")
             if record.number >= 50:
@@ -293,8 +294,11 @@ def _read_workload(
     if not isinstance(metadata, Mapping) or not isinstance(metadata.get("name"), str):
         raise InputError("the Workload has no metadata.name", row=record.number, field="metadata.name")
     namespace = metadata.get("namespace") or "default"
+    if not isinstance(namespace, str):
+        raise InputError(f"{namespace!r} is not a namespace", row=record.number, field="metadata.namespace")
     job_id = f"{namespace}/{metadata['name']}"
     reader = _Reader(record, job_id)
+    labels = reader.mapping(metadata.get("labels"), "metadata.labels")
     if value.get("apiVersion") not in API_VERSIONS:
         raise reader.fail(f"{value.get('apiVersion')!r} is not {' or '.join(API_VERSIONS)}", "apiVersion")
     submit = reader.time(metadata.get("creationTimestamp"), "metadata.creationTimestamp")
@@ -314,7 +318,12 @@ def _read_workload(
         for i, assignment in enumerate(listed):
             if not isinstance(assignment, Mapping):
                 raise reader.fail("must be an object", f"status.admission.podSetAssignments[{i}]")
-            assignments[assignment.get("name", "main")] = (assignment, i)
+            name = assignment.get("name", "main")
+            if not isinstance(name, str):
+                raise reader.fail(
+                    f"{name!r} is not a podSet name", f"status.admission.podSetAssignments[{i}].name"
+                )
+            assignments[name] = (assignment, i)
     gpus_by_flavor: dict[str, float] = {}
     gpus = 0.0
     for i, pod_set in enumerate(pod_sets):
@@ -322,7 +331,10 @@ def _read_workload(
         if not isinstance(pod_set, Mapping):
             raise reader.fail("must be an object {name, count, template}", where)
         count = reader.whole(pod_set.get("count", 1), f"{where}.count")
-        assigned = assignments.get(pod_set.get("name", "main"))
+        name = pod_set.get("name", "main")
+        if not isinstance(name, str):
+            raise reader.fail(f"{name!r} is not a podSet name", f"{where}.name")
+        assigned = assignments.get(name)
         flavor = None
         if assigned is not None:
             assignment, j = assigned
@@ -332,6 +344,11 @@ def _read_workload(
                 assignment.get("flavors"), f"status.admission.podSetAssignments[{j}].flavors"
             )
             flavor = flavors.get(gpu_resource)
+            if flavor is not None and (not isinstance(flavor, str) or not flavor):
+                raise reader.fail(
+                    f"{flavor!r} is not a ResourceFlavor name",
+                    f"status.admission.podSetAssignments[{j}].flavors.{gpu_resource}",
+                )
         pod_set_gpus = count * _pod_gpus(reader, pod_set.get("template"), where, gpu_resource)
         gpus += pod_set_gpus
         if pod_set_gpus and flavor:
@@ -343,8 +360,8 @@ def _read_workload(
         "submit": submit,
         "gpus": gpus,
         "flavor": max(gpus_by_flavor, key=lambda f: gpus_by_flavor[f]) if gpus_by_flavor else None,
-        "priority": spec.get("priority"),
-        "labels": dict(metadata.get("labels") or {}),
+        "priority": _priority(reader, spec.get("priority")),
+        "labels": {str(key): str(value) for key, value in labels.items()},
         "name": metadata["name"],
     }
     _timeline(reader, status, conditions, submit, fields, admission is not None)
@@ -355,6 +372,17 @@ def _read_workload(
     if not isinstance(queue_name, str):
         raise reader.fail(f"{queue_name!r} is not a LocalQueue name", "spec.queueName")
     return _Workload(record.number, job_id, namespace, queue_name, cluster_queue, fields)
+
+
+def _priority(reader: _Reader, value: Any) -> int | None:
+    """spec.priority: an int32 (Kubernetes priorities may be negative or in the billions)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not float(value).is_integer():
+        raise reader.fail(f"{value!r} is not a whole number", "spec.priority")
+    if not -(2**31) <= value < 2**31:
+        raise reader.fail(f"{value!r} is outside the int32 range", "spec.priority")
+    return int(value)
 
 
 def _timeline(
