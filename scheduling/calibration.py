@@ -187,6 +187,10 @@ def preemption_direction(recorded: int, simulated: int) -> str:
     return "fewer" if simulated < recorded else "more"
 
 
+def _jobs(count: int) -> str:
+    return f"{count:,} job" if count == 1 else f"{count:,} jobs"
+
+
 def compare_preemptions(recorded: np.ndarray, simulated: np.ndarray) -> dict[str, Any]:
     """Preemptions of the same jobs, recorded by the real scheduler and simulated: totals, jobs preempted
     at least once, per 100 jobs, the ratio simulated / recorded and a verdict in words, e.g.
@@ -207,10 +211,10 @@ def compare_preemptions(recorded: np.ndarray, simulated: np.ndarray) -> dict[str
         )
         figure = f"{total_simulated:,} against {total_recorded:,} recorded"
         if not total_recorded and not total_simulated:
-            head, figure = "no preemption, in the replay as in the record", f"{jobs:,} jobs"
+            head, figure = "no preemption, in the replay as in the record", _jobs(jobs)
         if ratio is not None and total_recorded and total_simulated:
             figure += f" ({ratio_text(ratio)})"
-        preempted = f"{int((simulated > 0).sum()):,} jobs preempted against {int((recorded > 0).sum()):,}"
+        preempted = f"{_jobs(int((simulated > 0).sum()))} preempted against {int((recorded > 0).sum()):,}"
         words = f"{head}: {figure}" + (f"; {preempted}" if total_recorded or total_simulated else "")
     return {
         "jobs": jobs,
