@@ -14,6 +14,7 @@ start_calibration, make_variant, launch_study); errors are put next to the field
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from urllib.parse import urlencode
 
 from django import forms
@@ -281,7 +282,7 @@ def _history(request, state: dict, forms_by_step: dict):
         form.add_error(None, f"{state['policy'].name}: {' '.join(error.messages)}")
         return None
     if request.POST.get("action") == "preview":
-        rows = trace_rows(columns, PREVIEW_ROWS)
+        rows = [_readable_times(row) for row in trace_rows(columns, PREVIEW_ROWS)]
         return {
             "rows": rows,
             "headers": list(rows[0]) if rows else [],
@@ -301,6 +302,15 @@ def _history(request, state: dict, forms_by_step: dict):
     )
     messages.success(request, f"History {trace.name} stored: {trace.job_count:,} jobs.")
     return flow_url(state, trace=trace, calibration=None, study=None)
+
+
+def _readable_times(row: dict) -> dict:
+    """Epoch seconds of a preview row as UTC timestamps (a history's times are all epoch times)."""
+    out = dict(row)
+    for key in ("submit_time", "recorded_start"):
+        if isinstance(out.get(key), float):
+            out[key] = datetime.fromtimestamp(out[key], tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
+    return out
 
 
 def _history_field(error: InputError) -> str:
