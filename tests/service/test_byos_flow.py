@@ -212,3 +212,22 @@ def test_the_page_puts_a_share_missing_from_the_configuration_next_to_the_histor
         "(the imported configuration has nlp, vision, research, prod-tuning)"
     ]
     assert not Trace.objects.exists()
+
+
+def test_calibrating_under_a_configuration_without_the_history_share_names_the_job(admin_api):
+    with upload(KUEUE_CONFIGURATION) as config:
+        policy = admin_api.post(
+            "/api/policy-imports/", {"format": "kueue", "pool": "c", "file": config}, format="multipart"
+        ).json()["id"]
+    with upload(AWS_HISTORY) as history:
+        trace = admin_api.post(
+            "/api/traces/", {"name": "aws", "format": "aws-batch-jobs", "file": history}, format="multipart"
+        ).json()["id"]
+    response = admin_api.post("/api/calibrations/", {"trace": trace, "policy": policy}, format="json")
+    assert response.status_code == 400
+    message = response.json()["policy"][0]
+    # the AWS history's first job (of quota share nlp) is the first the Kueue configuration cannot take
+    jobs = Trace.objects.get(pk=trace).load_jobs()
+    assert jobs.share_names[jobs.share[0]] == "nlp"
+    assert f"(quotaShareName: job {jobs.job_id[0]}: 'nlp' is not a share of ml-cohort" in message
+    assert not Calibration.objects.exists()
