@@ -93,17 +93,17 @@ class _Reader:
 
 def source_columns(source: Any, **options: Any) -> list[str]:
     """The fields a mapping may use, and ``labels.<key>`` of the first workloads."""
-    labels: list[str] = []
+    found: list[str] = []
     with open_source(source) as opened:
         for record in iter_json_records(opened, list_keys=LIST_KEYS):
             metadata = record.value.get("metadata") if isinstance(record.value, Mapping) else None
             labels = metadata.get("labels") if isinstance(metadata, Mapping) else None
             for key in labels if isinstance(labels, Mapping) else {}:
-                if f"labels.{key}" not in labels:
-                    labels.append(f"labels.{key}")
+                if f"labels.{key}" not in found:
+                    found.append(f"labels.{key}")
             if record.number >= 50:
                 break
-    return [*SOURCE_COLUMNS, *labels]
+    return [*SOURCE_COLUMNS, *found]
 
 
 def read(

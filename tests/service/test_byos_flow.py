@@ -231,3 +231,23 @@ def test_calibrating_under_a_configuration_without_the_history_share_names_the_j
     assert jobs.share_names[jobs.share[0]] == "nlp"
     assert f"(quotaShareName: job {jobs.job_id[0]}: 'nlp' is not a share of ml-cohort" in message
     assert not Calibration.objects.exists()
+
+
+def test_the_trace_upload_page_previews_a_kueue_history_with_its_mapping(admin_browser):
+    with upload(KUEUE_HISTORY) as history:
+        response = admin_browser.post(
+            "/traces/upload/",
+            {
+                "file": history,
+                "name": "wl",
+                "format": "kueue-workloads",
+                "share_column": "namespace",
+                "action": "preview",
+            },
+        )
+    assert response.status_code == 200
+    preview = response.context["preview"]
+    # the fields a mapping may name, and the first jobs with the namespace as their share
+    assert preview["columns"][:4] == ["clusterQueue", "queueName", "namespace", "name"]
+    assert {row["share"] for row in preview["rows"]} <= {"nlp", "vision", "research", "prod"}
+    assert not Trace.objects.exists()

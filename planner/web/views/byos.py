@@ -173,23 +173,37 @@ def byos(request):
     preview = None
     status = 200
     if request.method == "POST":
-        try:
-            step = request.POST.get("step")
-            handler = STEPS.get(step)
-            if handler is None:
-                raise InputError(f"{step!r} is not a step of this page", field="step")
-            outcome = handler(request, state, forms_by_step)
-        except RequestDataTooBig as error:
-            form = HistoryForm() if request.POST.get("step") == "history" else ConfigurationForm()
-            form.add_error(None, f"{error}: nothing was stored")
-            forms_by_step[request.POST.get("step") or "configuration"] = form
-            outcome = None
+        too_big = _too_big(request)
+        step = None if too_big else request.POST.get("step")
+        handler = STEPS.get(step or "")
+        outcome = None
+        if too_big:
+            messages.error(request, f"{too_big}: nothing was stored")
+        elif handler is None:
+            messages.error(request, "the form sent no step of this page: reload it and try again")
+        else:
+            try:
+                outcome = handler(request, state, forms_by_step)
+            except RequestDataTooBig as error:  # stopped while streaming in (planner.traces.uploads)
+                form = HistoryForm() if step == "history" else ConfigurationForm()
+                form.add_error(None, f"{error}: nothing was stored")
+                forms_by_step[step if step in forms_by_step else "configuration"] = form
         if isinstance(outcome, str):
             return redirect(outcome)
         if isinstance(outcome, dict):
             preview = outcome
         status = 200 if preview is not None else 400
     return render(request, "web/byos.html", _context(request, state, forms_by_step, preview), status=status)
+
+
+def _too_big(request) -> str:
+    """Why the POST's fields cannot be read ('' when they can): an upload past the size limit is
+    stopped while it streams in (planner.traces.uploads)."""
+    try:
+        request.POST  # noqa: B018 (parses the body)
+    except RequestDataTooBig as error:
+        return str(error)
+    return ""
 
 
 def _context(request, state: dict, forms_by_step: dict, preview: dict | None) -> dict:
