@@ -85,6 +85,8 @@ def from_kueue_cluster(
             weight = _fair_weight(document)
             if weight is not None:
                 notes.append(weight)
+                # reported here, with its weight: the export's reader need not say it again
+                document["spec"] = {k: v for k, v in document["spec"].items() if k != "fairSharing"}
         objects.append(_configuration_only(document))
     if len(configurations) > 1:
         raise InputError("more than one Kueue Configuration", field=configurations[1][0])
