@@ -175,6 +175,11 @@ def test_the_page_walks_the_kueue_pair(admin_browser, eager_celery, django_captu
     trace = Trace.objects.get()
     here = response["Location"]
     assert here == f"/byos/?scheduler=kueue&policy={policy.pk}&trace={trace.pk}"
+    with upload(KUEUE_HISTORY) as history:  # the name is taken now: refused next to it
+        again = admin_browser.post(
+            here, {"step": "history", "file": history, "name": "wl", "action": "store"}
+        )
+    assert again.context["history_form"].errors["name"] == ["a trace named 'wl' already exists"]
     with django_capture_on_commit_callbacks(execute=True):
         response = admin_browser.post(here, {"step": "calibrate"})
     calibration = Calibration.objects.get()

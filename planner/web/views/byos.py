@@ -122,6 +122,17 @@ class HistoryForm(forms.Form):
         help_text="list pages carry no schedulingPriority: every job gets this one (default 0)",
     )
 
+    def __init__(self, *args, preview: bool = False, **kwargs):
+        super().__init__(*args, **kwargs)
+        if preview:  # a preview reads the file only: no name needed yet
+            self.fields["name"].required = False
+
+    def clean_name(self) -> str:
+        name = self.cleaned_data["name"].strip()
+        if name and Trace.objects.filter(name=name).exists():
+            raise forms.ValidationError(f"a trace named {name!r} already exists")
+        return name
+
     def mapping(self, scheduler: str) -> dict | None:
         data = self.cleaned_data
         mapping: dict = {}
@@ -269,7 +280,7 @@ def _configuration_field(error: InputError) -> str:
 
 
 def _history(request, state: dict, forms_by_step: dict):
-    form = HistoryForm(request.POST, request.FILES)
+    form = HistoryForm(request.POST, request.FILES, preview=request.POST.get("action") == "preview")
     forms_by_step["history"] = form
     if state["policy"] is None or state["scheduler"] is None:
         form.add_error(None, "import the configuration first (step 1)")
