@@ -3,6 +3,7 @@ live configuration export, history upload with its format, calibration, study) a
 five steps (Django's test client; the browser test is tests/pages/test_byos_page.py). Bad input at each
 step is a 400 naming the file / job and the field, and stores nothing."""
 
+import io
 from pathlib import Path
 
 import pytest
@@ -256,3 +257,15 @@ def test_the_trace_upload_page_previews_a_kueue_history_with_its_mapping(admin_b
     assert preview["columns"][:4] == ["clusterQueue", "queueName", "namespace", "name"]
     assert {row["share"] for row in preview["rows"]} <= {"nlp", "vision", "research", "prod"}
     assert not Trace.objects.exists()
+
+
+def test_load_scheduler_samples_imports_and_calibrates_both_pairs_once():
+    from django.core.management import call_command
+
+    out = io.StringIO()
+    call_command("load_scheduler_samples", stdout=out)
+    call_command("load_scheduler_samples", stdout=out)  # again: nothing new
+    assert sorted(Policy.objects.values_list("name", flat=True)) == ["aws-batch-sample", "kueue-sample"]
+    assert Trace.objects.count() == 2 and Calibration.objects.count() == 2
+    assert all(c.status == "succeeded" for c in Calibration.objects.all())
+    assert "aws-batch sample calibration ready: /calibration/" in out.getvalue()
