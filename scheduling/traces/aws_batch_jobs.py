@@ -121,6 +121,8 @@ def read(
                 break
             _fold(record, jobs, kinds, run)
             run.source_rows = record.number
+            if max_rows is not None and len(jobs) > max_rows:  # refused while reading, not after
+                raise InputError(f"more than {max_rows} jobs: the limit is {max_rows}", row=record.number)
     summaries = 0
     for job in jobs.values():
         summaries += job.from_summary

@@ -158,6 +158,8 @@ def read(
             versions.add(value.get("apiVersion"))
             if workload is not None:
                 workloads.append(workload)
+            if max_rows is not None and len(workloads) > max_rows:  # refused while reading, not after
+                raise InputError(f"more than {max_rows} jobs: the limit is {max_rows}", row=record.number)
     seen: set[str] = set()
     for workload in workloads:
         _add(run, chosen, workload, queue_shares, seen)

@@ -263,3 +263,9 @@ def test_the_sample_history_in_its_three_forms():
     events = read_trace(SAMPLES / "service-job-events.jsonl.gz", format="aws-batch-jobs")
     # the events end where the describe records do (a few more were STARTING when exported)
     assert len(events) == 353 and len(events.updates) == 11
+
+
+def test_the_row_limit_is_enforced_while_reading():
+    records = [job(f"j{i}") for i in range(5)]
+    error = refused(*records, max_rows=3)
+    assert error.row == 4 and error.reason == "more than 3 jobs: the limit is 3"

@@ -152,31 +152,41 @@ def admin_browser(db) -> Client:
     return client
 
 
-def test_the_page_walks_the_kueue_pair(admin_browser, eager_celery, django_capture_on_commit_callbacks):
-    with upload(KUEUE_CONFIGURATION) as config:
+@pytest.mark.parametrize(
+    "scheduler, configuration, history_file, jobs",
+    [("kueue", KUEUE_CONFIGURATION, KUEUE_HISTORY, 351), ("aws-batch", AWS_CONFIGURATION, AWS_HISTORY, 353)],
+)
+def test_the_page_walks_a_sample_pair(
+    admin_browser,
+    eager_celery,
+    django_capture_on_commit_callbacks,
+    scheduler,
+    configuration,
+    history_file,
+    jobs,
+):
+    with upload(configuration) as config:
         response = admin_browser.post(
             "/byos/",
-            {"step": "configuration", "scheduler": "kueue", "files": [config], "pool": "gpu-cluster"},
+            {"step": "configuration", "scheduler": scheduler, "files": [config], "pool": "gpu-cluster"},
         )
     assert response.status_code == 302
     policy = Policy.objects.get()
-    assert response["Location"] == f"/byos/?scheduler=kueue&policy={policy.pk}"
+    assert response["Location"] == f"/byos/?scheduler={scheduler}&policy={policy.pk}"
     here = response["Location"]
-    with upload(KUEUE_HISTORY) as history:
-        response = admin_browser.post(
-            here, {"step": "history", "file": history, "name": "wl", "action": "preview"}
-        )
+    with upload(history_file) as history:  # a preview needs no name yet
+        response = admin_browser.post(here, {"step": "history", "file": history, "action": "preview"})
     assert response.status_code == 200
-    assert b"351 jobs would be imported" in response.content
+    assert f"{jobs} jobs would be imported".encode() in response.content
     assert not Trace.objects.exists()  # a preview stores nothing
-    with upload(KUEUE_HISTORY) as history:
+    with upload(history_file) as history:
         response = admin_browser.post(
             here, {"step": "history", "file": history, "name": "wl", "action": "store"}
         )
     trace = Trace.objects.get()
     here = response["Location"]
-    assert here == f"/byos/?scheduler=kueue&policy={policy.pk}&trace={trace.pk}"
-    with upload(KUEUE_HISTORY) as history:  # the name is taken now: refused next to it
+    assert here == f"/byos/?scheduler={scheduler}&policy={policy.pk}&trace={trace.pk}"
+    with upload(history_file) as history:  # the name is taken now: refused next to it
         again = admin_browser.post(
             here, {"step": "history", "file": history, "name": "wl", "action": "store"}
         )
@@ -195,6 +205,7 @@ def test_the_page_walks_the_kueue_pair(admin_browser, eager_celery, django_captu
     text = page.content.decode()
     assert calibration.metrics["all"]["preemptions"]["verdict"] in text
     assert f"/api/policies/{policy.pk}/export/kueue/" in text
+    assert f"/api/policies/{policy.pk}/export/aws-batch/" in text
 
 
 def test_the_page_puts_a_share_missing_from_the_configuration_next_to_the_history_file(admin_browser):
