@@ -64,6 +64,17 @@ def test_the_kueue_pair_from_the_empty_overview_to_the_export(page_as, eager_cel
     table = page.locator("#byos-calibration-table").inner_text()
     assert calibration.metrics["all"]["preemptions"]["verdict"] in table
     assert "team-nlp" in table
+    details = page.context.new_page()
+    details.set_default_timeout(STEP_TIMEOUT_MS)
+    details.goto(f"/calibration/{calibration.pk}/")
+    # the calibration page adds the preemption table under the waits: all jobs and the four shares
+    assert details.locator("#calibration-preemptions tbody tr").count() == 5
+    assert (
+        calibration.metrics["all"]["preemptions"]["verdict"]
+        in details.locator("#preemption-verdict").inner_text()
+    )
+    look_at(details, "byos-3-calibration")
+    details.close()
 
     # step 4: the study of the policy and its three presets
     page.get_by_role("button", name="Launch the study").click()
