@@ -212,11 +212,16 @@ def _peak_rss_mb(pid: int) -> int:
 SETUP = """
 from django.contrib.auth.models import Group, User
 from rest_framework.authtoken.models import Token
-from planner.capacity.models import Policy, Pool
+from planner.capacity.models import InstanceType, Policy, Pool
 import json, sys
 user = User.objects.create_user("bench")
 user.groups.add(Group.objects.get(name="admin"))
 data = json.load(open(sys.argv[-1]))
+for name in data["capacity"]:
+    spec = data.get("instance_types", {}).get(name, {})
+    InstanceType.objects.get_or_create(
+        name=name, defaults={"gpus": spec.get("gpus", 1), "hourly_price": spec.get("hourly_price", 0)}
+    )
 pool = Pool.objects.create(name="bench")
 pool.set_capacity(data["capacity"])
 policy = Policy.create_from_dict(data, pool=pool)
