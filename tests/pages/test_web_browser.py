@@ -142,6 +142,8 @@ def test_a_good_upload_shows_its_summary_charts(page_as, eager_celery):
 
 
 def test_the_parse_progress_bar_survives_a_reload_and_the_page_shows_the_trace_when_done(page_as):
+    from django.utils import timezone
+
     from planner.traces.tasks import parse_trace
 
     page = page_as("admin")
@@ -154,8 +156,8 @@ def test_the_parse_progress_bar_survives_a_reload_and_the_page_shows_the_trace_w
     page.wait_for_url(re.compile(r"/traces/\d+/"))
     trace = Trace.objects.get(name="slow week")
     half = len(SMALL_TRACE_CSV) // 2
-    Trace.objects.filter(pk=trace.pk).update(
-        status="running", progress=half / len(SMALL_TRACE_CSV), bytes_read=half
+    Trace.objects.filter(pk=trace.pk).update(  # a live worker's last beat
+        status="running", progress=half / len(SMALL_TRACE_CSV), bytes_read=half, heartbeat=timezone.now()
     )
     page.reload()  # what a worker wrote is what the bar shows, after a reload too
     bar = page.locator('#trace-progress progress[data-field="progress"]')
