@@ -53,6 +53,10 @@ def start_calibration(
     """Snapshot ``policy`` (validated by the engine) and enqueue the replay of ``trace`` under it.
     Raises ValidationError naming the field when the trace records no start or the policy cannot
     replay it (invalid, or a share of the trace missing from it)."""
+    if not trace.ready:
+        from planner.studies.launch import trace_not_ready
+
+        raise ValidationError({"trace": trace_not_ready(trace)})
     if not recorded_start_count(trace):
         raise ValidationError({"trace": NO_RECORDED_STARTS.format(name=trace.name)})
     try:

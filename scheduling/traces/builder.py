@@ -60,9 +60,23 @@ class TraceBuilder:
         self._update_priority = array("i")
         self._epoch: bool | None = None
         self._epoch_row: int | None = None
+        self._jobs_before = 0
 
     def __len__(self) -> int:
-        return len(self._job_id)
+        return self._jobs_before + len(self._job_id)
+
+    def resume_after(
+        self, jobs: int, *, earlier_row_of: Mapping[str, int] = {}, epoch: tuple[bool, int] | None = None
+    ) -> TraceBuilder:
+        """Stand as if ``jobs`` valid jobs had been added, so that one more row gets exactly the
+        message a row-by-row read would give it: ``earlier_row_of`` holds the earlier rows of the
+        job ids it may repeat, ``epoch`` the kind of time seen first and its row. The columnar
+        reader (``scheduling.traces.columnar``) re-checks its first bad row this way."""
+        self._jobs_before = jobs
+        self._row_of.update(earlier_row_of)
+        if epoch is not None:
+            self._epoch, self._epoch_row = epoch
+        return self
 
     def _field(self, name: str) -> str:
         return self._field_names.get(name, name)
@@ -124,7 +138,7 @@ class TraceBuilder:
         recorded_preemptions: int | None = None,
     ) -> None:
         """Check one job and append it; ``row`` is its 1-based data row for messages."""
-        if self.max_rows is not None and len(self._job_id) >= self.max_rows:
+        if self.max_rows is not None and len(self) >= self.max_rows:
             raise InputError(f"more than {self.max_rows} jobs: the limit is {self.max_rows}", row=row)
         if isinstance(job_id, int) and not isinstance(job_id, bool):
             job_id = str(job_id)
