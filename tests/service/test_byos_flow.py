@@ -1,7 +1,8 @@
 """Bring your scheduler, end to end on the committed samples: over the API (policy import from the
 live configuration export, history upload with its format, calibration, study) and through the page's
 five steps (Django's test client; the browser test is tests/pages/test_byos_page.py). Bad input at each
-step is a 400 naming the file / job and the field, and stores nothing."""
+step names the file / job and the field and stores nothing: a 400 for a configuration, a failed
+trace (its worker's verdict, as for every upload) for a history."""
 
 import io
 from pathlib import Path
@@ -15,6 +16,7 @@ from planner.capacity.models import Policy, Pool
 from planner.studies.models import Study
 from planner.traces.models import Trace
 from tests.service.conftest import make_user
+from tests.uploads import upload_trace
 
 pytestmark = pytest.mark.django_db
 
@@ -44,12 +46,10 @@ def test_aws_pair_through_the_api(admin_api, eager_celery, django_capture_on_com
     assert sorted(s.name for s in policy.shares.all()) == ["nlp", "prod-tuning", "research", "vision"]
     assert "jobStateTimeLimitActions[0]" in policy.description and "not yet modelled" in policy.description
     with upload(AWS_HISTORY) as history:
-        response = admin_api.post(
-            "/api/traces/",
-            {"name": "aws history", "format": "aws-batch-jobs", "file": history},
-            format="multipart",
+        response = upload_trace(
+            admin_api, {"name": "aws history", "format": "aws-batch-jobs", "file": history}
         )
-    assert response.status_code == 201, response.json()
+    assert response.json()["status"] == "ready", response.json()
     trace = Trace.objects.get(pk=response.json()["id"])
     # 412 jobs exported, 50 still queued and 9 running at the export: 353 replayable
     assert trace.job_count == 353
@@ -91,12 +91,10 @@ def test_kueue_pair_through_the_api(admin_api):
         and "fairSharing.weight 2 is not yet modelled" in policy.description
     )
     with upload(KUEUE_HISTORY) as history:
-        response = admin_api.post(
-            "/api/traces/",
-            {"name": "kueue history", "format": "kueue-workloads", "file": history},
-            format="multipart",
+        response = upload_trace(
+            admin_api, {"name": "kueue history", "format": "kueue-workloads", "file": history}
         )
-    assert response.status_code == 201, response.json()
+    assert response.json()["status"] == "ready", response.json()
     assert Trace.objects.get(pk=response.json()["id"]).job_count == 351
 
 
@@ -115,24 +113,23 @@ def test_a_describe_output_of_another_kind_is_a_400_and_stores_nothing(admin_api
     assert not Policy.objects.exists() and not Pool.objects.exists()
 
 
-def test_a_history_record_with_stopped_before_started_is_a_400_naming_the_job(admin_api):
+def test_a_history_record_with_stopped_before_started_fails_the_trace_naming_the_job(admin_api):
     job = (
         b'{"jobId": "j-1", "jobName": "a", "quotaShareName": "nlp", "status": "SUCCEEDED", "createdAt": 1000,'
         b' "startedAt": 5000, "stoppedAt": 4000,'
         b' "capacityUsage": [{"capacityUnit": "ml.g5.xlarge", "quantity": 1}]}'
     )
-    response = admin_api.post(
-        "/api/traces/",
-        {"name": "bad", "format": "aws-batch-jobs", "file": _named(job, "jobs.json")},
-        format="multipart",
-    )
-    assert response.status_code == 400
-    assert response.json()["error"] == {
+    body = upload_trace(
+        admin_api, {"name": "bad", "format": "aws-batch-jobs", "file": _named(job, "jobs.json")}
+    ).json()
+    assert body["status"] == "failed"
+    assert body["error"] == {
         "row": 1,
         "field": "stoppedAt",
         "message": "row 1, stoppedAt: job j-1: stoppedAt 4000 is before startedAt 5000",
     }
-    assert not Trace.objects.exists()
+    trace = Trace.objects.get()  # the failed upload, holding its message and nothing else
+    assert trace.job_count == 0 and not trace.jobs_file
 
 
 def _named(content: bytes, name: str):
@@ -237,8 +234,8 @@ def test_calibrating_under_a_configuration_without_the_history_share_names_the_j
             "/api/policy-imports/", {"format": "kueue", "pool": "c", "file": config}, format="multipart"
         ).json()["id"]
     with upload(AWS_HISTORY) as history:
-        trace = admin_api.post(
-            "/api/traces/", {"name": "aws", "format": "aws-batch-jobs", "file": history}, format="multipart"
+        trace = upload_trace(
+            admin_api, {"name": "aws", "format": "aws-batch-jobs", "file": history}
         ).json()["id"]
     response = admin_api.post("/api/calibrations/", {"trace": trace, "policy": policy}, format="json")
     assert response.status_code == 400
