@@ -153,16 +153,15 @@ class ReferenceReplay:
     def share_order_key(self, job: Job) -> tuple:
         return (-job.priority, job.submit, self.id_key(job))
 
-    def strict_fifo_candidate(
-        self, job: Job, ordered: list[Job], started: list[Job], blocked: set[str]
-    ) -> bool:
-        """strict_fifo: a job is a candidate only if it is its share's first pending job (priority,
-        submit, job_id) when its turn in the round comes, and its share has not been blocked this round.
-        Jobs started in this round are not pending any more, even if preempted again since."""
-        if job.share in blocked:
-            return False
-        share_pending = [j for j in ordered if j.share == job.share and j not in started]
-        return min(share_pending, key=self.share_order_key) is job
+    def strict_fifo_heads(self, pending: list[Job]) -> list[Job]:
+        """strict_fifo: a round's candidates are each share's first pending job (priority, submit time,
+        job_id) as the round starts, at most one per share (Kueue's heads() per scheduling cycle). A share
+        whose head is admitted offers its next job in the next round; a head that is not admitted blocks
+        its share for this round; a job preempted during the round was not pending at its start."""
+        heads: dict[str, Job] = {}
+        for job in sorted(pending, key=self.share_order_key):
+            heads.setdefault(job.share, job)
+        return list(heads.values())
 
     def reclaim_allows(self, job: Job, victim: Job) -> bool:
         reclaim = self.shares[job.share].reclaim.value
@@ -247,13 +246,10 @@ class ReferenceReplay:
 
     def run_round(self, now: float) -> bool:
         pending = [j for j in self.jobs if j.state == "RUNNABLE"]
-        ordered = self.round_order(pending)
-        strict = self.policy.queueing.value == "strict_fifo"
-        blocked: set[str] = set()  # strict_fifo: shares whose head could not be admitted this round
+        if self.policy.queueing.value == "strict_fifo":
+            pending = self.strict_fifo_heads(pending)
         started: list[Job] = []
-        for job in ordered:
-            if strict and not self.strict_fifo_candidate(job, ordered, started, blocked):
-                continue
+        for job in self.round_order(pending):
             if self.fits(job, self.holding()):
                 self.start(job, now)
                 started.append(job)
@@ -264,8 +260,6 @@ class ReferenceReplay:
                     self.preempt(v, now, job)
                 self.start(job, now)
                 started.append(job)
-            elif strict:
-                blocked.add(job.share)
         return bool(started)
 
     def scheduling_pass(self, now: float) -> None:
