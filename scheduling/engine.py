@@ -1241,7 +1241,12 @@ class _Totals:
         self.lost = [[a.lost for a in share.accounts] for share in shares]
         self.rerun_startup = [[a.rerun_startup for a in share.accounts] for share in shares]
         self.preemptions = [
-            {Cause.CROSS_SHARE: share.cross_share_preemptions, Cause.IN_SHARE: share.in_share_preemptions}
+            {
+                Cause.CROSS_SHARE: share.cross_share_preemptions,
+                Cause.IN_SHARE: share.in_share_preemptions,
+                Cause.FAIR_SHARING: 0,
+                Cause.CAPACITY: 0,
+            }
             for share in shares
         ]
         self.waited = [share.waited for share in shares]  # job-seconds by WaitReason

@@ -324,6 +324,7 @@ def _job_counts(outcomes: JobOutcomes, mask=None) -> dict[str, Any]:
         "succeeded": int((state == State.SUCCEEDED).sum()),
         "failed": int((state == State.FAILED).sum()),
         "unschedulable": int((state == State.UNSCHEDULABLE).sum()),
+        "cancelled": int((state == State.CANCELLED).sum()),
         "unschedulable_by_reason": {REASONS[i]: int(n) for i, n in enumerate(by_reason) if i and n},
     }
 

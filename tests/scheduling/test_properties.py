@@ -318,11 +318,12 @@ def test_metrics_agree_with_the_events(build_trace, replay_engine, scenario):
     ends = [r["end"] for r in out["jobs"] if r["end"] is not None]
     summary = out["summary"]
     states = [r["state"] for r in out["jobs"]]
-    assert (summary["succeeded"], summary["failed"], summary["unschedulable"]) == (
-        states.count("SUCCEEDED"), states.count("FAILED"), states.count("UNSCHEDULABLE"))
+    assert (summary["succeeded"], summary["failed"], summary["unschedulable"], summary["cancelled"]) == (
+        states.count("SUCCEEDED"), states.count("FAILED"), states.count("UNSCHEDULABLE"),
+        states.count("CANCELLED"))
     causes = [e["cause"] for e in out["events"] if e["event"] == "preempt"]
     assert summary["preemptions"] == {
-        "cross_share": causes.count("cross_share"), "in_share": causes.count("in_share")}
+        cause: causes.count(cause) for cause in ("cross_share", "in_share", "fair_sharing", "capacity")}
     if not ends:
         return
     start, end = min(j["submit_time"] for j in job_list), max(ends)
