@@ -24,9 +24,16 @@ import numpy as np
 from librt.vecs import append, vec
 
 from scheduling.binding import BoundTrace, bind
+from scheduling.calendar import (
+    borrow_limit_at,
+    capacity_victims,
+    change_instants,
+    limits_over_calendar,
+    unschedulable_at_every_instant,
+)
 from scheduling.indexes import Group, job_id_order, victim_order
 from scheduling.metrics import UsageLog, compute_metrics
-from scheduling.model import Cause, Policy, Queueing, UnschedulableReason
+from scheduling.model import Cause, Change, Policy, Queueing, UnschedulableReason
 from scheduling.records import Records, as_array
 from scheduling.result import EventKind, JobOutcomes, ReplayResult, WaitHistory
 from scheduling.rules import (
@@ -39,6 +46,7 @@ from scheduling.rules import (
     wait_reason,
 )
 from scheduling.state import (
+    CANCELLED,
     FAILED,
     RUNNABLE,
     RUNNING,
@@ -68,6 +76,14 @@ REFUSED: Final = 1  # there were preemption candidates, but freeing them would n
 NO_VICTIMS: Final = 2  # there was no preemption candidate at all
 
 END_OF_TIME: Final[float] = math.inf
+
+# Preemption causes as the codes of the wait history's preemption records (0 and 1 as before:
+# in-share, cross-share), and the Cause each stands for.
+IN_SHARE: Final = 0
+CROSS_SHARE: Final = 1
+FAIR_SHARING: Final = 2
+CAPACITY: Final = 3
+CAUSES: Final = (Cause.IN_SHARE, Cause.CROSS_SHARE, Cause.FAIR_SHARING, Cause.CAPACITY)
 
 
 def replay(
@@ -100,6 +116,10 @@ def replay(
 
 def _first(candidate: tuple) -> tuple:
     return candidate[0]
+
+
+def _trace_order(job: Job) -> int:
+    return job.index
 
 
 class _Replay:
@@ -204,6 +224,22 @@ class _Replay:
         self.reasons_log: Records = self.history.reasons
         self.ignored_updates = 0
 
+        # Section 9: the calendar of changes, applied at their instants, and section 6's limits at
+        # every instant of it (a job is unschedulable only if it is so at all of them).
+        self.type_index = {name: t for t, name in enumerate(types)}
+        self.changes = change_instants(policy)
+        self.next_change = 0
+        self.calendar_limits = limits_over_calendar(policy, types) if self.changes else []
+        self.unschedulable_known: dict[tuple[int, int], UnschedulableReason | None] = {}
+        self.capacity_log: Records = self.log.capacity_changes  # (time, type, capacity)
+        self.quota_log: Records = self.log.quota_changes  # (time, share * n_types + type, quota)
+        # Section 10: when RUNNABLE jobs run out of time, as a heap of instants and the jobs due at
+        # each (a job that started since, or was preempted again, has another deadline: skipped).
+        timeout = policy.runnable_timeout_seconds
+        self.timeout = math.inf if timeout is None else float(timeout)
+        self.deadline_times: list[float] = []
+        self.expiring: dict[float, list[Job]] = {}
+
     # --- accounting -----------------------------------------------------------------------
 
     def _change_usage(self, now: float, account: Account, delta: int) -> None:
@@ -231,39 +267,54 @@ class _Replay:
         report_every = max(1, n_jobs // 100)
         next_report = report_every
         finish_times = self.finish_times
+        deadline_times = self.deadline_times
+        changes = self.changes
+        n_changes = len(changes)
         while True:
             now = min(
                 min(
                     submit_order[next_submit].submit if next_submit < n_jobs else END_OF_TIME,
                     update_time[update_order[next_update]] if next_update < n_updates else END_OF_TIME,
                 ),
-                finish_times[0] if finish_times else END_OF_TIME,
+                min(
+                    finish_times[0] if finish_times else END_OF_TIME,
+                    min(
+                        changes[self.next_change][0] if self.next_change < n_changes else END_OF_TIME,
+                        deadline_times[0] if deadline_times else END_OF_TIME,
+                    ),
+                ),
             )
             if now == END_OF_TIME:
                 break
-            # Same instant: finishes, then submissions, then priority updates, then one pass.
+            # Same instant: finishes, changes of capacity and quotas, submissions, priority
+            # updates, cancellations, then one pass.
             if finish_times and finish_times[0] == now:
                 heappop(finish_times)
                 self._finish_all(self.finishing.pop(now), now)
+            if self.next_change < n_changes and changes[self.next_change][0] == now:
+                self._apply_changes(changes[self.next_change][1], now)
+                self.next_change += 1
             while next_submit < n_jobs and submit_order[next_submit].submit == now:
                 self.submit_job(submit_order[next_submit], now)
                 next_submit += 1
             while next_update < n_updates and update_time[update_order[next_update]] == now:
                 self.update_priority(update_order[next_update], now)
                 next_update += 1
+            if deadline_times and deadline_times[0] == now:
+                heappop(deadline_times)
+                self._cancel_all(self.expiring.pop(now), now)
             if self.pending_jobs:
                 self.scheduling_pass(now)
             if progress is not None and next_submit >= next_report:
                 progress(next_submit / n_jobs)
                 next_report = next_submit + report_every
-        if self.pending_jobs:
+        # Under a calendar a job may wait for capacity that came and went (section 9: it stays
+        # RUNNABLE); without one, a job left pending would be a bug.
+        if self.pending_jobs and not self.changes:
             raise RuntimeError(f"{self.pending_jobs} jobs were left pending with nothing running")
 
     def submit_job(self, job: Job, now: float) -> None:
-        account = job.account
-        reason = unschedulable_reason(
-            job.count, account.pool.capacity, account.quota, account.borrow_limit, account.borrowable_ever
-        )
+        reason = self._unschedulable(job)
         if reason is not None:
             job.state = UNSCHEDULABLE
             self.reason[job.index] = reason
@@ -271,7 +322,90 @@ class _Replay:
             return
         job.state = RUNNABLE
         job.queued_since = now
+        self._set_deadline(job, now)
         self._enqueue(job, now)
+
+    def _unschedulable(self, job: Job) -> UnschedulableReason | None:
+        account = job.account
+        if not self.changes:
+            return unschedulable_reason(
+                job.count, account.pool.capacity, account.quota, account.borrow_limit, account.borrowable_ever
+            )
+        key = (account.key, job.count)
+        if key not in self.unschedulable_known:
+            limits = self.calendar_limits[account.share.index][account.type]
+            self.unschedulable_known[key] = unschedulable_at_every_instant(job.count, limits)
+        return self.unschedulable_known[key]
+
+    # --- section 10: the time limit in RUNNABLE -------------------------------------------------
+
+    def _set_deadline(self, job: Job, now: float) -> None:
+        """The job became RUNNABLE now (submitted or preempted): it is cancelled if it still is
+        RUNNABLE, without a break, when the limit has passed."""
+        if self.timeout == END_OF_TIME:
+            return
+        deadline = now + self.timeout
+        job.deadline = deadline
+        due = self.expiring.get(deadline)
+        if due is None:
+            self.expiring[deadline] = [job]
+            heappush(self.deadline_times, deadline)
+        else:
+            due.append(job)
+
+    def _cancel_all(self, jobs: list[Job], now: float) -> None:
+        """The jobs whose limit is up now, in trace order; those that started since, or were
+        preempted again (a later deadline), are skipped."""
+        if len(jobs) > 1:
+            jobs.sort(key=_trace_order)
+        for job in jobs:
+            if job.state == RUNNABLE and job.deadline == now:
+                self._dequeue(job, now)
+                job.state = CANCELLED
+                job.end = now
+                job.queued += now - job.queued_since
+                self._event(now, job, EventKind.CANCEL)
+
+    # --- section 9: capacity and quotas over time ---------------------------------------------
+
+    def _apply_changes(self, changes: list[Change], now: float) -> None:
+        """The changes of one instant together, then per type the capacity preemptions that make
+        the pool valid again; every refusal may be stale after that."""
+        touched: list[int] = []
+        for change in changes:
+            for type_name, count in change.capacity.items():
+                t = self.type_index[type_name]
+                if t not in touched:
+                    touched.append(t)
+                if change.share is None:
+                    self.pools[t].capacity = int(count)
+                    self.capacity_log.add3(now, t, count)
+                    continue
+                s = self.policy.share_index()[change.share]
+                account = self.shares[s].accounts[t]
+                account.quota = int(count)
+                account.borrow_limit = borrow_limit_at(self.policy.shares[s], type_name, int(count))
+                self.quota_log.add3(now, account.key, count)
+        touched.sort()
+        for t in touched:
+            pool = self.pools[t]
+            pool.unassigned = pool.capacity - sum(a.quota for a in pool.accounts)
+            pool.borrowed = sum(max(0, a.usage - a.quota) for a in pool.accounts)
+            pool.lendable = sum(a.lendable(a.usage) for a in pool.accounts)
+            preempted: list[Job] = []
+            for victim in capacity_victims(pool):
+                self._preempt(victim, None, now, preempted, CAPACITY)
+            self._requeue(preempted, now)
+            for account in pool.accounts:
+                for g in account.groups:
+                    if g.jobs:
+                        self._reopen(g)
+        for share in self.shares:
+            share.refused = False
+        self._calendar_changed()
+
+    def _calendar_changed(self) -> None:
+        """Hook for what depends on capacity and quotas beyond the pools (fair sharing's L)."""
 
     def update_priority(self, update: int, now: float) -> None:
         """UpdateServiceJob: ignored (and counted) for unknown, not yet submitted or ended jobs."""
@@ -409,11 +543,12 @@ class _Replay:
         """strict_fifo: the round's candidates are each share's first pending job as the round
         starts, at most one per share (Kueue pops one head per ClusterQueue per cycle); a share
         whose head is admitted offers its next job in the next round. A head refused earlier
-        stays refused (``ShareState.refused``) until something could help it."""
+        stays refused (``ShareState.refused``) until something could help it, and is then
+        considered at its place in the round's order."""
         self.round_id += 1
         candidates = []
         for share in self.shares:
-            if share.queue and not share.refused:
+            if share.queue:
                 head = share.queue[0]
                 job = self._job_of(head)
                 account = job.account
@@ -422,6 +557,9 @@ class _Replay:
         preempted: list[Job] = []
         admitted = False
         for key, share in candidates:
+            # Checked at its turn: a release earlier in the round may have reopened it.
+            if share.refused:
+                continue
             job = self._job_of(key[1])
             if self.try_admit(job, now, preempted) == ADMITTED:
                 admitted = True
@@ -529,8 +667,10 @@ class _Replay:
         victims = self.find_victims(job, candidates)
         if victims is None:
             return REFUSED
+        share = job.account.share
         for victim in victims:
-            self._preempt(victim, job, now, preempted)
+            cause = IN_SHARE if victim.account.share is share else CROSS_SHARE
+            self._preempt(victim, job, now, preempted, cause)
         self._start(job, now)
         return ADMITTED
 
@@ -618,7 +758,10 @@ class _Replay:
         others = cross[0] if len(cross) == 1 else heapq.merge(*cross, key=victim_order)
         return chain(others, own)
 
-    def _preempt(self, victim: Job, preemptor: Job, now: float, preempted: list[Job]) -> None:
+    def _preempt(
+        self, victim: Job, preemptor: Job | None, now: float, preempted: list[Job], cause: int
+    ) -> None:
+        """``cause``: IN_SHARE, CROSS_SHARE, FAIR_SHARING, or CAPACITY (no preemptor)."""
         account = victim.account
         share = account.share
         n = victim.count
@@ -628,7 +771,6 @@ class _Replay:
         interval = victim.checkpoint
         saved = (progress // interval) * interval if interval > 0 else 0.0
         lost = progress - saved
-        cross_share = share is not preemptor.account.share
         victim.saved = saved
         victim.lost += lost
         victim.preemptions += 1
@@ -639,24 +781,28 @@ class _Replay:
         account.lost += lost * n
         account.startup += startup_spent * n
         account.rerun_startup += startup_spent * n
-        if cross_share:
+        if cause == CROSS_SHARE:
             share.cross_share_preemptions += 1
-        else:
+        elif cause == IN_SHARE:
             share.in_share_preemptions += 1
+        elif cause == FAIR_SHARING:
+            share.fair_sharing_preemptions += 1
+        else:
+            share.capacity_preemptions += 1
         self.rerun_log.add3(now, account.key, (lost + startup_spent) * n)
-        self.preemptions_log.add4(now, victim.index, preemptor.index, cross_share)
+        self.preemptions_log.add4(now, victim.index, -1 if preemptor is None else preemptor.index, cause)
         failed = 0 <= victim.retries < victim.preemptions
         if self.record_events:
-            cause = Cause.CROSS_SHARE if cross_share else Cause.IN_SHARE
-            self._event(now, victim, EventKind.PREEMPT, cause, preemptor)
+            self._event(now, victim, EventKind.PREEMPT, CAUSES[cause], preemptor)
             if failed:
-                self._event(now, victim, EventKind.FAIL, cause, preemptor)
+                self._event(now, victim, EventKind.FAIL, CAUSES[cause], preemptor)
         if failed:
             victim.state = FAILED
             victim.end = now
         else:
             victim.state = RUNNABLE
             victim.queued_since = now
+            self._set_deadline(victim, now)
             self._count_pending(victim, now, +1)
             preempted.append(victim)  # considered again from the next round on
 
