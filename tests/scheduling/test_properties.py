@@ -12,7 +12,7 @@ from collections import defaultdict
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 from reference import reference_replay
 
@@ -168,6 +168,12 @@ def comparable_jobs(jobs: list[dict]) -> list[dict]:
     return [{key: job[key] for key in COMPARED} for job in jobs]
 
 
+def note_scenario(scenario: tuple[dict, list[dict], list[dict]]) -> None:
+    """Print a failing case in full, ready to paste into a scenario test."""
+    policy, jobs, updates = scenario
+    note(f"policy = {policy!r}\njobs = {jobs!r}\nupdates = {updates!r}")
+
+
 def property_settings(examples: int) -> settings:
     """Derandomized, so that CI replays the same examples every time; PROPERTY_EXAMPLES=n runs n random
     examples per test instead, for a long hunt."""
@@ -184,6 +190,7 @@ def property_settings(examples: int) -> settings:
 @given(scenario=scenarios())
 def test_engine_matches_reference(build_trace, replay_engine, scenario):
     policy_dict, jobs, updates = scenario
+    note_scenario(scenario)
     policy, trace = Policy.from_dict(policy_dict), build_trace(jobs, updates)
     expected = reference_replay(policy, trace)
     actual = replay_engine(policy, trace)
@@ -419,6 +426,7 @@ def queued_from_events(submit: float, events: list[dict]) -> float:
 @given(scenario=scenarios())
 def test_invariants_hold_at_every_instant(build_trace, replay_engine, scenario):
     policy_dict, jobs, updates = scenario
+    note_scenario(scenario)
     policy, trace = Policy.from_dict(policy_dict), build_trace(jobs, updates)
     out = replay_engine(policy, trace)
     timeline = Timeline(policy, jobs)
@@ -433,6 +441,7 @@ def test_invariants_hold_at_every_instant(build_trace, replay_engine, scenario):
 def test_reference_keeps_the_invariants(build_trace, scenario):
     # the same checks on the reference model: it is a model of the rules, so it must obey them too
     policy_dict, jobs, updates = scenario
+    note_scenario(scenario)
     policy, trace = Policy.from_dict(policy_dict), build_trace(jobs, updates)
     out = reference_replay(policy, trace)
     Timeline(policy, jobs).replay(out["events"], updates)
@@ -494,6 +503,7 @@ def capacity_integral(policy: Policy, runs: list, start: float, end: float) -> f
 @given(scenario=scenarios())
 def test_metrics_agree_with_the_events(build_trace, replay_engine, scenario):
     policy_dict, job_list, updates = scenario
+    note_scenario(scenario)
     policy, trace = Policy.from_dict(policy_dict), build_trace(job_list, updates)
     out = replay_engine(policy, trace)
     single = next(iter(policy.capacity))
