@@ -31,6 +31,7 @@ from scheduling.calendar import (
     limits_over_calendar,
     unschedulable_at_every_instant,
 )
+from scheduling.fair import fair_victims, lendable_gpus, value_with
 from scheduling.indexes import Group, job_id_order, victim_order
 from scheduling.metrics import UsageLog, compute_metrics
 from scheduling.model import Cause, Change, Policy, Queueing, UnschedulableReason
@@ -239,6 +240,12 @@ class _Replay:
         self.timeout = math.inf if timeout is None else float(timeout)
         self.deadline_times: list[float] = []
         self.expiring: dict[float, list[Job]] = {}
+        # Section 8: fair sharing's strategies and L, the pool's lendable GPUs (changed only by the
+        # calendar), and a count of the changes that can turn a refusal into an admission.
+        self.fair = policy.fair_sharing is not None
+        self.strategies = policy.fair_sharing.preemption_strategies if policy.fair_sharing is not None else ()
+        self.lendable_gpus = lendable_gpus(self.pools)
+        self.version = 0
 
     # --- accounting -----------------------------------------------------------------------
 
@@ -249,6 +256,7 @@ class _Replay:
             account.round = self.round_id
             account.usage_at_round_start = account.usage
         account.shift(delta)
+        self.version += 1
         self.usage_log.change3(now, account.key, account.usage)
 
     def _usage_at_round_start(self, account: Account) -> int:
@@ -405,7 +413,9 @@ class _Replay:
         self._calendar_changed()
 
     def _calendar_changed(self) -> None:
-        """Hook for what depends on capacity and quotas beyond the pools (fair sharing's L)."""
+        """What depends on capacity and quotas beyond the pools: fair sharing's L."""
+        self.lendable_gpus = lendable_gpus(self.pools)
+        self.version += 1
 
     def update_priority(self, update: int, now: float) -> None:
         """UpdateServiceJob: ignored (and counted) for unknown, not yet submitted or ended jobs."""
@@ -415,6 +425,7 @@ class _Replay:
             self.ignored_updates += 1
             return
         job = self.jobs[index]
+        self.version += 1
         if job.state == RUNNABLE:
             self._dequeue(job, now)
             self._set_priority(job, priority)
@@ -456,6 +467,10 @@ class _Replay:
     def scheduling_pass(self, now: float) -> None:
         """Rounds until one admits nothing. A pass's last round refused every queue group at its
         head, so when no group has been reopened since, a pass would admit nothing."""
+        if self.fair:
+            while self._fair_round(now):
+                pass
+            return
         if self.strict:
             while self._strict_round(now):
                 pass
@@ -520,6 +535,79 @@ class _Replay:
             self._requeue(preempted, now)
         return admitted
 
+    def _fair_round(self, now: float) -> bool:
+        """Section 8's round: candidates one at a time, the next being the one whose share would
+        have the lowest value with it admitted (values as they are at that moment), then queue
+        order. best_effort_fifo: every pending job as the round starts; strict_fifo: each share's
+        head as the round starts.
+
+        Each queue group offers its jobs in queue order, all with the same value. A refusal
+        holds for the jobs behind it in its group as long as nothing changed since
+        (``version``), so those are passed over without a try until the next change."""
+        self.round_id += 1
+        groups: list[Group] = []
+        ends: list[int] = []  # strict: the one head each group offers; else all its jobs
+        if self.strict:
+            for share in self.shares:
+                if share.queue:
+                    g = self._group_of(self._job_of(share.queue[0]))
+                    groups.append(g)
+                    g.ptr = bisect_left(g.jobs, share.queue[0])
+                    ends.append(g.ptr + 1)
+        else:
+            for g in self.groups:
+                if g.jobs:
+                    groups.append(g)
+                    g.ptr = 0
+                    ends.append(len(g.jobs))
+        preempted: list[Job] = []
+        admitted = False
+        lendable = self.lendable_gpus
+        while True:
+            best = -1
+            best_key: tuple = ()
+            for i, g in enumerate(groups):
+                if g.ptr >= ends[i]:
+                    continue
+                order = (value_with(g.account, g.count, lendable), g.jobs[g.ptr])
+                if best < 0 or order < best_key:
+                    best, best_key = i, order
+            if best < 0:
+                break
+            g = groups[best]
+            key = g.jobs[g.ptr]
+            if g.refused_at == self.version and key > g.refused_key:
+                g.ptr += 1  # behind a refusal in its group, nothing changed since
+                continue
+            job = self._job_of(key)
+            outcome = self.try_admit(job, now, preempted)
+            if outcome == ADMITTED:
+                admitted = True
+                if not self.strict:  # (strict: _start took it out of its queues already)
+                    self._add_waiting_time(g, now)
+                    del g.jobs[g.ptr]
+                ends[best] -= 1
+                if not g.jobs:
+                    self._close(g)
+                continue
+            g.refused_at = self.version
+            g.refused_key = key
+            reason = self._wait_reason(job)
+            if self.strict:
+                share = job.account.share
+                self._add_share_waiting_time(share, now)
+                share.reason = reason
+                self.reasons_log.add4(now, share.index, reason, job.index)
+            elif g.ptr == 0 and (reason != g.reason or not g.reason_logged):
+                self._add_waiting_time(g, now)
+                self._settle_waiting_time(g)
+                g.reason = reason
+                g.reason_logged = True
+                self.reasons_log.add4(now, g.index, reason, -1)
+            g.ptr += 1
+        self._requeue(preempted, now)
+        return admitted
+
     def _add_candidate(self, g: Group) -> None:
         """Its first job past the round's cursor, if any, becomes a candidate of the round."""
         if g.round != self.round_id:  # first look in this round
@@ -580,6 +668,8 @@ class _Replay:
         ``victims_changed``, no owner). Refusals may be stale, except for a group that had no
         preemption candidate at all and still cannot fit in the pool: a release gives it no
         candidate, unless it was its own share's (its usage fell: it may now reclaim)."""
+        if self.fair:
+            return  # fair rounds look at every queue group (see _fair_round)
         for account in pool.accounts:
             # Its own share's usage fell: within quota now, it may reclaim from borrowers.
             may_reclaim_now = account.share is owner and account.share.may_reclaim
@@ -620,6 +710,8 @@ class _Replay:
         """A start only takes capacity (fitting gets harder for everyone), but the started job is
         a new preemption candidate: for heads of its own share that outrank it (in-share), and,
         when its share now borrows, for heads of other shares that may reclaim it."""
+        if self.fair:
+            return
         account = job.account
         share = account.share
         priority = job.priority
@@ -661,6 +753,14 @@ class _Replay:
             return ADMITTED
         if no_candidates:
             return NO_VICTIMS
+        if self.fair:
+            chosen = fair_victims(job, self.strategies, self.lendable_gpus)
+            if chosen is None:
+                return REFUSED
+            for victim, cause in chosen:
+                self._preempt(victim, job, now, preempted, cause)
+            self._start(job, now)
+            return ADMITTED
         candidates = self._victim_candidates(job)
         if candidates is None:
             return NO_VICTIMS

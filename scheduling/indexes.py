@@ -167,5 +167,8 @@ class Group:
         self.fit_only = False
         self.reason = POOL_FULL  # why its jobs wait, a WaitReason (set when its head is refused)
         self.reason_logged = False
+        # Fair sharing: the state version and queue key of its last refusal.
+        self.refused_at = -1
+        self.refused_key = 0
         self.since = 0.0  # when its waiting time was last added up
         self.waited = 0.0  # job-seconds waited for ``reason`` not yet added to its share's totals
