@@ -439,3 +439,22 @@ def test_share_values_weigh_instances_by_their_gpus(run):
         b1     10          B     100      0        x
     """)
     assert r.starts() == [(0, "a1"), (10, "b1"), (10, "a2")]
+
+
+def test_equal_values_tie_exactly_whatever_the_weights(run):
+    # pool 9, nobody's quota (L = 9); nobody preempts. a1 (A, 2) and c1 (C, 6) run; one instance is free.
+    # At 10 a2 would put A at 3 borrowed, weight 3: 1000 x 3 / 9 / 3 = 111.1...; b2 would put B at 1,
+    # weight 1: 1000 x 1 / 9 = 111.1..., the same value. The tie goes to the higher priority: b2 (in
+    # binary floats the first quotient rounds below the second, which would wrongly take a2)
+    shares = [{"name": n, "capacity": {"gpu": 0}, "reclaim": "never", "fair_weight": w}
+              for n, w in (("A", 3), ("B", 1), ("C", 1))]
+    pol = {"capacity": {"gpu": 9}, "fair_sharing": FAIR, "shares": shares}
+    r = run(pol, """
+        job_id submit_time share duration priority instance_count
+        a1     0           A     100      0        2
+        c1     0           C     100      0        6
+        a2     10          A     100      0        1
+        b2     10          B     100      5        1
+    """)
+    assert r.starts()[2] == (10, "b2")
+    assert r.starts()[3] == (100, "a2")
