@@ -32,17 +32,26 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data"
 SYNTHETIC = {"10k": 10_000, "100k": 100_000, "1m": 1_000_000}
+# The same synthetic traces with sections 8 and 9 on: fair sharing (both strategies), or a
+# training-plan calendar (see _with_training_plan).
+VARIANTS = ("100k-fair", "1m-fair", "100k-plan", "1m-plan")
 REAL = ("itp", "openb")
 
 
 def load_case(case: str):
     from scheduling.model import Policy
 
-    if case in SYNTHETIC:
+    size, _, variant = case.partition("-")
+    if size in SYNTHETIC and variant in ("", "fair", "plan"):
         from scheduling.synthetic import demo_policy_dict, demo_pool_gpus, generate
 
-        trace = generate(SYNTHETIC[case], seed=1)
-        return Policy.from_dict(demo_policy_dict(demo_pool_gpus(trace))), trace
+        trace = generate(SYNTHETIC[size], seed=1)
+        policy = demo_policy_dict(demo_pool_gpus(trace))
+        if variant == "fair":
+            policy["fair_sharing"] = {}
+        elif variant == "plan":
+            _with_training_plan(policy, trace)
+        return Policy.from_dict(policy), trace
     from scheduling.traces import read_trace
 
     if case == "itp":
@@ -56,7 +65,29 @@ def load_case(case: str):
             DATA / "alibaba-openb-2023" / "openb_pod_list_default.csv", format="alibaba-openb-2023"
         )
         return Policy.from_dict(_openb_policy(trace)), trace
-    raise SystemExit(f"unknown case {case!r}: choose from {', '.join([*SYNTHETIC, *REAL])}")
+    raise SystemExit(f"unknown case {case!r}: choose from {', '.join([*SYNTHETIC, *VARIANTS, *REAL])}")
+
+
+def _with_training_plan(policy: dict, trace) -> None:
+    """A SageMaker training plan for the first share: 20% more of the pool for the middle third of
+    the trace (pool and quota up at its start, both down at its end), and the last share's quota
+    halved from two thirds on (a renegotiation: its borrowing jobs above it become preemptible)."""
+    start, end = float(trace.submit_time.min()), float(trace.submit_time.max())
+    first, last = policy["shares"][0], policy["shares"][-1]
+    changes = []
+    for type_name, capacity in policy["capacity"].items():
+        extra = max(1, capacity // 5)
+        plan_from, plan_to = start + (end - start) / 3, start + 2 * (end - start) / 3
+        quota = first["capacity"].get(type_name, 0)
+        halved = last["capacity"].get(type_name, 0) // 2
+        changes += [
+            {"time": plan_from, "capacity": {type_name: capacity + extra}},
+            {"time": plan_from, "share": first["name"], "capacity": {type_name: quota + extra}},
+            {"time": plan_to, "capacity": {type_name: capacity}},
+            {"time": plan_to, "share": first["name"], "capacity": {type_name: quota}},
+            {"time": plan_to, "share": last["name"], "capacity": {type_name: halved}},
+        ]
+    policy["changes"] = changes
 
 
 def _openb_policy(trace) -> dict:
@@ -113,7 +144,7 @@ def run_case(case: str) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--cases", nargs="*", default=[*SYNTHETIC, *REAL])
+    parser.add_argument("--cases", nargs="*", default=[*SYNTHETIC, *VARIANTS, *REAL])
     parser.add_argument("--repeat", type=int, default=1, help="runs per case; the fastest is shown")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # internal: run one case here
     parser.add_argument("--cli", action="store_true", help="time python -m scheduling replay by phase")

@@ -55,11 +55,29 @@ class JobState(str, Enum):
     SUCCEEDED = "SUCCEEDED"
     FAILED = "FAILED"
     UNSCHEDULABLE = "UNSCHEDULABLE"
+    CANCELLED = "CANCELLED"  # RUNNABLE longer than the policy's runnable_timeout_seconds (section 10)
 
 
 class Cause(str, Enum):
     CROSS_SHARE = "cross_share"
     IN_SHARE = "in_share"
+    FAIR_SHARING = "fair_sharing"  # another share's borrower taken by fair sharing (section 8)
+    CAPACITY = "capacity"  # capacity or a quota went down (section 9)
+
+
+class FairStrategy(str, Enum):
+    """Kueue's fairSharing preemption strategies (section 8)."""
+
+    LESS_THAN_OR_EQUAL_TO_FINAL_SHARE = "LessThanOrEqualToFinalShare"
+    LESS_THAN_INITIAL_SHARE = "LessThanInitialShare"
+
+
+# The only lists Kueue's configuration accepts, in their order.
+FAIR_STRATEGY_LISTS: tuple[tuple[FairStrategy, ...], ...] = (
+    (FairStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,),
+    (FairStrategy.LESS_THAN_INITIAL_SHARE,),
+    (FairStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE, FairStrategy.LESS_THAN_INITIAL_SHARE),
+)
 
 
 class WaitReason(IntEnum):
@@ -99,17 +117,21 @@ class Share:
     lending_limit: Mapping[str, int] | None = None  # Kueue; None = all idle quota
     in_share_preemption: InSharePreemption = InSharePreemption.NEVER
     reclaim: Reclaim = Reclaim.ANY
+    fair_weight: float = 1.0  # Kueue spec.fairSharing.weight; only used with fair sharing on
 
     def quota(self, instance_type: str) -> int:
         return self.capacity.get(instance_type, 0)
 
-    def borrow_limit(self, instance_type: str) -> float:
-        """Instances of a type this share may hold above its quota (``inf`` = unlimited)."""
+    def borrow_limit(self, instance_type: str, quota: int | None = None) -> float:
+        """Instances of a type this share may hold above its quota (``inf`` = unlimited); with
+        ``quota``, under that quota instead of its own (a quota changed by the calendar: a
+        percentage follows it, an absolute limit does not)."""
         if not self.strategy.borrows:
             return 0
         if self.borrowing_limit is not None:
             return self.borrowing_limit.get(instance_type, UNLIMITED)
-        return borrow_limit_from_percent(self.quota(instance_type), self.borrow_limit_percent)
+        own = self.quota(instance_type) if quota is None else quota
+        return borrow_limit_from_percent(own, self.borrow_limit_percent)
 
     def lend_limit(self, instance_type: str) -> float:
         """At most this many idle quota instances may be lent (``inf`` = all of them)."""
@@ -128,6 +150,23 @@ def borrow_limit_from_percent(quota: int, percent: float | None) -> float:
 
 
 @dataclass(frozen=True)
+class FairSharing:
+    """Kueue fairSharing (section 8); a policy without one schedules by section 4 alone."""
+
+    preemption_strategies: tuple[FairStrategy, ...] = FAIR_STRATEGY_LISTS[2]
+
+
+@dataclass(frozen=True)
+class Change:
+    """From ``time`` on, the pool's capacity (``share`` None) or a share's quota of each type
+    named in ``capacity`` is the given number of instances (section 9)."""
+
+    time: float
+    capacity: Mapping[str, int]
+    share: str | None = None
+
+
+@dataclass(frozen=True)
 class Policy:
     name: str
     instance_types: Mapping[str, InstanceType]
@@ -135,7 +174,36 @@ class Policy:
     shares: tuple[Share, ...]
     queueing: Queueing = Queueing.BEST_EFFORT_FIFO
     startup_seconds: float = 0.0
+    fair_sharing: FairSharing | None = None
+    changes: tuple[Change, ...] = ()  # sorted by time; changes at one time apply together
+    runnable_timeout_seconds: float | None = None
     description: str = field(default="", compare=False)
+
+    def capacity_at(self, time: float) -> dict[str, int]:
+        """The pool's capacity per type in force at ``time`` (a change at T applies from T on)."""
+        capacity = dict(self.capacity)
+        for change in self.changes:
+            if change.time > time:
+                break
+            if change.share is None:
+                capacity.update(change.capacity)
+        return capacity
+
+    def quota_at(self, share_name: str, time: float) -> dict[str, int]:
+        """A share's quota per type in force at ``time``."""
+        quota = dict(self.share(share_name).capacity)
+        for change in self.changes:
+            if change.time > time:
+                break
+            if change.share == share_name:
+                quota.update(change.capacity)
+        return quota
+
+    def share(self, name: str) -> Share:
+        for share in self.shares:
+            if share.name == name:
+                return share
+        raise KeyError(name)
 
     def share_index(self) -> dict[str, int]:
         return {share.name: i for i, share in enumerate(self.shares)}
@@ -161,7 +229,29 @@ class Policy:
             "queueing": self.queueing.value,
             "startup_seconds": self.startup_seconds,
             "shares": [_share_to_dict(s) for s in self.shares],
+            **self._optional_dict(),
         }
+
+    def _optional_dict(self) -> dict[str, Any]:
+        """Sections 8-10's keys, written only when they are not the default."""
+        out: dict[str, Any] = {}
+        if self.fair_sharing is not None:
+            out["fair_sharing"] = {
+                "preemption_strategies": [s.value for s in self.fair_sharing.preemption_strategies]
+            }
+        if self.changes:
+            out["changes"] = [_change_to_dict(c) for c in self.changes]
+        if self.runnable_timeout_seconds is not None:
+            out["runnable_timeout_seconds"] = self.runnable_timeout_seconds
+        return out
+
+
+def _change_to_dict(change: Change) -> dict[str, Any]:
+    out: dict[str, Any] = {"time": change.time}
+    if change.share is not None:
+        out["share"] = change.share
+    out["capacity"] = dict(change.capacity)
+    return out
 
 
 def _share_to_dict(share: Share) -> dict[str, Any]:
@@ -178,6 +268,8 @@ def _share_to_dict(share: Share) -> dict[str, Any]:
         out["borrowing_limit"] = dict(share.borrowing_limit)
     if share.lending_limit is not None:
         out["lending_limit"] = dict(share.lending_limit)
+    if share.fair_weight != 1:
+        out["fair_weight"] = share.fair_weight
     return out
 
 
@@ -205,6 +297,9 @@ def parse_policy(data: Mapping[str, Any]) -> Policy:
             raise InputError(f"duplicate share name {share_name!r}", field=f"shares[{i}].name")
     queueing = _parse_enum(Queueing, data.get("queueing", Queueing.BEST_EFFORT_FIFO.value), "queueing")
     startup = _parse_number(data.get("startup_seconds", 0), "startup_seconds", minimum=0)
+    timeout = data.get("runnable_timeout_seconds")
+    if timeout is not None:
+        timeout = _parse_number(timeout, "runnable_timeout_seconds", minimum=0, strictly_positive=True)
     policy = Policy(
         name=name,
         instance_types=instance_types,
@@ -212,6 +307,9 @@ def parse_policy(data: Mapping[str, Any]) -> Policy:
         shares=shares,
         queueing=queueing,
         startup_seconds=startup,
+        fair_sharing=_parse_fair_sharing(data.get("fair_sharing")),
+        changes=_parse_changes(data.get("changes"), instance_types),
+        runnable_timeout_seconds=timeout,
         description=str(data.get("description", "")),
     )
     validate_policy(policy)
@@ -219,7 +317,8 @@ def parse_policy(data: Mapping[str, Any]) -> Policy:
 
 
 def validate_policy(policy: Policy) -> None:
-    """Rules that involve several fields: quotas within the pool, limits that make sense."""
+    """Rules that involve several fields: quotas within the pool at every instant, limits that
+    make sense."""
     for type_name, pool_capacity in policy.capacity.items():
         total = sum(s.quota(type_name) for s in policy.shares)
         if total > pool_capacity:
@@ -227,6 +326,7 @@ def validate_policy(policy: Policy) -> None:
                 f"share quotas of {type_name} add up to {total}, more than the pool's {pool_capacity}",
                 field=f"capacity.{type_name}",
             )
+    _validate_changes(policy)
     for i, share in enumerate(policy.shares):
         for type_name in share.capacity:
             if type_name not in policy.capacity:
@@ -286,6 +386,7 @@ def _parse_share(raw: Any, index: int, instance_types: Mapping[str, InstanceType
         "lending_limit",
         "in_share_preemption",
         "reclaim",
+        "fair_weight",
     }
     for key in raw:
         if key not in known:
@@ -310,7 +411,97 @@ def _parse_share(raw: Any, index: int, instance_types: Mapping[str, InstanceType
             InSharePreemption, raw.get("in_share_preemption", "never"), f"{where}.in_share_preemption"
         ),
         reclaim=_parse_enum(Reclaim, raw.get("reclaim", "any"), f"{where}.reclaim"),
+        fair_weight=_parse_number(raw.get("fair_weight", 1), f"{where}.fair_weight", minimum=0),
     )
+
+
+def _parse_fair_sharing(raw: Any) -> FairSharing | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise InputError("must be an object (or null: off)", field="fair_sharing")
+    for key in raw:
+        if key != "preemption_strategies":
+            raise InputError(f"unknown setting {key!r}", field=f"fair_sharing.{key}")
+    listed = raw.get("preemption_strategies")
+    if listed is None:
+        return FairSharing()
+    allowed = "; ".join(str([s.value for s in strategies]) for strategies in FAIR_STRATEGY_LISTS)
+    if not isinstance(listed, list):
+        raise InputError(f"must be one of the lists {allowed}", field="fair_sharing.preemption_strategies")
+    strategies = tuple(
+        _parse_enum(FairStrategy, value, f"fair_sharing.preemption_strategies[{i}]")
+        for i, value in enumerate(listed)
+    )
+    if strategies not in FAIR_STRATEGY_LISTS:
+        raise InputError(
+            f"{listed!r} is not a list Kueue accepts: {allowed}", field="fair_sharing.preemption_strategies"
+        )
+    return FairSharing(strategies)
+
+
+def _parse_changes(raw: Any, instance_types: Mapping[str, InstanceType]) -> tuple[Change, ...]:
+    # Imported here: scheduling.traces imports this module (MAX_PRIORITY).
+    from scheduling.traces.fields import parse_time
+
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise InputError("must be a list of {time, capacity} or {time, share, capacity}", field="changes")
+    changes = []
+    for i, item in enumerate(raw):
+        where = f"changes[{i}]"
+        if not isinstance(item, Mapping):
+            raise InputError("must be an object with time, capacity and optionally share", field=where)
+        for key in item:
+            if key not in ("time", "share", "capacity"):
+                raise InputError(f"unknown setting {key!r}", field=f"{where}.{key}")
+        time, _ = parse_time(item.get("time"), None, f"{where}.time")
+        share = item.get("share")
+        if share is not None and (not isinstance(share, str) or not share.strip()):
+            raise InputError("must be a share's name (or absent: the pool)", field=f"{where}.share")
+        capacity = _parse_counts(item.get("capacity"), f"{where}.capacity", instance_types, required=True)
+        if not capacity:
+            raise InputError("names no instance type", field=f"{where}.capacity")
+        changes.append(Change(time=time, capacity=capacity, share=share))
+    # Stable: changes at one time keep the order they were written in (a later one wins).
+    return tuple(sorted(changes, key=lambda c: c.time))
+
+
+def _validate_changes(policy: Policy) -> None:
+    """Section 9: every change names a known share and type, and section 1 holds at every instant
+    of the calendar (share quotas of a type add up to at most the pool's capacity then)."""
+    names = {s.name for s in policy.shares}
+    capacity = dict(policy.capacity)
+    quotas = {s.name: dict(s.capacity) for s in policy.shares}
+    # The change that last set each (share or pool, type): the one an error names.
+    setter: dict[tuple[str | None, str], int] = {}
+    changes = policy.changes
+    i = 0
+    while i < len(changes):
+        time = changes[i].time
+        touched: set[str] = set()
+        while i < len(changes) and changes[i].time == time:
+            change = changes[i]
+            if change.share is not None and change.share not in names:
+                raise InputError(f"unknown share {change.share!r}", field=f"changes[{i}].share")
+            target = capacity if change.share is None else quotas[change.share]
+            for type_name, count in change.capacity.items():
+                target[type_name] = count
+                setter[(change.share, type_name)] = i
+                touched.add(type_name)
+            i += 1
+        for type_name in sorted(touched):
+            total = sum(q.get(type_name, 0) for q in quotas.values())
+            pool = capacity.get(type_name, 0)
+            if total > pool:
+                culprits = [setter[k] for k in setter if k[1] == type_name]
+                index = max(culprits)
+                raise InputError(
+                    f"at {time:g} s share quotas of {type_name} add up to {total}, "
+                    f"more than the pool's {pool}",
+                    field=f"changes[{index}].capacity.{type_name}",
+                )
 
 
 def _parse_limit(raw: Any, where: str, instance_types: Mapping[str, InstanceType]) -> dict[str, int] | None:

@@ -33,6 +33,7 @@ class State(IntEnum):
     SUCCEEDED = 3
     FAILED = 4
     UNSCHEDULABLE = 5
+    CANCELLED = 6  # RUNNABLE past the policy's runnable_timeout_seconds
 
 
 STATE_NAMES = {
@@ -42,6 +43,7 @@ STATE_NAMES = {
     State.SUCCEEDED: JobState.SUCCEEDED.value,
     State.FAILED: JobState.FAILED.value,
     State.UNSCHEDULABLE: JobState.UNSCHEDULABLE.value,
+    State.CANCELLED: JobState.CANCELLED.value,
 }
 REASONS = [None] + [reason.value for reason in UnschedulableReason]
 JSON_CHUNK = 65_536  # jobs (or events) encoded at a time when RESULT.json is written
@@ -53,6 +55,7 @@ class EventKind(str, Enum):
     FINISH = "finish"
     FAIL = "fail"
     UNSCHEDULABLE = "unschedulable"
+    CANCEL = "cancel"
 
 
 @dataclass
