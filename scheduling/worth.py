@@ -35,8 +35,8 @@ class Metric(str, Enum):
 
 
 METRIC_WORDS = {
-    Metric.SHARE_P95: "every share's p95 wait",
-    Metric.URGENT_P95: "the urgent shares' p95 wait",
+    Metric.SHARE_P95: "p95 waits",
+    Metric.URGENT_P95: "urgent shares' p95 wait",
     Metric.MEAN_WAIT: "mean wait",
 }
 
