@@ -4,6 +4,7 @@ share names are typed separated by commas; the rest is checked by ``launch`` (on
 from __future__ import annotations
 
 from django import forms
+from django.db.models import Q
 
 from planner.capacity.models import Policy
 from planner.traces.models import Trace
@@ -23,9 +24,21 @@ METRICS = [
 WIDE = forms.TextInput(attrs={"size": 40})
 
 
-def policy_choices():
-    """Policies a person made or kept: sweep variants not saved stay on their sweep's page."""
-    return Policy.objects.exclude(sweep_variants__kept=False).select_related("pool")
+def policy_choices(also=()):
+    """Policies a person made or kept (sweep variants not saved stay on their sweep's page), and
+    the policies ``also`` names (the advisor page links here with variants of its front)."""
+    kept = Policy.objects.exclude(sweep_variants__kept=False).values("pk")
+    return Policy.objects.filter(Q(pk__in=kept) | Q(pk__in=list(also))).select_related("pool")
+
+
+def _linked(data, initial) -> list[int]:
+    """Policy ids the form was opened with (``initial``) or sent (``data``)."""
+    ids = [*((initial or {}).get("policies") or [])]
+    ids += [(initial or {}).get(key) for key in ("policy_a", "policy_b")]
+    if data is not None and hasattr(data, "getlist"):
+        for key in ("policies", "policy_a", "policy_b"):
+            ids += data.getlist(key)
+    return [int(value) for value in ids if str(value).isdigit()]
 
 
 def _split(text: str) -> list[str]:
@@ -73,9 +86,10 @@ class CurveForm(forms.Form):
         widget=WIDE, required=False, help_text="shares whose worst p95 wait is charted (blank: every share)"
     )
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.fields["policies"].queryset = policy_choices()
+    def __init__(self, data=None, *args, **kwargs):
+        linked = _linked(data, kwargs.get("initial"))
+        super().__init__(data, *args, **kwargs)
+        self.fields["policies"].queryset = policy_choices(linked)
 
     def clean_factors(self) -> list[float]:
         return _numbers(self.cleaned_data["factors"], float)
@@ -122,10 +136,11 @@ class WorthForm(forms.Form):
         help_text="sizes replayed at once in each step (about one per worker)",
     )  # fmt: skip
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.fields["policy_a"].queryset = policy_choices()
-        self.fields["policy_b"].queryset = policy_choices()
+    def __init__(self, data=None, *args, **kwargs):
+        linked = _linked(data, kwargs.get("initial"))
+        super().__init__(data, *args, **kwargs)
+        self.fields["policy_a"].queryset = policy_choices(linked)
+        self.fields["policy_b"].queryset = policy_choices(linked)
 
     def clean_urgent_shares(self) -> list[str]:
         return _split(self.cleaned_data["urgent_shares"])

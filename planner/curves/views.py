@@ -27,6 +27,7 @@ from planner.web.access import EDIT_DENIED, editor_required, reader_required
 from scheduling.capacity_curve import curve_lines, p95_bought_per_dollar
 
 LATEST = 50
+CHART_IDS = ("curve-wait", "curve-utilization", "curve-rerun")
 
 
 def _form_errors(form, error: ValidationError, renames: dict[str, str] | None = None) -> None:
@@ -158,7 +159,9 @@ def curve_detail(request: HttpRequest, pk: int) -> HttpResponse:
     context = {
         "curve": curve,
         "money": money,
-        "figures": curve_figures(curve, rows, share=share, money=money, x=x) if rows else [],
+        "figures": list(zip(CHART_IDS, curve_figures(curve, rows, share=share, money=money, x=x)))
+        if rows
+        else [],
         "table": table,
         "counts": counts,
         "total": sum(counts.values()),
