@@ -9,8 +9,9 @@ preemption) and the synthetic four-team demo (20,000 jobs, its policy and static
 ``--workers`` worker processes (one replay at a time each), then measures:
 
 - a capacity curve of 8 sizes x 3 policies on ITP (the default factors, 0.75x to 2x the 1,560 GPUs);
-- the worth search "static split against full pooling" on ITP and "static split against the demo
-  policy" on the synthetic teams, every share's p95 wait, one size per worker and step.
+- the worth search "static split against full pooling" on ITP (every share's p95 wait, then the
+  mean wait) and "static split against the demo policy" on the synthetic teams (every share's p95
+  wait), one size per worker and step.
 
 Wall time runs from the curve's (search's) creation to its last point's end; it includes the workers
 loading the trace for each replay and the broker's polling.
@@ -132,14 +133,14 @@ def measure_curve(world: dict) -> None:
     )
 
 
-def measure_search(label: str, trace, policy_a, policy_b, parallel: int) -> None:
+def measure_search(label: str, trace, policy_a, policy_b, parallel: int, metric: str = "share_p95") -> None:
     from django.db.models import Max
 
     from planner.curves.figures import search_view
     from planner.curves.launch import start_search
     from planner.curves.models import WorthSearch
 
-    search = start_search(trace=trace, policy_a=policy_a, policy_b=policy_b, parallel=parallel)
+    search = start_search(trace=trace, policy_a=policy_a, policy_b=policy_b, parallel=parallel, metric=metric)
     wait_for(search, lambda: WorthSearch.objects.get(pk=search.pk).finished)
     search = WorthSearch.objects.get(pk=search.pk)
     last = search.points.aggregate(last=Max("finished_at"))["last"]
@@ -174,6 +175,10 @@ def main() -> None:
             measure_search(
                 "ITP: static split vs full pooling", world["itp_trace"], world["itp_policies"][0],
                 world["itp_policies"][1], args.workers,
+            )  # fmt: skip
+            measure_search(
+                "ITP: static split vs full pooling, mean wait", world["itp_trace"], world["itp_policies"][0],
+                world["itp_policies"][1], args.workers, "mean_wait",
             )  # fmt: skip
             measure_search(
                 "synthetic teams: static split vs the demo policy", world["teams_trace"],

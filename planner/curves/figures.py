@@ -61,7 +61,12 @@ def curve_figures(
         style = line_style(order.index(name) if name in order else len(order))
         xs = [row.monthly_price_usd if by_dollars else row.gpus for row in line]
         waits = [row.share_p95_seconds.get(share) if share else row.worst_p95_seconds for row in line]
-        common = {"name": name, "color": style["color"], "dash": style["dash"], "marker": style["marker"]}
+        common = {
+            "name": name, "color": style["color"], "dash": style["dash"], "marker": style["marker"],
+            # a pool too small for some jobs refuses them, and its waits look short: say so on hover
+            "customdata": [row.unschedulable for row in line],
+            "hover_extra": "<br>unschedulable jobs: %{customdata:,}",
+        }  # fmt: skip
         wait.append(charts.line(xs, [_hours(v) for v in waits], unit="h", **common))
         utilization.append(
             charts.line(xs, [round(row.utilization * 100, 2) for row in line], unit="%", **common)
@@ -82,6 +87,34 @@ def curve_figures(
             y_title="rerun cost, $ a month" if money else "rerun, GPU-hours a month",
         ),
     ]
+
+
+def line_headlines(curve: CapacityCurve, rows: list[CurveRow]) -> list[dict[str, Any]]:
+    """Per policy, in words: its worst p95 wait at today's size, and the smallest size on the curve
+    from which it stays within a minute of its best (with the unschedulable jobs there)."""
+    out = []
+    order = [line["name"] for line in curve.lines]
+    for name, line in curve_lines(rows).items():
+        waits = [row.worst_p95_seconds for row in line]
+        known = [w for w in waits if w is not None]
+        today = next((row for row in line if row.size == curve.today), None)
+        settled = None
+        if known:
+            best = min(known)
+            for i, row in enumerate(line):
+                rest = [w for w in waits[i:] if w is not None]
+                if rest and max(rest) <= best + 60 and row.unschedulable <= line[-1].unschedulable:
+                    settled = row
+                    break
+        out.append(
+            {
+                "name": name,
+                "style": line_style(order.index(name) if name in order else len(order)),
+                "today": today,
+                "settled": settled,
+            }
+        )
+    return out
 
 
 def _hours(seconds: float | None) -> float | None:

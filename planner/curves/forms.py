@@ -31,13 +31,13 @@ def policy_choices(also=()):
     return Policy.objects.filter(Q(pk__in=kept) | Q(pk__in=list(also))).select_related("pool")
 
 
-def _linked(data, initial) -> list[int]:
+def _linked(data, initial, prefix: str) -> list[int]:
     """Policy ids the form was opened with (``initial``) or sent (``data``)."""
     ids = [*((initial or {}).get("policies") or [])]
     ids += [(initial or {}).get(key) for key in ("policy_a", "policy_b")]
     if data is not None and hasattr(data, "getlist"):
         for key in ("policies", "policy_a", "policy_b"):
-            ids += data.getlist(key)
+            ids += data.getlist(f"{prefix}-{key}")
     return [int(value) for value in ids if str(value).isdigit()]
 
 
@@ -57,6 +57,7 @@ def _numbers(text: str, cast) -> list:
 
 
 class CurveForm(forms.Form):
+    prefix = "curve"  # the page holds both forms: their fields need ids of their own
     name = forms.CharField(max_length=200, required=False, help_text="default: the trace and the policies")
     trace = forms.ModelChoiceField(queryset=Trace.objects.defer("summary"), empty_label="choose a trace")
     policies = forms.ModelMultipleChoiceField(
@@ -87,7 +88,7 @@ class CurveForm(forms.Form):
     )
 
     def __init__(self, data=None, *args, **kwargs):
-        linked = _linked(data, kwargs.get("initial"))
+        linked = _linked(data, kwargs.get("initial"), self.prefix)
         super().__init__(data, *args, **kwargs)
         self.fields["policies"].queryset = policy_choices(linked)
 
@@ -102,6 +103,7 @@ class CurveForm(forms.Form):
 
 
 class WorthForm(forms.Form):
+    prefix = "worth"
     name = forms.CharField(
         max_length=200, required=False, help_text="default: the two policies and the trace"
     )
@@ -137,7 +139,7 @@ class WorthForm(forms.Form):
     )  # fmt: skip
 
     def __init__(self, data=None, *args, **kwargs):
-        linked = _linked(data, kwargs.get("initial"))
+        linked = _linked(data, kwargs.get("initial"), self.prefix)
         super().__init__(data, *args, **kwargs)
         self.fields["policy_a"].queryset = policy_choices(linked)
         self.fields["policy_b"].queryset = policy_choices(linked)

@@ -129,6 +129,7 @@ def start_curve(
         mode=size_mode.value,
         instance_type=type_name,
         sizes=chosen,
+        today=int(snapshots[0]["capacity"][type_name]),
         lines=[{"policy": policy.pk, "name": policy.name} for policy in policies],
         urgent_shares=_urgent(urgent_shares, snapshots),
         created_by=created_by,

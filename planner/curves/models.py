@@ -74,6 +74,7 @@ class CapacityCurve(models.Model):
     mode = models.CharField(max_length=16, choices=_choices(SizeMode), default=SizeMode.PROPORTIONAL.value)
     instance_type = models.CharField(max_length=100, help_text="the sized type: sizes count its instances")
     sizes = models.JSONField(help_text="pool sizes in instances of the sized type, ascending")
+    today = models.PositiveIntegerField(default=0, help_text="the first policy's own size (instances)")
     lines = models.JSONField(help_text='[{"policy": id, "name": str}] in the order drawn')
     urgent_shares = models.JSONField(default=list, blank=True)
     created_by = models.ForeignKey(

@@ -14,6 +14,7 @@ from planner.accounts.permissions import can_edit, can_read_finance
 from planner.curves.figures import (
     compared_figure,
     curve_figures,
+    line_headlines,
     line_style,
     rows_of,
     search_view,
@@ -163,6 +164,7 @@ def curve_detail(request: HttpRequest, pk: int) -> HttpResponse:
         if rows
         else [],
         "table": table,
+        "headlines": line_headlines(curve, rows),
         "counts": counts,
         "total": sum(counts.values()),
         "failed": failed,

@@ -76,7 +76,7 @@ def test_an_admin_finds_what_pooling_is_worth(page_as, family, small_trace, eage
     # the link filled the form: A is the first policy named, B the last
     assert form.get_by_label("Policy A").input_value() == str(family[1].pk)
     assert form.get_by_label("Policy B").input_value() == str(family[2].pk)
-    form.get_by_label("Sizes replayed at once", exact=False).fill("2")
+    form.get_by_label("Parallel", exact=True).fill("2")
     form.get_by_role("button", name="Search").click()
     page.wait_for_url("**/curves/worth/*/")
     search = WorthSearch.objects.get()

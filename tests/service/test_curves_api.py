@@ -215,3 +215,63 @@ def test_a_failed_replay_fails_the_search_with_its_reason(split, pooled, trace):
     assert advance_search(search.pk) == "failed"
     search.refresh_from_db()
     assert search.error == "the replay of pooled at 4 GPUs failed: worker ran out of memory"
+
+
+# -- the pages' forms (Django's test client) ------------------------------------------------
+
+
+@pytest.fixture
+def admin_page(user_with_role) -> Client:
+    client = Client()
+    client.force_login(user_with_role("page-admin", "admin"))
+    return client
+
+
+def test_the_curve_form_starts_a_curve(
+    admin_page, pool, trace, eager_celery, django_capture_on_commit_callbacks
+):
+    split = make_policy(pool, "split", "RESERVE")
+    with django_capture_on_commit_callbacks(execute=True):
+        response = admin_page.post(
+            "/curves/",
+            {"form": "curve", "curve-trace": trace.pk, "curve-policies": [split.pk],
+             "curve-mode": "proportional", "curve-sizes": "4, 8"},
+        )  # fmt: skip
+    curve = CapacityCurve.objects.get()
+    assert response.status_code == 302 and response["Location"] == f"/curves/{curve.pk}/"
+    assert curve.sizes == [4, 8] and curve.today == 4 and curve.status == "succeeded"
+    page = admin_page.get(f"/curves/{curve.pk}/").content.decode()
+    # split at today's 4: two of a's jobs wait the hour; at 8 nobody waits.
+    assert "1.0 h" in page and "0 s from 8 GPUs on" in page
+
+
+def test_bad_sizes_are_refused_next_to_the_field(admin_page, pool, trace):
+    split = make_policy(pool, "split", "RESERVE")
+    response = admin_page.post(
+        "/curves/",
+        {"form": "curve", "curve-trace": trace.pk, "curve-policies": [split.pk], "curve-sizes": "4, four"},
+    )
+    assert response.status_code == 400
+    assert "&#x27;four&#x27; is not a whole number" in response.content.decode()
+    assert not CapacityCurve.objects.exists()
+
+
+def test_the_worth_form_refuses_one_policy_twice(admin_page, pool, trace):
+    split = make_policy(pool, "split", "RESERVE")
+    response = admin_page.post(
+        "/curves/",
+        {"form": "worth", "worth-trace": trace.pk, "worth-policy_a": split.pk, "worth-policy_b": split.pk,
+         "worth-metric": "share_p95", "worth-tolerance_seconds": 60, "worth-tolerance_percent": 2,
+         "worth-mode": "proportional", "worth-parallel": 2},
+    )  # fmt: skip
+    assert response.status_code == 400 and "compare two different policies" in response.content.decode()
+    assert not WorthSearch.objects.exists()
+
+
+def test_a_link_fills_the_forms(admin_page, pool, trace):
+    split, pooled = make_policy(pool, "split", "RESERVE"), make_policy(pool, "pooled", "LEND_AND_BORROW")
+    page = admin_page.get(
+        f"/curves/?trace={trace.pk}&policies={split.pk}&policies={pooled.pk}"
+    ).content.decode()
+    assert f'<option value="{split.pk}" selected>split</option>' in page
+    assert f'<option value="{pooled.pk}" selected>pooled</option>' in page
