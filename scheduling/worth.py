@@ -80,8 +80,10 @@ def matches(
     """Whether ``candidate`` (A at some size) is as good as ``target`` (B at today's size), and
     why not in words when it is not (the first value that falls short)."""
     if candidate["unschedulable"] > target["unschedulable"]:
-        return False, (
-            f"{candidate['unschedulable']:,} unschedulable jobs, against {target['unschedulable']:,}"
+        count = candidate["unschedulable"]
+        return (
+            False,
+            f"{count:,} unschedulable job{'' if count == 1 else 's'}, against {target['unschedulable']:,}",
         )
     mine = compared_values(candidate, criterion)
     for name, wanted in compared_values(target, criterion).items():

@@ -14,7 +14,7 @@ from planner.capacity.models import Policy
 from planner.studies.models import FINISHED, RunStatus, heartbeat_is_stale
 from planner.traces.models import Trace
 from scheduling.scaling import SizeMode
-from scheduling.worth import Metric
+from scheduling.worth import METRIC_WORDS, Metric
 
 
 def _choices(enum) -> list[tuple[str, str]]:
@@ -129,7 +129,11 @@ class WorthSearch(models.Model):
     policy_b = models.ForeignKey(Policy, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     policy_b_name = models.CharField(max_length=100)
     policy_b_snapshot = models.JSONField(help_text="policy B as it was: today's pool")
-    metric = models.CharField(max_length=16, choices=_choices(Metric), default=Metric.SHARE_P95.value)
+    metric = models.CharField(
+        max_length=16,
+        choices=[(metric.value, METRIC_WORDS[metric]) for metric in Metric],
+        default=Metric.SHARE_P95.value,
+    )
     urgent_shares = models.JSONField(default=list, blank=True)
     tolerance_seconds = models.FloatField(default=60)
     tolerance_percent = models.FloatField(default=2)
