@@ -32,8 +32,10 @@ def reap_runs_on_start(**_kwargs) -> None:
     from planner.calibration.launch import reap_stale_calibrations
     from planner.curves.launch import reap_curves, reap_searches
     from planner.studies.reaper import reap_stale_runs
+    from planner.traces.tasks import reap_stale_parses
 
     reap_stale_runs()
     reap_stale_calibrations()
     reap_curves()
     reap_searches()
+    reap_stale_parses()

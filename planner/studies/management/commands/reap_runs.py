@@ -14,6 +14,8 @@ from planner.curves.launch import (
 from planner.studies.launch import enqueue_runs
 from planner.studies.models import Run, RunStatus
 from planner.studies.reaper import reap_stale_runs
+from planner.traces.models import ParseStatus, Trace
+from planner.traces.tasks import enqueue_parses, reap_stale_parses
 
 
 class Command(BaseCommand):
@@ -41,9 +43,16 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"sent {len(curve_points) + len(search_points)} queued curve and search point(s) again"
             )
+            waiting = list(Trace.objects.filter(status=ParseStatus.QUEUED).values_list("pk", flat=True))
+            enqueue_parses(waiting)
+            self.stdout.write(f"sent {len(waiting)} waiting upload(s) again")
         outcome = reap_stale_runs()
         self.stdout.write(
             f"re-enqueued {len(outcome['requeued'])} run(s), failed {len(outcome['failed'])} run(s)"
+        )
+        parses = reap_stale_parses()
+        self.stdout.write(
+            f"re-enqueued {len(parses['requeued'])} upload parse(s), failed {len(parses['failed'])}"
         )
         calibrations = reap_stale_calibrations()
         self.stdout.write(
