@@ -100,6 +100,7 @@ INSTALLED_APPS = [
     "planner.exports",
     "planner.commons",
     "planner.advisor",
+    "planner.curves",
 ]
 if (BASE_DIR / "planner" / "web" / "__init__.py").exists():
     INSTALLED_APPS.append("planner.web")  # the browser pages, when installed

@@ -45,9 +45,19 @@ PAGES: dict[str, tuple[set[str] | str, set[str] | None]] = {
     "advisor:keep": (ADMINS, ADMINS),
     "advisor:delete": (ADMINS, ADMINS),
     "commons:report": (READERS, None),
+    "curves:list": (READERS, ADMINS),
+    "curves:curve": (READERS, None),
+    "curves:curve-csv": (READERS, None),
+    "curves:curve-delete": (ADMINS, ADMINS),
+    "curves:search": (READERS, None),
+    "curves:search-csv": (READERS, None),
+    "curves:search-delete": (ADMINS, ADMINS),
 }
 # Pages that only take a POST: a GET is 405 for everyone (it shows nothing); the POST test covers them.
-POST_ONLY = {"web:policy-duplicate", "web:policy-preset", "advisor:keep", "advisor:delete"}
+POST_ONLY = {
+    "web:policy-duplicate", "web:policy-preset", "advisor:keep", "advisor:delete", "curves:curve-delete",
+    "curves:search-delete",
+}  # fmt: skip
 PUBLIC_PAGES = {"web:login", "rest_framework:login", "web:logout", "rest_framework:logout"}
 # Slugs of routes that take one (a real table, so the allowed roles get a 200).
 SLUGS = {"reports:study-csv": "policies", "reports:finance-csv": "report"}
