@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scheduling.errors import InputError
+from scheduling.export.escape import comment_text, shell_word
 from scheduling.model import (
     InSharePreemption,
     Policy,
@@ -243,10 +244,17 @@ def _largest_percent_within(share: Share, limits: Mapping[str, float]) -> int:
     return best
 
 
+def _input(file_name: str) -> str:
+    return shell_word(f"file://{file_name}")
+
+
 def _script(policy: Policy, base: str, share_files: list[str]) -> str:
+    base = shell_word(base)
+    # Every value that reaches the script is one shell word, and the comment holds the name escaped
+    # (scheduling.export.escape).
     lines = [
         "#!/bin/sh",
-        f"# AWS Batch quota management for policy {policy.name}, written by the planner.",
+        f"# AWS Batch quota management for policy {comment_text(policy.name)}, written by the planner.",
         "# Run it where the JSON files are, with the AWS CLI v2 and AWS Batch permissions.",
         "# Command-line options override the values read from --cli-input-json.",
         "set -eu",
@@ -265,15 +273,15 @@ def _script(policy: Policy, base: str, share_files: list[str]) -> str:
         "  done",
         "}",
         "",
-        f"aws batch create-service-environment --cli-input-json file://{SERVICE_ENVIRONMENT}",
-        f"wait_valid describe-service-environments --service-environments {_shell(base)} serviceEnvironments",
+        f"aws batch create-service-environment --cli-input-json {_input(SERVICE_ENVIRONMENT)}",
+        f"wait_valid describe-service-environments --service-environments {base} serviceEnvironments",
         "POLICY_ARN=$(aws batch create-scheduling-policy "
-        f"--cli-input-json file://{SCHEDULING_POLICY} --query arn --output text)",
-        f"aws batch create-job-queue --cli-input-json file://{JOB_QUEUE}"
+        f"--cli-input-json {_input(SCHEDULING_POLICY)} --query arn --output text)",
+        f"aws batch create-job-queue --cli-input-json {_input(JOB_QUEUE)}"
         ' --scheduling-policy-arn "$POLICY_ARN"',
-        f"wait_valid describe-job-queues --job-queues {_shell(base)} jobQueues",
+        f"wait_valid describe-job-queues --job-queues {base} jobQueues",
     ]
-    lines += [f"aws batch create-quota-share --cli-input-json file://{_shell(name)}" for name in share_files]
+    lines += [f"aws batch create-quota-share --cli-input-json {_input(name)}" for name in share_files]
     return "\n".join(lines) + "\n"
 
 
@@ -507,7 +515,7 @@ def _read_quota_share(
 
 def _aws_name(text: str) -> str:
     """A name AWS Batch accepts: up to 128 letters, digits, hyphens and underscores."""
-    if _AWS_NAME.match(text):
+    if _AWS_NAME.fullmatch(text):  # not match: "$" would let a trailing line feed through
         return text
     cleaned = re.sub(r"[^A-Za-z0-9_-]+", "-", text).strip("-")[:128]
     return cleaned or "planner"
@@ -541,8 +549,3 @@ def _string(document: Mapping[str, Any], key: str, label: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise InputError("needs a name", field=f"{label}.{key}")
     return value
-
-
-def _shell(word: str) -> str:
-    """``word`` quoted for sh when it needs it (AWS names never do; file names stay readable)."""
-    return word if re.match(r"^[A-Za-z0-9_.:/=+-]+$", word) else "'" + word.replace("'", "'\\''") + "'"

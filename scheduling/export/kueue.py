@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from scheduling.errors import InputError
+from scheduling.export.escape import comment_text
 from scheduling.model import (
     MAX_PRIORITY,
     InSharePreemption,
@@ -71,10 +72,15 @@ def to_kueue_yaml(
         for share in policy.shares
     ]
     documents += [_priority_class(p) for p in priorities]
-    header = [f"# Kueue ({API_VERSION}) configuration of policy {policy.name}, written by the planner."]
+    # The comments are the only text not written by the YAML emitter: names in them are escaped so
+    # that none can end the comment line and start a document of its own.
+    name = comment_text(policy.name)
+    header = [f"# Kueue ({API_VERSION}) configuration of policy {name}, written by the planner."]
     header += ["#", "# Notes:"]
     for note in kueue_notes(policy, gpu_resource=gpu_resource):
-        header += textwrap.wrap(note, width=100, initial_indent="# - ", subsequent_indent="#   ")
+        header += textwrap.wrap(
+            comment_text(note), width=100, initial_indent="# - ", subsequent_indent="#   "
+        )
     body = yaml.safe_dump_all(documents, sort_keys=False, default_flow_style=False, explicit_start=True)
     return "\n".join(header) + "\n" + body
 
@@ -655,11 +661,11 @@ def _enum_of(mapping: Mapping[Any, str], value: Any, where: str):
 
 def _dns_name(text: str, fallback: str) -> str:
     """A Kubernetes object name (RFC 1123 subdomain): lower case, digits, - and ., at most 253."""
-    if _DNS_NAME.match(text) and len(text) <= 253:
+    if _DNS_NAME.fullmatch(text) and len(text) <= 253:  # not match: "$" lets a trailing line feed through
         return text
     cleaned = re.sub(r"[^a-z0-9.-]+", "-", text.lower())
     cleaned = re.sub(r"\.{2,}", ".", cleaned).strip("-.")[:253].strip("-.")
-    return cleaned if cleaned and _DNS_NAME.match(cleaned) else fallback
+    return cleaned if cleaned and _DNS_NAME.fullmatch(cleaned) else fallback
 
 
 def _unique(name: str, used: set[str]) -> str:
