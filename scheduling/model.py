@@ -388,7 +388,7 @@ _BIDI_CONTROLS = set("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u20
 _CONTROL_NAMES = {"\n": "line feed", "\r": "carriage return", "\t": "tab", "\x00": "NUL", "\x1b": "escape"}
 
 
-def check_name(value: Any, where: str) -> str:
+def check_name(value: Any, where: str, max_length: int = MAX_NAME_LENGTH) -> str:
     """The one rule for names (policies, shares, pools, instance types, studies): one line of printable
     text, 1 to MAX_NAME_LENGTH characters, not blank. Returns the name; raises InputError saying which
     character is refused and where."""
@@ -396,10 +396,8 @@ def check_name(value: Any, where: str) -> str:
         raise InputError(f"{value!r} is not a name (a string)", field=where)
     if not value.strip():
         raise InputError("a name cannot be empty", field=where)
-    if len(value) > MAX_NAME_LENGTH:
-        raise InputError(
-            f"a name has at most {MAX_NAME_LENGTH} characters, this one {len(value)}", field=where
-        )
+    if len(value) > max_length:
+        raise InputError(f"a name has at most {max_length} characters, this one {len(value)}", field=where)
     for position, char in enumerate(value, 1):
         if unicodedata.category(char) in _NAME_BREAKERS or char in _BIDI_CONTROLS:
             label = _CONTROL_NAMES.get(char) or unicodedata.name(char, "control character")
@@ -430,7 +428,8 @@ def _parse_number(
     if strictly_positive and value <= 0:
         raise InputError(f"{value:g} must be positive", field=where)
     if maximum is not None and value > maximum:
-        raise InputError(f"{value:g} is above the maximum {maximum:,g}", field=where)
+        limit = f"{int(maximum):,}" if float(maximum).is_integer() else f"{maximum:,g}"
+        raise InputError(f"{value:g} is above the maximum {limit}", field=where)
     return int(value) if float(value).is_integer() else float(value)
 
 

@@ -17,6 +17,14 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models, transaction
 
+from planner.validators import (
+    validate_borrow_limit_percent,
+    validate_gpus_per_instance,
+    validate_hourly_price,
+    validate_instance_count,
+    validate_name,
+    validate_startup_seconds,
+)
 from scheduling.errors import InputError
 from scheduling.model import InSharePreemption, Queueing, Reclaim, Strategy, parse_policy
 from scheduling.model import Policy as EnginePolicy
@@ -30,10 +38,14 @@ def _choices(enum) -> list[tuple[str, str]]:
 class InstanceType(models.Model):
     """A kind of machine (``ml.g5.xlarge``, or ``gpu`` for traces counted in GPUs)."""
 
-    name = models.CharField(max_length=100, unique=True)
-    gpus = models.FloatField(default=1, validators=[MinValueValidator(0.001)], help_text="GPUs per instance")
+    name = models.CharField(max_length=100, unique=True, validators=[validate_name])
+    gpus = models.FloatField(
+        default=1,
+        validators=[MinValueValidator(0.001), validate_gpus_per_instance],
+        help_text="GPUs per instance",
+    )
     hourly_price = models.FloatField(
-        default=0, validators=[MinValueValidator(0)], help_text="USD per instance-hour, for finance reports"
+        default=0, validators=[validate_hourly_price], help_text="USD per instance-hour, for finance reports"
     )
     description = models.TextField(blank=True)
 
@@ -47,7 +59,7 @@ class InstanceType(models.Model):
 class Pool(models.Model):
     """A pool of machines (AWS: service environment) with a capacity per instance type."""
 
-    name = models.CharField(max_length=100, unique=True)
+    name = models.CharField(max_length=100, unique=True, validators=[validate_name])
     description = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -90,7 +102,9 @@ class PoolCapacity(models.Model):
 
     pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="capacities")
     instance_type = models.ForeignKey(InstanceType, on_delete=models.PROTECT, related_name="pool_capacities")
-    count = models.PositiveIntegerField(help_text="instances of this type in the pool")
+    count = models.PositiveIntegerField(
+        validators=[validate_instance_count], help_text="instances of this type in the pool"
+    )
 
     class Meta:
         ordering = ["pool", "instance_type__name"]
@@ -165,7 +179,7 @@ class Policy(models.Model):
     ``parent`` is the policy this one was duplicated from (a variant).
     """
 
-    name = models.CharField(max_length=100, unique=True)
+    name = models.CharField(max_length=100, unique=True, validators=[validate_name])
     pool = models.ForeignKey(Pool, on_delete=models.PROTECT, related_name="policies")
     description = models.TextField(blank=True)
     queueing = models.CharField(
@@ -173,7 +187,7 @@ class Policy(models.Model):
     )
     startup_seconds = models.FloatField(
         default=0,
-        validators=[MinValueValidator(0)],
+        validators=[validate_startup_seconds],
         help_text="seconds a started job holds capacity before work",
     )
     parent = models.ForeignKey(
@@ -358,13 +372,14 @@ class Share(models.Model):
     """
 
     policy = models.ForeignKey(Policy, on_delete=models.CASCADE, related_name="shares")
-    name = models.CharField(max_length=100)
+    name = models.CharField(max_length=100, validators=[validate_name])
     strategy = models.CharField(
         max_length=32, choices=_choices(Strategy), default=Strategy.LEND_AND_BORROW.value
     )
     borrow_limit_percent = models.FloatField(
         null=True,
         blank=True,
+        validators=[validate_borrow_limit_percent],
         help_text="AWS borrowLimit: percent of its own capacity it may borrow; empty or -1 = unlimited",
     )
     in_share_preemption = models.CharField(
@@ -439,14 +454,20 @@ class ShareLimit(models.Model):
 
     share = models.ForeignKey(Share, on_delete=models.CASCADE, related_name="limits")
     instance_type = models.ForeignKey(InstanceType, on_delete=models.PROTECT, related_name="share_limits")
-    quota = models.PositiveIntegerField(default=0, help_text="instances it may use without borrowing")
+    quota = models.PositiveIntegerField(
+        default=0, validators=[validate_instance_count], help_text="instances it may use without borrowing"
+    )
     borrowing_limit = models.PositiveIntegerField(
         null=True,
         blank=True,
+        validators=[validate_instance_count],
         help_text="at most this many instances above its quota (Kueue); empty = no limit",
     )
     lending_limit = models.PositiveIntegerField(
-        null=True, blank=True, help_text="at most this many idle quota instances lent (Kueue); empty = all"
+        null=True,
+        blank=True,
+        validators=[validate_instance_count],
+        help_text="at most this many idle quota instances lent (Kueue); empty = all",
     )
 
     class Meta:

@@ -20,6 +20,7 @@ from django.dispatch import receiver
 
 from planner.capacity.models import InstanceType
 from planner.strict_json import strict_json
+from planner.validators import validate_long_name
 from scheduling.errors import InputError
 from scheduling.trace import Trace as TraceColumns
 from scheduling.traces import FORMATS, read_trace
@@ -48,7 +49,7 @@ def read_upload(
 class Trace(models.Model):
     """An uploaded or generated workload trace."""
 
-    name = models.CharField(max_length=200, unique=True)
+    name = models.CharField(max_length=200, unique=True, validators=[validate_long_name])
     description = models.TextField(blank=True)
     format = models.CharField(max_length=40, default="auto", help_text="the reader it was read with")
     source_name = models.CharField(max_length=255, blank=True, help_text="the uploaded file's name")

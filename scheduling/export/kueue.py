@@ -27,6 +27,7 @@ from scheduling.model import (
     Share,
     Strategy,
 )
+from scheduling.nesting import check_yaml_nesting
 
 API_VERSION = "kueue.x-k8s.io/v1beta1"
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -367,6 +368,7 @@ def from_kueue_yaml(text: str | bytes, *, gpu_resource: str = GPU_RESOURCE) -> d
 
 
 def _load_documents(text: str | bytes) -> list[tuple[str, Mapping[str, Any]]]:
+    check_yaml_nesting(text)  # before the loader, which builds nested collections recursively
     try:
         raw = [doc for doc in yaml.safe_load_all(text) if doc is not None]
     except yaml.YAMLError as error:

@@ -15,12 +15,13 @@ from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from planner.api.errors import as_drf, input_error
+from planner.api.parsers import BoundedJSONParser
 from planner.capacity.api.serializers import PolicySerializer
 from planner.capacity.models import Policy
 from planner.exports.api.serializers import AwsBatchBundleSerializer, PolicyImportSerializer
@@ -28,6 +29,7 @@ from planner.exports.importing import read_configuration, store_imported_policy
 from scheduling.errors import InputError
 from scheduling.export import to_aws_batch, to_kueue_yaml
 from scheduling.model import Policy as EnginePolicy
+from scheduling.nesting import check_json_nesting
 
 INPUT_ERROR = OpenApiResponse(description='{"error": {"row": null, "field": str|null, "message": str}}')
 
@@ -107,7 +109,7 @@ class KueueExportView(APIView):
 class PolicyImportView(APIView):
     """Import an AWS Batch bundle or Kueue YAML as a new policy."""
 
-    parser_classes = [JSONParser, MultiPartParser, FormParser]
+    parser_classes = [BoundedJSONParser, MultiPartParser, FormParser]
 
     @extend_schema(
         operation_id="policy_imports_create",
@@ -141,8 +143,10 @@ def _source(values: dict):
     upload = values.get("file")
     if values["format"] == "aws-batch":
         if upload is not None:
+            text = upload.read()
+            check_json_nesting(text, field="file")
             try:
-                return json.loads(upload.read().decode("utf-8"))
+                return json.loads(text.decode("utf-8"))
             except (UnicodeDecodeError, json.JSONDecodeError) as error:
                 raise InputError(f"not a JSON file: {error}", field="file") from None
         if values.get("bundle") is None:
