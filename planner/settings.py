@@ -224,6 +224,11 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["planner.accounts.permissions.IsPlannerUser"],
+    # $ figures are removed for roles without finance access (planner.accounts.money).
+    "DEFAULT_RENDERER_CLASSES": [
+        "planner.api.renderers.RoleJSONRenderer",
+        "rest_framework.renderers.BrowsableAPIRenderer",
+    ],
     "DEFAULT_PARSER_CLASSES": [
         "planner.api.parsers.BoundedJSONParser",
         "rest_framework.parsers.FormParser",

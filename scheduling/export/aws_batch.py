@@ -60,10 +60,17 @@ class ExportBundle:
         return {"documents": self.documents, "script": self.script, "notes": list(self.notes)}
 
 
-def to_aws_batch(policy: Policy | Mapping[str, Any]) -> ExportBundle:
-    """The AWS Batch documents of ``policy`` (a Policy or its section 7 JSON)."""
+PRICES_LEFT_OUT = (
+    "hourly prices are left out of this export (the reader's role does not read $ figures): "
+    "an import takes 0 for a new instance type and keeps the planner's price of a known one"
+)
+
+
+def to_aws_batch(policy: Policy | Mapping[str, Any], *, prices: bool = True) -> ExportBundle:
+    """The AWS Batch documents of ``policy`` (a Policy or its section 7 JSON); ``prices=False`` leaves
+    the hourly prices out (tags and notes)."""
     policy = policy if isinstance(policy, Policy) else Policy.from_dict(policy)
-    notes: list[str] = []
+    notes: list[str] = [] if prices else [PRICES_LEFT_OUT]
     base = _aws_name(policy.name)
     scheduling_policy: dict[str, Any] = {
         "name": base,
@@ -73,7 +80,7 @@ def to_aws_batch(policy: Policy | Mapping[str, Any]) -> ExportBundle:
         notes.append(f"policy name {policy.name!r} is written {base!r}: {AWS_NAMES}")
         scheduling_policy["tags"] = {TAG_POLICY: policy.name}
     documents: dict[str, dict[str, Any]] = {
-        SERVICE_ENVIRONMENT: _service_environment(policy, base, notes),
+        SERVICE_ENVIRONMENT: _service_environment(policy, base, notes, prices),
         SCHEDULING_POLICY: scheduling_policy,
         JOB_QUEUE: {
             "jobQueueName": base,
@@ -103,7 +110,7 @@ def to_aws_batch(policy: Policy | Mapping[str, Any]) -> ExportBundle:
     return ExportBundle(documents=documents, script=_script(policy, base, share_files), notes=tuple(notes))
 
 
-def _service_environment(policy: Policy, base: str, notes: list[str]) -> dict[str, Any]:
+def _service_environment(policy: Policy, base: str, notes: list[str], prices: bool) -> dict[str, Any]:
     limits = []
     for type_name, count in policy.capacity.items():
         if not type_name.startswith("ml."):
@@ -118,6 +125,8 @@ def _service_environment(policy: Policy, base: str, notes: list[str]) -> dict[st
     tags = {}
     for instance_type in policy.instance_types.values():
         tags[TAG_GPUS + instance_type.name] = _number_text(instance_type.gpus)
+        if not prices:
+            continue
         tags[TAG_HOURLY_PRICE + instance_type.name] = _number_text(instance_type.hourly_price)
         if instance_type.hourly_price:
             notes.append(
