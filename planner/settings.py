@@ -212,6 +212,14 @@ if not DEBUG:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_SSL_REDIRECT = env_bool("PLANNER_SSL_REDIRECT", False)
 
+# Repeated wrong passwords lock the username (or the client address) for a while
+# (planner.accounts.throttle): the login page, the admin's and HTTP Basic on /api/tokens/.
+AUTHENTICATION_BACKENDS = ["planner.accounts.throttle.ThrottledModelBackend"]
+PLANNER_LOGIN_FAILURES = env_int("PLANNER_LOGIN_FAILURES", 5)
+PLANNER_LOGIN_FAILURES_PER_ADDRESS = env_int("PLANNER_LOGIN_FAILURES_PER_ADDRESS", 20)
+PLANNER_LOGIN_WINDOW_SECONDS = env_int("PLANNER_LOGIN_WINDOW_SECONDS", 900)
+PLANNER_LOGIN_LOCK_SECONDS = env_int("PLANNER_LOGIN_LOCK_SECONDS", 900)
+
 LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/login/"
@@ -263,6 +271,21 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "RunStatusEnum": "planner.studies.models.RunStatus",
     },
+}
+
+# The default cache stays in each process (rendered tables); the login throttle's counts must be
+# shared by every web process: Redis when there is one, else files on this machine.
+THROTTLE_CACHE: dict = (
+    {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": env_str("REDIS_URL")}
+    if env_str("REDIS_URL")
+    else {
+        "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+        "LOCATION": str(VAR_DIR / "login-throttle"),
+    }
+)
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "login-throttle": {**THROTTLE_CACHE, "KEY_PREFIX": "planner-login-throttle"},
 }
 
 # --- Celery: studies replay on workers ------------------------------------------------

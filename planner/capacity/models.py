@@ -143,6 +143,10 @@ class ShareSpec:
             lending_limit=dict(share.lending_limit) if share.lending_limit is not None else None,
         )
 
+    def type_names(self) -> set[str]:
+        """Every instance type this share has a quota or a limit of."""
+        return set(self.capacity) | set(self.borrowing_limit or {}) | set(self.lending_limit or {})
+
     def to_dict(self) -> dict:
         out: dict = {
             "name": self.name,
@@ -325,18 +329,30 @@ class Policy(models.Model):
 
     @transaction.atomic
     def replace_shares(self, specs: list[ShareSpec]) -> None:
-        """Store ``specs`` as this policy's shares (call ``validate_with(shares=specs)`` first)."""
+        """Store ``specs`` as this policy's shares (call ``validate_with(shares=specs)`` first).
+
+        In two bulk inserts (shares, then their per-type rows): a policy of hundreds of shares is
+        stored in a few queries, not three per share."""
         self.shares.all().delete()
-        for position, spec in enumerate(specs):
-            Share.objects.create(
-                policy=self,
-                name=spec.name,
-                strategy=spec.strategy,
-                borrow_limit_percent=spec.borrow_limit_percent,
-                in_share_preemption=spec.in_share_preemption,
-                reclaim=spec.reclaim,
-                position=position,
-            ).set_limits(spec)
+        shares = Share.objects.bulk_create(
+            [
+                Share(
+                    policy=self,
+                    name=spec.name,
+                    strategy=spec.strategy,
+                    borrow_limit_percent=spec.borrow_limit_percent,
+                    in_share_preemption=spec.in_share_preemption,
+                    reclaim=spec.reclaim,
+                    position=position,
+                )
+                for position, spec in enumerate(specs)
+            ]
+        )
+        names = {name for spec in specs for name in spec.type_names()}
+        types = {t.name: t for t in InstanceType.objects.filter(name__in=names)}
+        ShareLimit.objects.bulk_create(
+            [row for share, spec in zip(shares, specs, strict=True) for row in share.limit_rows(spec, types)]
+        )
 
 
 def validation_error(
@@ -429,9 +445,22 @@ class Share(models.Model):
             return
         self.check_in_policy(self.spec())
 
+    def limit_rows(self, spec: ShareSpec, types: Mapping[str, InstanceType]) -> list[ShareLimit]:
+        """The unsaved ShareLimit rows of ``spec`` for this (saved) share."""
+        return [
+            ShareLimit(
+                share=self,
+                instance_type=types[type_name],
+                quota=spec.capacity.get(type_name, 0),
+                borrowing_limit=(spec.borrowing_limit or {}).get(type_name),
+                lending_limit=(spec.lending_limit or {}).get(type_name),
+            )
+            for type_name in sorted(spec.type_names())
+        ]
+
     def set_limits(self, spec: ShareSpec) -> None:
         """Store the per-type quota and limits of ``spec`` (instance types by name)."""
-        names = set(spec.capacity) | set(spec.borrowing_limit or {}) | set(spec.lending_limit or {})
+        names = spec.type_names()
         types = {t.name: t for t in InstanceType.objects.filter(name__in=names)}
         self.limits.exclude(instance_type__name__in=names).delete()
         for type_name in sorted(names):

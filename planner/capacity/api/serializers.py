@@ -206,6 +206,35 @@ class PolicySerializer(serializers.ModelSerializer):
         return policy
 
 
+class PolicyListSerializer(serializers.ModelSerializer):
+    """A policy in a list: its settings and how many shares it has, not the shares themselves (a list
+    of 50 policies of hundreds of shares each would be megabytes); they are at ``shares_url``."""
+
+    parent = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True)
+    share_count = serializers.IntegerField(read_only=True, help_text="how many shares it has")
+    shares_url = serializers.SerializerMethodField(help_text="its shares: /api/shares/?policy=<id>")
+
+    class Meta:
+        model = Policy
+        fields = [
+            "id",
+            "name",
+            "pool",
+            "description",
+            "queueing",
+            "startup_seconds",
+            "parent",
+            "share_count",
+            "shares_url",
+            "created_at",
+            "updated_at",
+        ]
+        read_only_fields = fields
+
+    def get_shares_url(self, policy: Policy) -> str:
+        return f"/api/shares/?policy={policy.pk}"
+
+
 class PolicyDuplicateSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=100, validators=[validate_name])
     description = serializers.CharField(required=False, allow_blank=True)
