@@ -95,6 +95,14 @@ class Trace(models.Model):
             final.unlink(missing_ok=True)
             raise
 
+    def share_names(self) -> list[str]:
+        """The shares its jobs name (from the summary: no job file read)."""
+        return [share["name"] for share in self.summary.get("shares", [])]
+
+    def type_names(self) -> list[str]:
+        """The instance types its jobs name, ``""`` for jobs naming none (from the summary)."""
+        return list(self.summary.get("instance_types", {}))
+
     def load_jobs(self) -> TraceColumns:
         """The jobs as columns, ready for ``scheduling.engine.replay``."""
         with self.jobs_file.open("rb") as stream:
