@@ -165,3 +165,26 @@ def test_pages_and_csv_survive_a_null_utilization(world):
     csv = client.get(f"/studies/{world.study.pk}/policies.csv")
     assert csv.status_code == 200
     assert csv.content.decode("utf-8-sig").splitlines()[1].startswith("lab-policy,,")
+
+
+@pytest.mark.parametrize(
+    "table, message",
+    [
+        (b"vc,node num\nhuge,400000000\n", "above the maximum 1,000,000"),  # DataError on PostgreSQL before
+        (b"job_id,submit_time,share,duration\nt1,0,train,60\n", "expected two columns, a VC and its number"),
+    ],
+)
+def test_a_quota_table_out_of_range_or_of_the_wrong_kind_is_a_400(world, table, message):
+    import io
+
+    before = counts(world)
+    upload = io.BytesIO(table)
+    upload.name = "table.csv"
+    response = world.api("admin").post(
+        "/api/quota-tables/",
+        {"kind": "nodes", "gpus_per_node": 8, "name": "huge", "file": upload},
+        format="multipart",
+    )
+    assert response.status_code == 400, response.content
+    assert message in json.dumps(response.json())
+    assert counts(world) == before
