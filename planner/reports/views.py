@@ -30,11 +30,14 @@ from planner.reports.finance import (
     compare_reports,
     finance_report,
 )
+from planner.studies.attempts import silence_note
 from planner.studies.models import Run, RunStatus, Study
 from planner.studies.reaper import reap_stale_runs
 from planner.web.access import finance_required, reader_required
 
-PROGRESS_FIELDS = ("id", "study", "policy", "policy_name", "status", "progress", "error", "attempts")
+PROGRESS_FIELDS = (
+    "id", "study", "policy", "policy_name", "status", "progress", "error", "attempts", "worker", "heartbeat",
+)  # fmt: skip
 
 
 # -- study page ------------------------------------------------------------------------------
@@ -49,7 +52,10 @@ def _progress_runs(study: Study) -> list[Run]:
     runs = Run.objects.filter(study=study)
     if runs.filter(status=RunStatus.RUNNING).exists():
         reap_stale_runs(runs=runs)
-    return list(runs.only(*PROGRESS_FIELDS).order_by("id"))
+    listed = list(runs.only(*PROGRESS_FIELDS).order_by("id"))
+    for run in listed:
+        run.note = silence_note(run)  # a worker that stopped answering, and when the run is retried
+    return listed
 
 
 def run_columns(study: Study, runs: list[Run], user) -> list[RunColumn]:
@@ -210,6 +216,7 @@ def study_progress(request: HttpRequest, pk: int) -> JsonResponse:
                     "status": run.status,
                     "progress": run.progress,
                     "error": run.error,
+                    "note": run.note,
                 }
                 for run in runs
             ],
