@@ -71,9 +71,27 @@ def local_secret_key(path: Path) -> str:
     return path.read_text().strip()
 
 
+def checked_secret_key(key: str) -> str:
+    """``key`` when it is as strong as Django's own check asks (security.W009: at least 50
+    characters, at least 5 different ones); otherwise refuse to start, saying how to fix it."""
+    from django.core.checks.security.base import SECRET_KEY_MIN_LENGTH, SECRET_KEY_MIN_UNIQUE_CHARACTERS
+
+    if len(key) < SECRET_KEY_MIN_LENGTH or len(set(key)) < SECRET_KEY_MIN_UNIQUE_CHARACTERS:
+        raise ImproperlyConfigured(
+            f"SECRET_KEY is too weak for production ({len(key)} characters, {len(set(key))} different): "
+            f"give at least {SECRET_KEY_MIN_LENGTH} characters, "
+            f"{SECRET_KEY_MIN_UNIQUE_CHARACTERS} or more of them different, "
+            "e.g. python -c 'import secrets; print(secrets.token_urlsafe(50))', "
+            "or unset it to use the random key kept in var/secret_key (DEBUG=1 accepts any key)"
+        )
+    return key
+
+
 SECRET_KEY = env_str("SECRET_KEY")
 if not SECRET_KEY:
     SECRET_KEY = "development-only-key" if DEBUG else local_secret_key(VAR_DIR / "secret_key")
+elif not DEBUG:
+    SECRET_KEY = checked_secret_key(SECRET_KEY)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost" if DEBUG else "")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
 
@@ -329,6 +347,16 @@ PLANNER_RETRY_DELAY_SECONDS = env_float("PLANNER_RETRY_DELAY_SECONDS", 10.0)
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"one_line_client_errors": {"()": "planner.log.OneLineClientErrors"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler"},
+        "requests": {"class": "logging.StreamHandler", "filters": ["one_line_client_errors"]},
+    },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    # Django's own handlers (console with DEBUG, mail to ADMINS) replaced, and not propagated to the
+    # root as well: each refused request is logged once, in one line.
+    "loggers": {
+        "django": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO"), "propagate": False},
+        "django.request": {"handlers": ["requests"], "level": "WARNING", "propagate": False},
+    },
 }
