@@ -293,3 +293,26 @@ def test_the_study_page_and_csv_show_finance_its_dollar_figures(world):
     )
     assert "Rerun cost (GPU-hours)" in viewer_csv.splitlines()[0]
     assert "$" not in viewer_csv
+
+
+def test_the_advisor_page_and_api_give_a_viewer_no_dollar_figure(world, django_capture_on_commit_callbacks):
+    from planner.advisor.launch import start_sweep
+    from planner.celery import app as celery_app
+
+    eager = celery_app.conf.task_always_eager
+    celery_app.conf.task_always_eager = True
+    try:
+        with django_capture_on_commit_callbacks(execute=True):
+            sweep = start_sweep(
+                trace=world.trace, base_policy=world.policy, size=2, knobs={"shares": ["train"]}
+            )
+    finally:
+        celery_app.conf.task_always_eager = eager
+    finance_page = world.session("finance").get(f"/advisor/{sweep.pk}/").content.decode()
+    assert "Rerun ($)" in finance_page  # the column exists for finance
+    page = world.session("viewer").get(f"/advisor/{sweep.pk}/").content.decode()
+    assert "Rerun (GPU-hours)" in page
+    assert not MONEY_AMOUNT.search(page) and not MONEY_NAMES.search(page)
+    finance_api = world.api("finance").get(f"/api/sweeps/{sweep.pk}/").json()
+    assert "rerun_cost_usd" in finance_api["points"][0]
+    assert money_fields(world.api("viewer").get(f"/api/sweeps/{sweep.pk}/").json()) == []
