@@ -36,8 +36,9 @@ def strip_money(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: strip_money(v) for k, v in value.items() if not is_money_key(k)}
     if isinstance(value, (list, tuple)):
-        # Long lists of numbers (series, CDFs) are shared, not copied: nothing in them to strip.
-        if not any(isinstance(v, (dict, list, tuple)) for v in value):
+        # Lists of numbers (series, CDFs: thousands of values) are shared, not copied or scanned:
+        # the planner's JSON lists hold one kind of value, so the ends tell what the list holds.
+        if not value or not any(isinstance(v, (dict, list, tuple)) for v in (value[0], value[-1])):
             return value
         return [strip_money(v) for v in value]
     return value
