@@ -25,6 +25,7 @@ def study(roles):
 
 def test_a_viewer_sees_gpu_hours_and_no_dollars_finance_sees_both(page_as, study):
     viewer = page_as("viewer")
+    viewer.set_default_timeout(60_000)  # the comparison page with its charts, on a busy machine
     viewer.goto(f"/studies/{study.pk}/")
     viewer.locator(".verdict .card").first.wait_for()
     text = viewer.locator("main").inner_text()
@@ -32,6 +33,7 @@ def test_a_viewer_sees_gpu_hours_and_no_dollars_finance_sees_both(page_as, study
     assert "Rerun cost (GPU-hours)" in text and "Rerun cost ($)" not in text
     look_at(viewer, "study-viewer-no-dollars", "#rerun-cost")
     finance = page_as("finance")
+    finance.set_default_timeout(60_000)
     finance.goto(f"/studies/{study.pk}/")
     finance.locator(".verdict .card").first.wait_for()
     assert "Rerun cost ($)" in finance.locator("main").inner_text()
