@@ -253,8 +253,8 @@ class Card:
 
 
 def verdict_cards(runs: Sequence[RunColumn]) -> list[Card]:
-    """One card per policy: utilization (total, useful), p95 wait of each share, rerun cost in $,
-    unschedulable jobs; each with its difference to the baseline."""
+    """One card per policy: utilization (total, useful), p95 wait of each share, rerun cost in
+    GPU-hours and in $, unschedulable jobs; each with its difference to the baseline."""
     baseline = baseline_of(runs)
     names = share_names(runs)
     base_summary = summary_values(baseline.metrics) if baseline else {}
@@ -295,6 +295,18 @@ def verdict_cards(runs: Sequence[RunColumn]) -> list[Card]:
                 )
             )
         lines.append(
+            CardLine(
+                "Rerun cost",
+                columns["rerun_gpu_hours"],
+                _cell(
+                    values["rerun_gpu_hours"],
+                    base_summary.get("rerun_gpu_hours"),
+                    columns["rerun_gpu_hours"],
+                    is_base,
+                ),
+            )
+        )
+        lines.append(  # the same in $: finance and admin only (planner.accounts.money)
             CardLine(
                 "Rerun cost",
                 columns["rerun_usd"],
