@@ -3,6 +3,8 @@
     .venv/bin/python benchmarks/replay_benchmark.py                 # 10k, 100k, 1M synthetic + real traces
     .venv/bin/python benchmarks/replay_benchmark.py --cases 10k itp   # a selection
     .venv/bin/python benchmarks/replay_benchmark.py --repeat 3        # the fastest of 3 runs a case
+    .venv/bin/python benchmarks/replay_benchmark.py --cli             # the command line, phase by phase
+    .venv/bin/python benchmarks/replay_benchmark.py --upload tiled 5m # upload to study finished (API)
 
 Synthetic cases replay `scheduling.synthetic.generate(N)` on the 4-share demo policy (two shares lend
 and borrow with in-share preemption, one lends, one reserves; cross-share reclaim on) sized for about
@@ -114,11 +116,31 @@ def main() -> None:
     parser.add_argument("--cases", nargs="*", default=[*SYNTHETIC, *REAL])
     parser.add_argument("--repeat", type=int, default=1, help="runs per case; the fastest is shown")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # internal: run one case here
+    parser.add_argument("--cli", action="store_true", help="time python -m scheduling replay by phase")
+    parser.add_argument("--upload", nargs="*", choices=["tiled", "5m"], help="upload to study finished")
+    parser.add_argument("--cli-phases", nargs=3, help=argparse.SUPPRESS)  # internal
+    parser.add_argument("--bare-loop", help=argparse.SUPPRESS)  # internal
     args = parser.parse_args()
     if args.one:
         print(json.dumps(run_case(args.one)))
         return
     sys.path.insert(0, str(ROOT))
+    from benchmarks import ingest
+
+    if args.cli_phases:
+        print(json.dumps(ingest.cli_phases(*args.cli_phases)))
+        return
+    if args.bare_loop:
+        print(ingest.bare_loop(args.bare_loop))
+        return
+    if args.cli or args.upload is not None:
+        env = {"PYTHONPATH": str(ROOT), "PATH": os.environ.get("PATH", "/usr/bin:/bin"), **_engine_choice()}
+        print(f"reference loop: {reference_loop_seconds()} s")
+        if args.cli:
+            ingest.run_cli(env)
+        for case in args.upload or []:
+            ingest.run_upload(env, None if case == "tiled" else 5_000_000)
+        return
     from scheduling.compiled import engine_kind, stale_reason
 
     kind = engine_kind()

@@ -7,7 +7,7 @@ import planner.validators
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("traces", "0001_initial"),
+        ("traces", "0002_parse_off_the_request"),
     ]
 
     operations = [
