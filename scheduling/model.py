@@ -7,6 +7,7 @@ Policies are frozen dataclasses built and validated from the JSON of SEMANTICS.m
 from __future__ import annotations
 
 import math
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from enum import Enum, IntEnum
@@ -96,6 +97,19 @@ class UnschedulableReason(str, Enum):
 
 
 MAX_PRIORITY = 9999
+
+# Domain maxima, checked by the one validator below (``check_name``, ``_parse_number``). Each is far
+# above any real pool and far below what the databases store (PostgreSQL integer: 2**31 - 1), so an
+# absurd value is a clear error on SQLite and PostgreSQL alike, never an overflow at the database.
+MAX_NAME_LENGTH = 100  # policies, shares, pools, instance types, studies (the database columns)
+MAX_INSTANCES = 1_000_000  # instances of one type: pool capacity, a quota, a borrowing or lending limit
+MAX_GPUS_PER_INSTANCE = 1_024
+MAX_HOURLY_PRICE = 100_000.0  # $ per instance-hour
+MAX_STARTUP_SECONDS = 7 * 86_400.0  # a week: longer is no start-up, and a replay would idle for ever
+MAX_BORROW_LIMIT_PERCENT = 100_000.0  # 1,000 times the share's own quota
+MAX_SHARES = 500  # per policy (AWS Batch allows 20 quota shares per job queue)
+MAX_RUNNABLE_TIMEOUT_SECONDS = 365 * 86_400.0  # a year in RUNNABLE: any real limit is far shorter
+MAX_FAIR_WEIGHT = 1_000_000.0  # Kueue weights are small numbers; 0 already means "never favoured"
 
 
 @dataclass(frozen=True)
@@ -280,9 +294,7 @@ def _share_to_dict(share: Share) -> dict[str, Any]:
 def parse_policy(data: Mapping[str, Any]) -> Policy:
     if not isinstance(data, Mapping):
         raise InputError("a policy must be a JSON object")
-    name = data.get("name") or "policy"
-    if not isinstance(name, str):
-        raise InputError("must be a string", field="name")
+    name = check_name(data.get("name") or "policy", "name")
     instance_types = _parse_instance_types(data.get("instance_types"))
     capacity = _parse_counts(data.get("capacity"), "capacity", instance_types, required=True)
     if not any(capacity.values()):
@@ -290,16 +302,26 @@ def parse_policy(data: Mapping[str, Any]) -> Policy:
     shares_raw = data.get("shares")
     if not isinstance(shares_raw, list) or not shares_raw:
         raise InputError("a policy needs a non-empty list of shares", field="shares")
+    if len(shares_raw) > MAX_SHARES:
+        raise InputError(f"{len(shares_raw)} shares: a policy has at most {MAX_SHARES}", field="shares")
     shares = tuple(_parse_share(raw, i, instance_types) for i, raw in enumerate(shares_raw))
     names = [s.name for s in shares]
     for i, share_name in enumerate(names):
         if share_name in names[:i]:
             raise InputError(f"duplicate share name {share_name!r}", field=f"shares[{i}].name")
     queueing = _parse_enum(Queueing, data.get("queueing", Queueing.BEST_EFFORT_FIFO.value), "queueing")
-    startup = _parse_number(data.get("startup_seconds", 0), "startup_seconds", minimum=0)
+    startup = _parse_number(
+        data.get("startup_seconds", 0), "startup_seconds", minimum=0, maximum=MAX_STARTUP_SECONDS
+    )
     timeout = data.get("runnable_timeout_seconds")
     if timeout is not None:
-        timeout = _parse_number(timeout, "runnable_timeout_seconds", minimum=0, strictly_positive=True)
+        timeout = _parse_number(
+            timeout,
+            "runnable_timeout_seconds",
+            minimum=0,
+            strictly_positive=True,
+            maximum=MAX_RUNNABLE_TIMEOUT_SECONDS,
+        )
     policy = Policy(
         name=name,
         instance_types=instance_types,
@@ -361,11 +383,20 @@ def _parse_instance_types(raw: Any) -> dict[str, InstanceType]:
         where = f"instance_types.{type_name}"
         if not isinstance(type_name, str) or not type_name.strip():
             raise InputError("an instance type needs a name", field="instance_types")
+        check_name(type_name, where)
         spec = spec if spec is not None else {}
         if not isinstance(spec, Mapping):
             raise InputError("must be an object with gpus and hourly_price", field=where)
-        gpus = _parse_number(spec.get("gpus", 1), f"{where}.gpus", minimum=0, strictly_positive=True)
-        price = _parse_number(spec.get("hourly_price", 0), f"{where}.hourly_price", minimum=0)
+        gpus = _parse_number(
+            spec.get("gpus", 1),
+            f"{where}.gpus",
+            minimum=0,
+            strictly_positive=True,
+            maximum=MAX_GPUS_PER_INSTANCE,
+        )
+        price = _parse_number(
+            spec.get("hourly_price", 0), f"{where}.hourly_price", minimum=0, maximum=MAX_HOURLY_PRICE
+        )
         types[type_name] = InstanceType(type_name, gpus, price)
     return types
 
@@ -377,6 +408,7 @@ def _parse_share(raw: Any, index: int, instance_types: Mapping[str, InstanceType
     name = raw.get("name")
     if not isinstance(name, str) or not name.strip():
         raise InputError("a share needs a name", field=f"{where}.name")
+    check_name(name, f"{where}.name")
     known = {
         "name",
         "capacity",
@@ -395,7 +427,9 @@ def _parse_share(raw: Any, index: int, instance_types: Mapping[str, InstanceType
     strategy = _parse_enum(Strategy, raw.get("strategy", Strategy.LEND_AND_BORROW.value), f"{where}.strategy")
     percent = raw.get("borrow_limit_percent")
     if percent is not None:
-        percent = _parse_number(percent, f"{where}.borrow_limit_percent", minimum=-1)
+        percent = _parse_number(
+            percent, f"{where}.borrow_limit_percent", minimum=-1, maximum=MAX_BORROW_LIMIT_PERCENT
+        )
         if -1 < percent < 0:
             raise InputError("must be -1 (unlimited) or at least 0", field=f"{where}.borrow_limit_percent")
     borrowing = _parse_limit(raw.get("borrowing_limit"), f"{where}.borrowing_limit", instance_types)
@@ -411,7 +445,9 @@ def _parse_share(raw: Any, index: int, instance_types: Mapping[str, InstanceType
             InSharePreemption, raw.get("in_share_preemption", "never"), f"{where}.in_share_preemption"
         ),
         reclaim=_parse_enum(Reclaim, raw.get("reclaim", "any"), f"{where}.reclaim"),
-        fair_weight=_parse_number(raw.get("fair_weight", 1), f"{where}.fair_weight", minimum=0),
+        fair_weight=_parse_number(
+            raw.get("fair_weight", 1), f"{where}.fair_weight", minimum=0, maximum=MAX_FAIR_WEIGHT
+        ),
     )
 
 
@@ -530,14 +566,56 @@ def _parse_counts(
 
 
 def _parse_count(value: Any, where: str) -> int:
-    number = _parse_number(value, where, minimum=0)
+    return parse_instance_count(value, where)
+
+
+def parse_instance_count(value: Any, where: str) -> int:
+    """A whole number of instances from 0 to MAX_INSTANCES (pool capacity, quotas, limits)."""
+    number = _parse_number(value, where, minimum=0, maximum=MAX_INSTANCES)
     if number != int(number):
         raise InputError(f"{value!r} is not a whole number of instances", field=where)
     return int(number)
 
 
+def parse_bounded_number(value: Any, where: str, minimum: float, maximum: float) -> float:
+    """A finite number within [minimum, maximum] (GPUs per instance, prices, start-up seconds)."""
+    return _parse_number(value, where, minimum=minimum, maximum=maximum)
+
+
+# Characters that end a line or reorder text where a name is shown: refused in every name so that a
+# name can never start a new line of a script, a YAML document or a log, nor hide what follows it.
+_NAME_BREAKERS = {"Cc", "Cs", "Zl", "Zp"}
+_BIDI_CONTROLS = set("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f")
+_CONTROL_NAMES = {"\n": "line feed", "\r": "carriage return", "\t": "tab", "\x00": "NUL", "\x1b": "escape"}
+
+
+def check_name(value: Any, where: str, max_length: int = MAX_NAME_LENGTH) -> str:
+    """The one rule for names (policies, shares, pools, instance types, studies): one line of printable
+    text, 1 to MAX_NAME_LENGTH characters, not blank. Returns the name; raises InputError saying which
+    character is refused and where."""
+    if not isinstance(value, str):
+        raise InputError(f"{value!r} is not a name (a string)", field=where)
+    if not value.strip():
+        raise InputError("a name cannot be empty", field=where)
+    if len(value) > max_length:
+        raise InputError(f"a name has at most {max_length} characters, this one {len(value)}", field=where)
+    for position, char in enumerate(value, 1):
+        if unicodedata.category(char) in _NAME_BREAKERS or char in _BIDI_CONTROLS:
+            label = _CONTROL_NAMES.get(char) or unicodedata.name(char, "control character")
+            raise InputError(
+                f"character {position} is U+{ord(char):04X} ({label.lower()}): names cannot hold control "
+                "characters (line breaks, tabs, escapes, text-direction marks)",
+                field=where,
+            )
+    return value
+
+
 def _parse_number(
-    value: Any, where: str, minimum: float | None = None, strictly_positive: bool = False
+    value: Any,
+    where: str,
+    minimum: float | None = None,
+    strictly_positive: bool = False,
+    maximum: float | None = None,
 ) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         try:
@@ -550,6 +628,9 @@ def _parse_number(
         raise InputError(f"{value:g} is below the minimum {minimum:g}", field=where)
     if strictly_positive and value <= 0:
         raise InputError(f"{value:g} must be positive", field=where)
+    if maximum is not None and value > maximum:
+        limit = f"{int(maximum):,}" if float(maximum).is_integer() else f"{maximum:,g}"
+        raise InputError(f"{value:g} is above the maximum {limit}", field=where)
     return int(value) if float(value).is_integer() else float(value)
 
 

@@ -10,6 +10,7 @@ from django import forms
 from planner.advisor.models import SweepMode
 from planner.capacity.models import Policy
 from planner.traces.models import Trace
+from planner.validators import validate_name
 from scheduling.advisor import DEFAULT_KNOBS, MAX_VARIANTS
 
 CONSTRAINT_HELP = (
@@ -70,7 +71,10 @@ WIDE = forms.TextInput(attrs={"size": 40})
 
 class SweepForm(forms.Form):
     name = forms.CharField(
-        max_length=100, required=False, help_text="default: the base policy's name on the trace's"
+        max_length=100,
+        required=False,
+        validators=[validate_name],
+        help_text="default: the base policy's name on the trace's",
     )
     trace = forms.ModelChoiceField(
         queryset=Trace.objects.ready().defer("summary"), empty_label="choose a trace"

@@ -17,6 +17,14 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models, transaction
 
+from planner.validators import (
+    validate_borrow_limit_percent,
+    validate_gpus_per_instance,
+    validate_hourly_price,
+    validate_instance_count,
+    validate_name,
+    validate_startup_seconds,
+)
 from scheduling.errors import InputError
 from scheduling.model import InSharePreemption, Queueing, Reclaim, Strategy, parse_policy
 from scheduling.model import Policy as EnginePolicy
@@ -30,10 +38,14 @@ def _choices(enum) -> list[tuple[str, str]]:
 class InstanceType(models.Model):
     """A kind of machine (``ml.g5.xlarge``, or ``gpu`` for traces counted in GPUs)."""
 
-    name = models.CharField(max_length=100, unique=True)
-    gpus = models.FloatField(default=1, validators=[MinValueValidator(0.001)], help_text="GPUs per instance")
+    name = models.CharField(max_length=100, unique=True, validators=[validate_name])
+    gpus = models.FloatField(
+        default=1,
+        validators=[MinValueValidator(0.001), validate_gpus_per_instance],
+        help_text="GPUs per instance",
+    )
     hourly_price = models.FloatField(
-        default=0, validators=[MinValueValidator(0)], help_text="USD per instance-hour, for finance reports"
+        default=0, validators=[validate_hourly_price], help_text="USD per instance-hour, for finance reports"
     )
     description = models.TextField(blank=True)
 
@@ -47,7 +59,7 @@ class InstanceType(models.Model):
 class Pool(models.Model):
     """A pool of machines (AWS: service environment) with a capacity per instance type."""
 
-    name = models.CharField(max_length=100, unique=True)
+    name = models.CharField(max_length=100, unique=True, validators=[validate_name])
     description = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -90,7 +102,9 @@ class PoolCapacity(models.Model):
 
     pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="capacities")
     instance_type = models.ForeignKey(InstanceType, on_delete=models.PROTECT, related_name="pool_capacities")
-    count = models.PositiveIntegerField(help_text="instances of this type in the pool")
+    count = models.PositiveIntegerField(
+        validators=[validate_instance_count], help_text="instances of this type in the pool"
+    )
 
     class Meta:
         ordering = ["pool", "instance_type__name"]
@@ -129,6 +143,10 @@ class ShareSpec:
             lending_limit=dict(share.lending_limit) if share.lending_limit is not None else None,
         )
 
+    def type_names(self) -> set[str]:
+        """Every instance type this share has a quota or a limit of."""
+        return set(self.capacity) | set(self.borrowing_limit or {}) | set(self.lending_limit or {})
+
     def to_dict(self) -> dict:
         out: dict = {
             "name": self.name,
@@ -165,7 +183,7 @@ class Policy(models.Model):
     ``parent`` is the policy this one was duplicated from (a variant).
     """
 
-    name = models.CharField(max_length=100, unique=True)
+    name = models.CharField(max_length=100, unique=True, validators=[validate_name])
     pool = models.ForeignKey(Pool, on_delete=models.PROTECT, related_name="policies")
     description = models.TextField(blank=True)
     queueing = models.CharField(
@@ -173,7 +191,7 @@ class Policy(models.Model):
     )
     startup_seconds = models.FloatField(
         default=0,
-        validators=[MinValueValidator(0)],
+        validators=[validate_startup_seconds],
         help_text="seconds a started job holds capacity before work",
     )
     parent = models.ForeignKey(
@@ -311,18 +329,30 @@ class Policy(models.Model):
 
     @transaction.atomic
     def replace_shares(self, specs: list[ShareSpec]) -> None:
-        """Store ``specs`` as this policy's shares (call ``validate_with(shares=specs)`` first)."""
+        """Store ``specs`` as this policy's shares (call ``validate_with(shares=specs)`` first).
+
+        In two bulk inserts (shares, then their per-type rows): a policy of hundreds of shares is
+        stored in a few queries, not three per share."""
         self.shares.all().delete()
-        for position, spec in enumerate(specs):
-            Share.objects.create(
-                policy=self,
-                name=spec.name,
-                strategy=spec.strategy,
-                borrow_limit_percent=spec.borrow_limit_percent,
-                in_share_preemption=spec.in_share_preemption,
-                reclaim=spec.reclaim,
-                position=position,
-            ).set_limits(spec)
+        shares = Share.objects.bulk_create(
+            [
+                Share(
+                    policy=self,
+                    name=spec.name,
+                    strategy=spec.strategy,
+                    borrow_limit_percent=spec.borrow_limit_percent,
+                    in_share_preemption=spec.in_share_preemption,
+                    reclaim=spec.reclaim,
+                    position=position,
+                )
+                for position, spec in enumerate(specs)
+            ]
+        )
+        names = {name for spec in specs for name in spec.type_names()}
+        types = {t.name: t for t in InstanceType.objects.filter(name__in=names)}
+        ShareLimit.objects.bulk_create(
+            [row for share, spec in zip(shares, specs, strict=True) for row in share.limit_rows(spec, types)]
+        )
 
 
 def validation_error(
@@ -358,13 +388,14 @@ class Share(models.Model):
     """
 
     policy = models.ForeignKey(Policy, on_delete=models.CASCADE, related_name="shares")
-    name = models.CharField(max_length=100)
+    name = models.CharField(max_length=100, validators=[validate_name])
     strategy = models.CharField(
         max_length=32, choices=_choices(Strategy), default=Strategy.LEND_AND_BORROW.value
     )
     borrow_limit_percent = models.FloatField(
         null=True,
         blank=True,
+        validators=[validate_borrow_limit_percent],
         help_text="AWS borrowLimit: percent of its own capacity it may borrow; empty or -1 = unlimited",
     )
     in_share_preemption = models.CharField(
@@ -414,9 +445,22 @@ class Share(models.Model):
             return
         self.check_in_policy(self.spec())
 
+    def limit_rows(self, spec: ShareSpec, types: Mapping[str, InstanceType]) -> list[ShareLimit]:
+        """The unsaved ShareLimit rows of ``spec`` for this (saved) share."""
+        return [
+            ShareLimit(
+                share=self,
+                instance_type=types[type_name],
+                quota=spec.capacity.get(type_name, 0),
+                borrowing_limit=(spec.borrowing_limit or {}).get(type_name),
+                lending_limit=(spec.lending_limit or {}).get(type_name),
+            )
+            for type_name in sorted(spec.type_names())
+        ]
+
     def set_limits(self, spec: ShareSpec) -> None:
         """Store the per-type quota and limits of ``spec`` (instance types by name)."""
-        names = set(spec.capacity) | set(spec.borrowing_limit or {}) | set(spec.lending_limit or {})
+        names = spec.type_names()
         types = {t.name: t for t in InstanceType.objects.filter(name__in=names)}
         self.limits.exclude(instance_type__name__in=names).delete()
         for type_name in sorted(names):
@@ -439,14 +483,20 @@ class ShareLimit(models.Model):
 
     share = models.ForeignKey(Share, on_delete=models.CASCADE, related_name="limits")
     instance_type = models.ForeignKey(InstanceType, on_delete=models.PROTECT, related_name="share_limits")
-    quota = models.PositiveIntegerField(default=0, help_text="instances it may use without borrowing")
+    quota = models.PositiveIntegerField(
+        default=0, validators=[validate_instance_count], help_text="instances it may use without borrowing"
+    )
     borrowing_limit = models.PositiveIntegerField(
         null=True,
         blank=True,
+        validators=[validate_instance_count],
         help_text="at most this many instances above its quota (Kueue); empty = no limit",
     )
     lending_limit = models.PositiveIntegerField(
-        null=True, blank=True, help_text="at most this many idle quota instances lent (Kueue); empty = all"
+        null=True,
+        blank=True,
+        validators=[validate_instance_count],
+        help_text="at most this many idle quota instances lent (Kueue); empty = all",
     )
 
     class Meta:

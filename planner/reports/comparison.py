@@ -78,6 +78,11 @@ def hours(seconds: float | None) -> float | None:
     return None if seconds is None else seconds / HOUR
 
 
+def percent(fraction: float | None) -> float | None:
+    """A fraction as a percentage; a metric the replay could not compute (null) stays missing."""
+    return None if fraction is None else 100 * fraction
+
+
 def verdict(delta: float | None, better: str, digits: int = 2) -> str:
     """ "better" / "worse" / "same" for a difference, given which direction is better; a
     difference that rounds to zero at the shown precision is "same"."""
@@ -139,8 +144,8 @@ def _common_values(block: Mapping[str, Any]) -> dict[str, float | None]:
 def summary_values(metrics: Mapping[str, Any]) -> dict[str, float | None]:
     s = metrics["summary"]
     return {
-        "utilization": 100 * s.get("utilization", 0.0),
-        "useful_utilization": 100 * s.get("useful_utilization", 0.0),
+        "utilization": percent(s.get("utilization", 0.0)),
+        "useful_utilization": percent(s.get("useful_utilization", 0.0)),
         "succeeded": s.get("succeeded"),
         **_common_values(s),
     }
@@ -248,8 +253,8 @@ class Card:
 
 
 def verdict_cards(runs: Sequence[RunColumn]) -> list[Card]:
-    """One card per policy: utilization (total, useful), p95 wait of each share, rerun cost in $,
-    unschedulable jobs; each with its difference to the baseline."""
+    """One card per policy: utilization (total, useful), p95 wait of each share, rerun cost in
+    GPU-hours and in $, unschedulable jobs; each with its difference to the baseline."""
     baseline = baseline_of(runs)
     names = share_names(runs)
     base_summary = summary_values(baseline.metrics) if baseline else {}
@@ -290,6 +295,18 @@ def verdict_cards(runs: Sequence[RunColumn]) -> list[Card]:
                 )
             )
         lines.append(
+            CardLine(
+                "Rerun cost",
+                columns["rerun_gpu_hours"],
+                _cell(
+                    values["rerun_gpu_hours"],
+                    base_summary.get("rerun_gpu_hours"),
+                    columns["rerun_gpu_hours"],
+                    is_base,
+                ),
+            )
+        )
+        lines.append(  # the same in $: finance and admin only (planner.accounts.money)
             CardLine(
                 "Rerun cost",
                 columns["rerun_usd"],

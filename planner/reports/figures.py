@@ -304,10 +304,12 @@ def preemption_figure(runs: Sequence[RunColumn]) -> dict[str, Any]:
 
 
 def rerun_figure(runs: Sequence[RunColumn]) -> dict[str, Any]:
-    """Rerun cost (lost work + start-up) per policy stacked by share, GPU-hours with $ labels."""
+    """Rerun cost (lost work + start-up) per policy stacked by share, GPU-hours with $ labels (only
+    when the metrics carry $ figures: not for a role without finance access)."""
     names = share_names(runs)
     colors = colors_of(runs)
     policies = [run.name for run in runs]
+    money = any("rerun_cost_usd" in s for run in runs for s in run.metrics.get("shares", []))
     traces = []
     for name in names:
         hours, labels = [], []
@@ -315,13 +317,18 @@ def rerun_figure(runs: Sequence[RunColumn]) -> dict[str, Any]:
             share = next((s for s in run.metrics.get("shares", []) if s["name"] == name), {})
             hours.append(share.get("rerun_gpu_hours", 0.0))
             labels.append(f"${share.get('rerun_cost_usd', 0.0):,.0f}")
-        trace = bar(policies, hours, name=name, color=colors[name], unit="GPU-hours", text=labels)
-        trace["customdata"] = labels
-        trace["hovertemplate"] = f"{name}<br>%{{x}}: %{{y:,.1f}} GPU-hours (%{{customdata}})<extra></extra>"
+        trace = bar(
+            policies, hours, name=name, color=colors[name], unit="GPU-hours", text=labels if money else None
+        )
+        if money:
+            trace["customdata"] = labels
+            trace["hovertemplate"] = (
+                f"{name}<br>%{{x}}: %{{y:,.1f}} GPU-hours (%{{customdata}})<extra></extra>"
+            )
         traces.append(trace)
     return figure(
         traces,
-        title="Rerun cost of preemptions by share (GPU-hours; $ on the bars)",
+        title="Rerun cost of preemptions by share (GPU-hours" + ("; $ on the bars)" if money else ")"),
         x_title="policy",
         y_title="GPU-hours lost to preemption",
         barmode="stack",

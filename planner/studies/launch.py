@@ -12,6 +12,18 @@ from django.db import transaction
 from planner.capacity.models import Policy
 from planner.studies.models import Run, RunStatus, Study
 from planner.traces.models import Trace
+from scheduling.binding import check_fits
+from scheduling.errors import InputError
+from scheduling.model import Policy as EnginePolicy
+
+
+def check_policy_fits(policy: EnginePolicy, trace: Trace, field: str) -> None:
+    """ValidationError on ``field`` naming the shares and instance types of ``trace`` that ``policy``
+    lacks: a study that could only fail at replay is refused when it is made."""
+    try:
+        check_fits(policy, trace.share_names(), trace.type_names())
+    except InputError as error:
+        raise ValidationError({field: f"{error.reason} (trace {trace.name})"}) from None
 
 
 def enqueue_runs(run_ids: Iterable[int]) -> None:
@@ -58,9 +70,11 @@ def launch_study(
     snapshots = []
     for policy in policies:
         try:
-            snapshots.append(policy.engine_policy().to_dict())
+            engine = policy.engine_policy()
         except ValidationError as error:
             raise ValidationError({"policies": f"{policy.name}: {' '.join(error.messages)}"}) from None
+        check_policy_fits(engine, trace, "policies")
+        snapshots.append(engine.to_dict())
     study = Study.objects.create(
         name=name,
         description=description,

@@ -25,6 +25,7 @@ from django.utils import timezone
 
 from planner.capacity.models import InstanceType
 from planner.strict_json import strict_json
+from planner.validators import validate_long_name
 from scheduling.errors import InputError
 from scheduling.trace import Trace as TraceColumns
 from scheduling.traces import FORMATS, read_trace
@@ -98,7 +99,7 @@ class Trace(models.Model):
 
     objects = TraceQuerySet.as_manager()
 
-    name = models.CharField(max_length=200, unique=True)
+    name = models.CharField(max_length=200, unique=True, validators=[validate_long_name])
     description = models.TextField(blank=True)
     format = models.CharField(max_length=40, default="auto", help_text="the reader it was read with")
     source_name = models.CharField(max_length=255, blank=True, help_text="the uploaded file's name")
@@ -223,6 +224,14 @@ class Trace(models.Model):
         except BaseException:
             (Path(settings.MEDIA_ROOT) / relative).unlink(missing_ok=True)
             raise
+
+    def share_names(self) -> list[str]:
+        """The shares its jobs name (from the summary: no job file read)."""
+        return [share["name"] for share in self.summary.get("shares", [])]
+
+    def type_names(self) -> list[str]:
+        """The instance types its jobs name, ``""`` for jobs naming none (from the summary)."""
+        return list(self.summary.get("instance_types", {}))
 
     def load_jobs(self) -> TraceColumns:
         """The jobs as columns, ready for ``scheduling.engine.replay``."""

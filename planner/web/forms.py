@@ -13,6 +13,7 @@ from django.core.exceptions import ValidationError
 
 from planner.capacity.models import Policy, ShareSpec
 from planner.traces.models import ParseStatus, Trace
+from planner.validators import validate_long_name, validate_name
 from scheduling.model import InSharePreemption, Reclaim, Strategy
 from scheduling.traces import FORMATS
 from scheduling.traces.mapping import IMPORTERS, PriorityMode
@@ -67,7 +68,7 @@ def place_errors(form: forms.Form, error: ValidationError, per_type: dict[str, S
 class ShareForm(forms.Form):
     """One share of a policy, with a quota, a borrowing limit and a lending limit per instance type."""
 
-    name = forms.CharField(max_length=100)
+    name = forms.CharField(max_length=100, validators=[validate_name])
     strategy = forms.ChoiceField(choices=_choices(Strategy))
     borrow_limit_percent = forms.FloatField(
         required=False,
@@ -187,7 +188,7 @@ class PolicySettingsForm(forms.ModelForm):
 
 
 class VariantNameForm(forms.Form):
-    name = forms.CharField(max_length=100, label="Name of the variant")
+    name = forms.CharField(max_length=100, label="Name of the variant", validators=[validate_name])
 
     def clean_name(self) -> str:
         name = self.cleaned_data["name"].strip()
@@ -211,7 +212,7 @@ class TraceUploadForm(forms.Form):
     merged over the JSON mapping (which can say everything ``TraceMapping`` knows)."""
 
     file = forms.FileField(label="Trace file", help_text="CSV or JSON, gzip-compressed or not")
-    name = forms.CharField(max_length=200, label="Name")
+    name = forms.CharField(max_length=200, label="Name", validators=[validate_long_name])
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
     format = forms.ChoiceField(choices=FORMAT_CHOICES, initial="auto")
     share_column = forms.CharField(
@@ -282,7 +283,7 @@ class TraceUploadForm(forms.Form):
 class StudyForm(forms.Form):
     """A study: a trace, the policies to replay it under, and the baseline they are compared with."""
 
-    name = forms.CharField(max_length=200)
+    name = forms.CharField(max_length=200, validators=[validate_long_name])
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
     trace = forms.ModelChoiceField(
         queryset=Trace.objects.ready().defer("summary"), empty_label="choose a trace"

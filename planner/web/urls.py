@@ -5,13 +5,20 @@ the same root (an include here would nest it as ``web:reports``)."""
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
+from planner.accounts.forms import ThrottledAuthenticationForm
 from planner.web import views
 
 app_name = "web"
 
 urlpatterns = [
     path("", views.overview, name="overview"),
-    path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
+    path(
+        "login/",
+        auth_views.LoginView.as_view(
+            redirect_authenticated_user=True, authentication_form=ThrottledAuthenticationForm
+        ),
+        name="login",
+    ),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("policies/", views.policy_list, name="policies"),
     path("policies/<int:pk>/", views.policy_detail, name="policy"),

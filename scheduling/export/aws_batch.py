@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scheduling.errors import InputError
+from scheduling.export.escape import comment_text, shell_word
 from scheduling.model import (
     InSharePreemption,
     Policy,
@@ -59,10 +60,17 @@ class ExportBundle:
         return {"documents": self.documents, "script": self.script, "notes": list(self.notes)}
 
 
-def to_aws_batch(policy: Policy | Mapping[str, Any]) -> ExportBundle:
-    """The AWS Batch documents of ``policy`` (a Policy or its section 7 JSON)."""
+PRICES_LEFT_OUT = (
+    "hourly prices are left out of this export (the reader's role does not read $ figures): "
+    "an import takes 0 for a new instance type and keeps the planner's price of a known one"
+)
+
+
+def to_aws_batch(policy: Policy | Mapping[str, Any], *, prices: bool = True) -> ExportBundle:
+    """The AWS Batch documents of ``policy`` (a Policy or its section 7 JSON); ``prices=False`` leaves
+    the hourly prices out (tags and notes)."""
     policy = policy if isinstance(policy, Policy) else Policy.from_dict(policy)
-    notes: list[str] = []
+    notes: list[str] = [] if prices else [PRICES_LEFT_OUT]
     base = _aws_name(policy.name)
     scheduling_policy: dict[str, Any] = {
         "name": base,
@@ -72,7 +80,7 @@ def to_aws_batch(policy: Policy | Mapping[str, Any]) -> ExportBundle:
         notes.append(f"policy name {policy.name!r} is written {base!r}: {AWS_NAMES}")
         scheduling_policy["tags"] = {TAG_POLICY: policy.name}
     documents: dict[str, dict[str, Any]] = {
-        SERVICE_ENVIRONMENT: _service_environment(policy, base, notes),
+        SERVICE_ENVIRONMENT: _service_environment(policy, base, notes, prices),
         SCHEDULING_POLICY: scheduling_policy,
         JOB_QUEUE: {
             "jobQueueName": base,
@@ -102,7 +110,7 @@ def to_aws_batch(policy: Policy | Mapping[str, Any]) -> ExportBundle:
     return ExportBundle(documents=documents, script=_script(policy, base, share_files), notes=tuple(notes))
 
 
-def _service_environment(policy: Policy, base: str, notes: list[str]) -> dict[str, Any]:
+def _service_environment(policy: Policy, base: str, notes: list[str], prices: bool) -> dict[str, Any]:
     limits = []
     for type_name, count in policy.capacity.items():
         if not type_name.startswith("ml."):
@@ -117,6 +125,8 @@ def _service_environment(policy: Policy, base: str, notes: list[str]) -> dict[st
     tags = {}
     for instance_type in policy.instance_types.values():
         tags[TAG_GPUS + instance_type.name] = _number_text(instance_type.gpus)
+        if not prices:
+            continue
         tags[TAG_HOURLY_PRICE + instance_type.name] = _number_text(instance_type.hourly_price)
         if instance_type.hourly_price:
             notes.append(
@@ -243,10 +253,17 @@ def _largest_percent_within(share: Share, limits: Mapping[str, float]) -> int:
     return best
 
 
+def _input(file_name: str) -> str:
+    return shell_word(f"file://{file_name}")
+
+
 def _script(policy: Policy, base: str, share_files: list[str]) -> str:
+    base = shell_word(base)
+    # Every value that reaches the script is one shell word, and the comment holds the name escaped
+    # (scheduling.export.escape).
     lines = [
         "#!/bin/sh",
-        f"# AWS Batch quota management for policy {policy.name}, written by the planner.",
+        f"# AWS Batch quota management for policy {comment_text(policy.name)}, written by the planner.",
         "# Run it where the JSON files are, with the AWS CLI v2 and AWS Batch permissions.",
         "# Command-line options override the values read from --cli-input-json.",
         "set -eu",
@@ -265,15 +282,15 @@ def _script(policy: Policy, base: str, share_files: list[str]) -> str:
         "  done",
         "}",
         "",
-        f"aws batch create-service-environment --cli-input-json file://{SERVICE_ENVIRONMENT}",
-        f"wait_valid describe-service-environments --service-environments {_shell(base)} serviceEnvironments",
+        f"aws batch create-service-environment --cli-input-json {_input(SERVICE_ENVIRONMENT)}",
+        f"wait_valid describe-service-environments --service-environments {base} serviceEnvironments",
         "POLICY_ARN=$(aws batch create-scheduling-policy "
-        f"--cli-input-json file://{SCHEDULING_POLICY} --query arn --output text)",
-        f"aws batch create-job-queue --cli-input-json file://{JOB_QUEUE}"
+        f"--cli-input-json {_input(SCHEDULING_POLICY)} --query arn --output text)",
+        f"aws batch create-job-queue --cli-input-json {_input(JOB_QUEUE)}"
         ' --scheduling-policy-arn "$POLICY_ARN"',
-        f"wait_valid describe-job-queues --job-queues {_shell(base)} jobQueues",
+        f"wait_valid describe-job-queues --job-queues {base} jobQueues",
     ]
-    lines += [f"aws batch create-quota-share --cli-input-json file://{_shell(name)}" for name in share_files]
+    lines += [f"aws batch create-quota-share --cli-input-json {_input(name)}" for name in share_files]
     return "\n".join(lines) + "\n"
 
 
@@ -507,7 +524,7 @@ def _read_quota_share(
 
 def _aws_name(text: str) -> str:
     """A name AWS Batch accepts: up to 128 letters, digits, hyphens and underscores."""
-    if _AWS_NAME.match(text):
+    if _AWS_NAME.fullmatch(text):  # not match: "$" would let a trailing line feed through
         return text
     cleaned = re.sub(r"[^A-Za-z0-9_-]+", "-", text).strip("-")[:128]
     return cleaned or "planner"
@@ -541,8 +558,3 @@ def _string(document: Mapping[str, Any], key: str, label: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise InputError("needs a name", field=f"{label}.{key}")
     return value
-
-
-def _shell(word: str) -> str:
-    """``word`` quoted for sh when it needs it (AWS names never do; file names stay readable)."""
-    return word if re.match(r"^[A-Za-z0-9_.:/=+-]+$", word) else "'" + word.replace("'", "'\\''") + "'"

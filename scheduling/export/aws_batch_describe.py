@@ -13,6 +13,7 @@ from typing import Any
 
 from scheduling.errors import InputError
 from scheduling.export.aws_batch import SERVICE_TYPE, TAG_GPUS, from_aws_batch
+from scheduling.nesting import check_json_nesting
 from scheduling.traces.fields import TraceSource
 from scheduling.traces.json_records import iter_json_records
 
@@ -64,6 +65,7 @@ def read_json_documents(files: Iterable[tuple[str, bytes | str]]) -> list[tuple[
     out = []
     for name, content in files:
         data = content.encode() if isinstance(content, str) else content
+        check_json_nesting(data, field=name)  # before the parser, which recurses per level
         source = TraceSource(io.BytesIO(data), name=name)
         try:
             records = list(iter_json_records(source))

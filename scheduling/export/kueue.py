@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from scheduling.errors import InputError
+from scheduling.export.escape import comment_text
 from scheduling.model import (
     MAX_PRIORITY,
     InSharePreemption,
@@ -26,6 +27,7 @@ from scheduling.model import (
     Share,
     Strategy,
 )
+from scheduling.nesting import check_yaml_nesting
 
 API_VERSION = "kueue.x-k8s.io/v1beta1"
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -52,9 +54,14 @@ _DNS_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-
 
 
 def to_kueue_yaml(
-    policy: Policy | Mapping[str, Any], *, priorities: Iterable[int] = (0,), gpu_resource: str = GPU_RESOURCE
+    policy: Policy | Mapping[str, Any],
+    *,
+    priorities: Iterable[int] = (0,),
+    gpu_resource: str = GPU_RESOURCE,
+    prices: bool = True,
 ) -> str:
-    """The Kueue objects of ``policy`` as multi-document YAML, with ``kueue_notes`` as leading comments.
+    """The Kueue objects of ``policy`` as multi-document YAML, with ``kueue_notes`` as leading comments;
+    ``prices=False`` leaves the hourly prices out (annotations and notes).
 
     ``priorities`` are the job priorities to make a WorkloadPriorityClass for: ``priority-<p>`` with
     value p, so a job of planner priority p is labelled ``kueue.x-k8s.io/priority-class: priority-<p>``.
@@ -65,21 +72,26 @@ def to_kueue_yaml(
     share_names = _share_names(policy)
     cohort = _dns_name(policy.name, "planner")
     documents: list[dict[str, Any]] = [_cohort(policy, cohort, flavors, gpu_resource)]
-    documents += [_resource_flavor(policy, type_name, flavor) for type_name, flavor in flavors.items()]
+    documents += [_resource_flavor(policy, t, flavor, prices) for t, flavor in flavors.items()]
     documents += [
         _cluster_queue(policy, share, share_names[share.name], cohort, flavors, gpu_resource)
         for share in policy.shares
     ]
     documents += [_priority_class(p) for p in priorities]
-    header = [f"# Kueue ({API_VERSION}) configuration of policy {policy.name}, written by the planner."]
+    # The comments are the only text not written by the YAML emitter: names in them are escaped so
+    # that none can end the comment line and start a document of its own.
+    name = comment_text(policy.name)
+    header = [f"# Kueue ({API_VERSION}) configuration of policy {name}, written by the planner."]
     header += ["#", "# Notes:"]
-    for note in kueue_notes(policy, gpu_resource=gpu_resource):
-        header += textwrap.wrap(note, width=100, initial_indent="# - ", subsequent_indent="#   ")
+    for note in kueue_notes(policy, gpu_resource=gpu_resource, prices=prices):
+        header += textwrap.wrap(
+            comment_text(note), width=100, initial_indent="# - ", subsequent_indent="#   "
+        )
     body = yaml.safe_dump_all(documents, sort_keys=False, default_flow_style=False, explicit_start=True)
     return "\n".join(header) + "\n" + body
 
 
-def kueue_notes(policy: Policy, *, gpu_resource: str = GPU_RESOURCE) -> list[str]:
+def kueue_notes(policy: Policy, *, gpu_resource: str = GPU_RESOURCE, prices: bool = True) -> list[str]:
     """What the Kueue export changes or cannot say, in words (also the YAML's leading comments)."""
     notes = [
         f"Quotas are {gpu_resource} counts per ResourceFlavor (one flavor per instance type): a quota of n "
@@ -123,7 +135,12 @@ def kueue_notes(policy: Policy, *, gpu_resource: str = GPU_RESOURCE) -> list[str
             f"holds capacity before work): kept as annotation {ANNOTATION_STARTUP} on the Cohort."
         )
     priced = [t for t in policy.instance_types.values() if t.hourly_price]
-    if priced:
+    if not prices:
+        notes.append(
+            "Hourly prices are left out of this export (the reader's role does not read $ figures): an "
+            "import takes 0 for a new instance type and keeps the planner's price of a known one."
+        )
+    elif priced:
         notes.append(
             "hourly_price has no Kueue setting: kept as annotation "
             f"{ANNOTATION_HOURLY_PRICE} on each ResourceFlavor."
@@ -167,19 +184,18 @@ def _cohort(policy: Policy, name: str, flavors: Mapping[str, str], gpu_resource:
     }
 
 
-def _resource_flavor(policy: Policy, type_name: str, flavor: str) -> dict[str, Any]:
+def _resource_flavor(policy: Policy, type_name: str, flavor: str, prices: bool) -> dict[str, Any]:
     instance_type = policy.instance_types[type_name]
+    annotations = {
+        ANNOTATION_INSTANCE_TYPE: type_name,
+        ANNOTATION_GPUS: _number_text(instance_type.gpus),
+    }
+    if prices:
+        annotations[ANNOTATION_HOURLY_PRICE] = _number_text(instance_type.hourly_price)
     return {
         "apiVersion": API_VERSION,
         "kind": "ResourceFlavor",
-        "metadata": {
-            "name": flavor,
-            "annotations": {
-                ANNOTATION_INSTANCE_TYPE: type_name,
-                ANNOTATION_GPUS: _number_text(instance_type.gpus),
-                ANNOTATION_HOURLY_PRICE: _number_text(instance_type.hourly_price),
-            },
-        },
+        "metadata": {"name": flavor, "annotations": annotations},
         "spec": {"nodeLabels": {INSTANCE_TYPE_LABEL: type_name}},
     }
 
@@ -361,6 +377,7 @@ def from_kueue_yaml(text: str | bytes, *, gpu_resource: str = GPU_RESOURCE) -> d
 
 
 def _load_documents(text: str | bytes) -> list[tuple[str, Mapping[str, Any]]]:
+    check_yaml_nesting(text)  # before the loader, which builds nested collections recursively
     try:
         raw = [doc for doc in yaml.safe_load_all(text) if doc is not None]
     except yaml.YAMLError as error:
@@ -655,11 +672,11 @@ def _enum_of(mapping: Mapping[Any, str], value: Any, where: str):
 
 def _dns_name(text: str, fallback: str) -> str:
     """A Kubernetes object name (RFC 1123 subdomain): lower case, digits, - and ., at most 253."""
-    if _DNS_NAME.match(text) and len(text) <= 253:
+    if _DNS_NAME.fullmatch(text) and len(text) <= 253:  # not match: "$" lets a trailing line feed through
         return text
     cleaned = re.sub(r"[^a-z0-9.-]+", "-", text.lower())
     cleaned = re.sub(r"\.{2,}", ".", cleaned).strip("-.")[:253].strip("-.")
-    return cleaned if cleaned and _DNS_NAME.match(cleaned) else fallback
+    return cleaned if cleaned and _DNS_NAME.fullmatch(cleaned) else fallback
 
 
 def _unique(name: str, used: set[str]) -> str:

@@ -17,6 +17,7 @@ import yaml
 
 from scheduling.errors import InputError
 from scheduling.export.kueue import API_VERSION, GPU_RESOURCE, from_kueue_yaml
+from scheduling.nesting import check_yaml_nesting
 
 API_VERSIONS = ("kueue.x-k8s.io/v1beta1", "kueue.x-k8s.io/v1beta2")
 CONFIG_API_VERSIONS = ("config.kueue.x-k8s.io/v1beta1", "config.kueue.x-k8s.io/v1beta2")
@@ -31,6 +32,7 @@ def load_yaml_documents(files: Iterable[tuple[str, bytes | str]]) -> list[tuple[
     out = []
     for name, content in files:
         text = content.decode("utf-8") if isinstance(content, bytes) else content
+        check_yaml_nesting(text, field=name)  # before the loader, which builds collections recursively
         try:
             documents = [d for d in yaml.safe_load_all(text) if d is not None]
         except yaml.YAMLError as error:

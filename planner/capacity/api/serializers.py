@@ -10,10 +10,26 @@ from rest_framework import serializers
 
 from planner.api.errors import as_drf
 from planner.capacity.models import InstanceType, Policy, Pool, Share, ShareSpec
+from planner.validators import validate_borrow_limit_percent, validate_name
+from scheduling.errors import InputError
+from scheduling.model import MAX_INSTANCES, parse_instance_count
+
+
+class InstanceCountField(serializers.IntegerField):
+    """A number of instances, as the engine's validator takes it (0 to MAX_INSTANCES, whole)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(min_value=0, max_value=MAX_INSTANCES, **kwargs)
+
+    def to_internal_value(self, data) -> int:
+        try:
+            return parse_instance_count(data, "count")
+        except InputError as error:
+            raise serializers.ValidationError(error.reason) from None
 
 
 def counts_field(**kwargs) -> serializers.DictField:
-    return serializers.DictField(child=serializers.IntegerField(min_value=0), **kwargs)
+    return serializers.DictField(child=InstanceCountField(), **kwargs)
 
 
 def check_type_names(names, field: str) -> None:
@@ -71,11 +87,13 @@ class PoolSerializer(serializers.ModelSerializer):
 class ShareFieldsSerializer(serializers.Serializer):
     """The knobs of one share, as in the policy JSON."""
 
-    name = serializers.CharField(max_length=100)
+    name = serializers.CharField(max_length=100, validators=[validate_name])
     strategy = serializers.ChoiceField(
         choices=Share._meta.get_field("strategy").choices, default="LEND_AND_BORROW"
     )
-    borrow_limit_percent = serializers.FloatField(required=False, allow_null=True, default=None)
+    borrow_limit_percent = serializers.FloatField(
+        required=False, allow_null=True, default=None, validators=[validate_borrow_limit_percent]
+    )
     in_share_preemption = serializers.ChoiceField(
         choices=Share._meta.get_field("in_share_preemption").choices, default="never"
     )
@@ -188,8 +206,37 @@ class PolicySerializer(serializers.ModelSerializer):
         return policy
 
 
+class PolicyListSerializer(serializers.ModelSerializer):
+    """A policy in a list: its settings and how many shares it has, not the shares themselves (a list
+    of 50 policies of hundreds of shares each would be megabytes); they are at ``shares_url``."""
+
+    parent = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True)
+    share_count = serializers.IntegerField(read_only=True, help_text="how many shares it has")
+    shares_url = serializers.SerializerMethodField(help_text="its shares: /api/shares/?policy=<id>")
+
+    class Meta:
+        model = Policy
+        fields = [
+            "id",
+            "name",
+            "pool",
+            "description",
+            "queueing",
+            "startup_seconds",
+            "parent",
+            "share_count",
+            "shares_url",
+            "created_at",
+            "updated_at",
+        ]
+        read_only_fields = fields
+
+    def get_shares_url(self, policy: Policy) -> str:
+        return f"/api/shares/?policy={policy.pk}"
+
+
 class PolicyDuplicateSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=100)
+    name = serializers.CharField(max_length=100, validators=[validate_name])
     description = serializers.CharField(required=False, allow_blank=True)
 
     def validate_name(self, name: str) -> str:

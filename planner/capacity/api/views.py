@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db.models import Count
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import status, viewsets
@@ -13,6 +14,7 @@ from planner.api.errors import as_drf
 from planner.capacity.api.serializers import (
     InstanceTypeSerializer,
     PolicyDuplicateSerializer,
+    PolicyListSerializer,
     PolicySerializer,
     PoolSerializer,
     ShareSerializer,
@@ -37,11 +39,22 @@ class PoolViewSet(viewsets.ModelViewSet):
 
 
 class PolicyViewSet(viewsets.ModelViewSet):
+    """The list gives each policy's share count, not its shares (``/api/shares/?policy=<id>``);
+    the detail embeds them (at most ``scheduling.model.MAX_SHARES``)."""
+
     queryset = Policy.objects.select_related("pool", "parent")
     serializer_class = PolicySerializer
     filterset_fields = ["pool", "parent", "queueing", "name"]
     search_fields = ["name", "description"]
     ordering_fields = ["name", "created_at", "updated_at"]
+
+    def get_queryset(self):
+        if self.action == "list":
+            return super().get_queryset().annotate(share_count=Count("shares"))
+        return super().get_queryset()
+
+    def get_serializer_class(self):
+        return PolicyListSerializer if self.action == "list" else PolicySerializer
 
     @extend_schema(request=PolicyDuplicateSerializer, responses={201: PolicySerializer})
     @action(detail=True, methods=["post"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from planner.exports.importing import FORMATS
+from planner.validators import validate_name
 
 
 class AwsBatchBundleSerializer(serializers.Serializer):
@@ -28,6 +29,7 @@ class PolicyImportSerializer(serializers.Serializer):
     )
     name = serializers.CharField(
         max_length=100,
+        validators=[validate_name],
         required=False,
         allow_blank=True,
         help_text="the new policy's name (default: the imported)",

@@ -15,12 +15,15 @@ from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
-from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.renderers import BaseRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from planner.accounts.money import shows_money
 from planner.api.errors import as_drf, input_error
+from planner.api.parsers import BoundedJSONParser
+from planner.api.renderers import RoleJSONRenderer
 from planner.capacity.api.serializers import PolicySerializer
 from planner.capacity.models import Policy
 from planner.exports.api.serializers import AwsBatchBundleSerializer, PolicyImportSerializer
@@ -69,14 +72,14 @@ class AwsBatchExportView(APIView):
         share), keyed by file name; ``script``: the shell script running them with
         ``--cli-input-json file://...``; ``notes``: every knob AWS Batch lacks and what was written
         instead. POST the same object to /api/policy-imports/ (format aws-batch) to read it back."""
-        bundle = to_aws_batch(engine_policy_of(pk))
+        bundle = to_aws_batch(engine_policy_of(pk), prices=shows_money(request.user))
         return Response({"policy": pk, **bundle.to_dict()})
 
 
 class KueueExportView(APIView):
     """The policy as Kueue YAML."""
 
-    renderer_classes = [YAMLRenderer, JSONRenderer]
+    renderer_classes = [YAMLRenderer, RoleJSONRenderer]
 
     @extend_schema(
         operation_id="policies_export_kueue",
@@ -98,7 +101,11 @@ class KueueExportView(APIView):
         preemption, and WorkloadPriorityClasses. Leading comments say what Kueue cannot express."""
         policy = engine_policy_of(pk)
         try:
-            text = to_kueue_yaml(policy, priorities=_priorities(request.query_params.get("priorities", "0")))
+            text = to_kueue_yaml(
+                policy,
+                priorities=_priorities(request.query_params.get("priorities", "0")),
+                prices=shows_money(request.user),
+            )
         except InputError as error:
             return _json_error(error)
         return HttpResponse(text, content_type="text/yaml; charset=utf-8")
@@ -107,7 +114,7 @@ class KueueExportView(APIView):
 class PolicyImportView(APIView):
     """Import an AWS Batch bundle or Kueue YAML as a new policy."""
 
-    parser_classes = [JSONParser, MultiPartParser, FormParser]
+    parser_classes = [BoundedJSONParser, MultiPartParser, FormParser]
 
     @extend_schema(
         operation_id="policy_imports_create",

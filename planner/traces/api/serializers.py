@@ -9,6 +9,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from planner.traces.models import ParseStatus, Trace
+from planner.validators import validate_long_name
 
 
 class ParseSerializer(serializers.Serializer):
@@ -78,7 +79,7 @@ class TraceUploadSerializer(serializers.Serializer):
     """A trace file (CSV or JSON, gzip allowed) with its name; ``mapping`` is a JSON object."""
 
     file = serializers.FileField()
-    name = serializers.CharField(max_length=200)
+    name = serializers.CharField(max_length=200, validators=[validate_long_name])
     description = serializers.CharField(required=False, allow_blank=True, default="")
     format = serializers.CharField(required=False, default="auto", max_length=40)
     mapping = serializers.JSONField(required=False, allow_null=True, default=None)
