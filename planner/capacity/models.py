@@ -22,7 +22,7 @@ from django.core.validators import MinValueValidator
 from django.db import models, transaction
 from django.db.models import F
 
-from scheduling.calendar import TrainingPlan, add_training_plan
+from scheduling.capacity_plans import TrainingPlan, add_training_plan
 from scheduling.errors import InputError
 from scheduling.model import (
     FAIR_STRATEGY_LISTS,
@@ -441,7 +441,7 @@ class Policy(models.Model):
 
     @transaction.atomic
     def add_training_plan(self, plan: TrainingPlan) -> list[ChangeSpec]:
-        """Write a training plan's changes into the calendar (``scheduling.calendar``: four
+        """Write a training plan's changes into the calendar (``scheduling.capacity_plans``: four
         changes, and the ones inside the plan raised); returns the new calendar. Raises
         ValidationError naming the plan's field, or the calendar row that breaks section 1."""
         engine = self.engine_policy()

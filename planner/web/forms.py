@@ -13,7 +13,7 @@ from django.core.exceptions import ValidationError
 
 from planner.capacity.models import DEFAULT_FAIR_STRATEGIES, ChangeSpec, Policy, ShareSpec
 from planner.traces.models import Trace
-from scheduling.calendar import TrainingPlan
+from scheduling.capacity_plans import TrainingPlan
 from scheduling.errors import InputError
 from scheduling.model import InSharePreemption, Reclaim, Strategy
 from scheduling.traces import FORMATS

@@ -5,7 +5,7 @@ validator, and exported as exactly the policy JSON they came from."""
 import pytest
 
 from planner.capacity.models import CalendarChange, CalendarError, ChangeSpec, Policy
-from scheduling.calendar import TrainingPlan
+from scheduling.capacity_plans import TrainingPlan
 from scheduling.model import parse_policy
 from tests.service.conftest import AWS_TYPE
 

@@ -20,7 +20,7 @@ from planner.capacity.models import (
     change_specs_of,
     strategies_key,
 )
-from scheduling.calendar import TrainingPlan
+from scheduling.capacity_plans import TrainingPlan
 from scheduling.errors import InputError
 from scheduling.traces.fields import parse_time
 

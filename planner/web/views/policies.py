@@ -40,7 +40,7 @@ from planner.web.forms import (
 )
 from planner.web.variants import PRESETS, make_variant
 from planner.web.views.headline import study_url
-from scheduling.calendar import capacity_steps
+from scheduling.capacity_plans import capacity_steps
 
 SHARE_FORM_ID = "share-form"
 CAPACITY_FORM_ID = "capacity-form"
