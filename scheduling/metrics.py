@@ -31,6 +31,10 @@ class UsageLog:
         self.usage_changes = Records(3)
         self.pending_changes = Records(3)
         self.rerun_costs = Records(3)
+        # Section 9: the calendar as it was applied, (time, type, capacity) and
+        # (time, share * n_types + type, quota).
+        self.capacity_changes = Records(3)
+        self.quota_changes = Records(3)
 
 
 def _columns(records: Records) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -122,13 +122,16 @@ class Share:
     def quota(self, instance_type: str) -> int:
         return self.capacity.get(instance_type, 0)
 
-    def borrow_limit(self, instance_type: str) -> float:
-        """Instances of a type this share may hold above its quota (``inf`` = unlimited)."""
+    def borrow_limit(self, instance_type: str, quota: int | None = None) -> float:
+        """Instances of a type this share may hold above its quota (``inf`` = unlimited); with
+        ``quota``, under that quota instead of its own (a quota changed by the calendar: a
+        percentage follows it, an absolute limit does not)."""
         if not self.strategy.borrows:
             return 0
         if self.borrowing_limit is not None:
             return self.borrowing_limit.get(instance_type, UNLIMITED)
-        return borrow_limit_from_percent(self.quota(instance_type), self.borrow_limit_percent)
+        own = self.quota(instance_type) if quota is None else quota
+        return borrow_limit_from_percent(own, self.borrow_limit_percent)
 
     def lend_limit(self, instance_type: str) -> float:
         """At most this many idle quota instances may be lent (``inf`` = all of them)."""

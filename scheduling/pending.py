@@ -72,8 +72,8 @@ def job_timeline(policy: Policy, trace: Trace, outcomes: JobOutcomes, job: int) 
     for attempt, start in enumerate(starts.tolist()):
         segments += _waiting(waiting_from, start, reasons)
         if attempt < len(preemptions):
-            time, _, preemptor, cross = preemptions[attempt].tolist()
-            how = f"preempted by {trace.job_id[int(preemptor)]} ({'cross-share' if cross else 'in-share'})"
+            time, _, preemptor, cause = preemptions[attempt].tolist()
+            how = _preemption_text(trace, int(preemptor), int(cause), time)
             if state == State.FAILED and attempt == len(starts) - 1:
                 how += "; its preemption retries were used up: FAILED"
             segments.append(Segment(start, time, "running", None, how))
@@ -194,3 +194,13 @@ def _waiting(start: float, end: float, reasons: tuple[np.ndarray, np.ndarray]) -
         elif b > a:
             segments.append(Segment(a, b, "waiting", reason.name.lower(), REASON_WORDS[reason]))
     return segments
+
+
+# The wait history's preemption codes (scheduling.engine: IN_SHARE, CROSS_SHARE, FAIR_SHARING, CAPACITY).
+_PREEMPTION_CAUSES = ("in-share", "cross-share", "fair sharing")
+
+
+def _preemption_text(trace, preemptor: int, cause: int, time: float) -> str:
+    if cause == 3 or preemptor < 0:
+        return f"preempted: capacity change at {time:g} s"
+    return f"preempted by {trace.job_id[preemptor]} ({_PREEMPTION_CAUSES[cause]})"
