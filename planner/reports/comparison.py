@@ -123,13 +123,19 @@ def _dist(block: Mapping[str, Any] | None, key: str) -> float | None:
 def _common_values(block: Mapping[str, Any]) -> dict[str, float | None]:
     """What the summary and every share have alike: waits, JCTs, preemptions and rerun cost."""
     preemptions = block.get("preemptions", {})
-    values: dict[str, float | None] = {"jobs": block.get("jobs"), "unschedulable": block.get("unschedulable")}
+    values: dict[str, float | None] = {
+        "jobs": block.get("jobs"),
+        "unschedulable": block.get("unschedulable"),
+        "cancelled": block.get("cancelled", 0),
+    }
     for kind in ("wait", "jct"):
         for p in ("p50", "p95", "p99"):
             values[f"{kind}_{p}"] = _dist(block.get(f"{kind}_seconds"), p)
     values.update(
         preempt_cross=preemptions.get("cross_share", 0),
         preempt_in=preemptions.get("in_share", 0),
+        preempt_fair=preemptions.get("fair_sharing", 0),
+        preempt_capacity=preemptions.get("capacity", 0),
         rerun_gpu_hours=block.get("rerun_gpu_hours", 0.0),
         rerun_usd=block.get("rerun_cost_usd", 0.0),
     )
@@ -165,6 +171,7 @@ POLICY_COLUMNS = [
     Column("utilization", "Utilization", "%", "higher", 1),
     Column("useful_utilization", "Useful utilization", "%", "higher", 1),
     Column("unschedulable", "Unschedulable jobs", "", "lower", 0),
+    Column("cancelled", "Cancelled jobs (RUNNABLE limit)", "", "lower", 0),
     Column("wait_p50", "Wait p50", "h", "lower"),
     Column("wait_p95", "Wait p95", "h", "lower"),
     Column("wait_p99", "Wait p99", "h", "lower"),
@@ -173,12 +180,15 @@ POLICY_COLUMNS = [
     Column("jct_p99", "JCT p99", "h", "lower"),
     Column("preempt_cross", "Preemptions, cross-share", "", "lower", 0),
     Column("preempt_in", "Preemptions, in-share", "", "lower", 0),
+    Column("preempt_fair", "Preemptions, fair sharing", "", "lower", 0),
+    Column("preempt_capacity", "Preemptions, capacity change", "", "lower", 0),
     Column("rerun_gpu_hours", "Rerun cost", "GPU-hours", "lower", 1),
     Column("rerun_usd", "Rerun cost", "$", "lower", 0),
 ]
 SHARE_COLUMNS = [
     Column("jobs", "Jobs", "", "", 0),
     Column("unschedulable", "Unschedulable jobs", "", "lower", 0),
+    Column("cancelled", "Cancelled jobs (RUNNABLE limit)", "", "lower", 0),
     Column("wait_p50", "Wait p50", "h", "lower"),
     Column("wait_p95", "Wait p95", "h", "lower"),
     Column("wait_p99", "Wait p99", "h", "lower"),
@@ -187,6 +197,8 @@ SHARE_COLUMNS = [
     Column("jct_p99", "JCT p99", "h", "lower"),
     Column("preempt_cross", "Preemptions, cross-share", "", "lower", 0),
     Column("preempt_in", "Preemptions, in-share", "", "lower", 0),
+    Column("preempt_fair", "Preemptions, fair sharing", "", "lower", 0),
+    Column("preempt_capacity", "Preemptions, capacity change", "", "lower", 0),
     Column("rerun_gpu_hours", "Rerun cost", "GPU-hours", "lower", 1),
     Column("rerun_usd", "Rerun cost", "$", "lower", 0),
     Column("own_gpu_hours", "Own use", "GPU-hours", "", 0),
@@ -249,7 +261,7 @@ class Card:
 
 def verdict_cards(runs: Sequence[RunColumn]) -> list[Card]:
     """One card per policy: utilization (total, useful), p95 wait of each share, rerun cost in $,
-    unschedulable jobs; each with its difference to the baseline."""
+    unschedulable and cancelled jobs; each with its difference to the baseline."""
     baseline = baseline_of(runs)
     names = share_names(runs)
     base_summary = summary_values(baseline.metrics) if baseline else {}
@@ -306,6 +318,13 @@ def verdict_cards(runs: Sequence[RunColumn]) -> list[Card]:
                     columns["unschedulable"],
                     is_base,
                 ),
+            )
+        )
+        lines.append(
+            CardLine(
+                "Cancelled jobs (RUNNABLE limit)",
+                columns["cancelled"],
+                _cell(values["cancelled"], base_summary.get("cancelled"), columns["cancelled"], is_base),
             )
         )
         cards.append(Card(run, lines))

@@ -22,7 +22,7 @@ from planner.traces.models import Trace
 def run_summary(metrics: dict) -> dict:
     """What lists and headlines need: ``metrics["summary"]`` plus each share's jobs, waits,
     preemptions and rerun cost (no series, no CDFs)."""
-    keep = ("name", "strategy", "jobs", "succeeded", "failed", "unschedulable", "preemptions",
+    keep = ("name", "strategy", "jobs", "succeeded", "failed", "unschedulable", "cancelled", "preemptions",
             "wait_seconds", "jct_seconds", "rerun_cost_usd")  # fmt: skip
     return {
         **metrics.get("summary", {}),

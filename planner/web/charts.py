@@ -278,7 +278,8 @@ def step_line(x: Sequence, y: Sequence, *, name: str, color: str, dash: str = "d
 
 
 def capacity_steps_figure(steps: dict[str, Any], *, title: str, epoch: bool) -> dict[str, Any]:
-    """The pool's capacity and each share's quota as step lines (``scheduling.calendar.capacity_steps``)."""
+    """The pool's capacity and each share's quota as step lines
+    (``scheduling.capacity_plans.capacity_steps``)."""
     x, x_title = time_axis(steps["t"], epoch_times=epoch)
     colors = share_colors(steps["shares"])
     traces = [step_line(x, steps["pool"], name="pool capacity", color="#1f2328", dash="solid")]

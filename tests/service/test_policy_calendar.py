@@ -235,3 +235,39 @@ def test_lowering_the_pool_below_a_planned_quota_is_refused_on_the_row_that_tips
         f"change at 100 s, share QS1, {AWS_TYPE}: "
         f"at 100 s share quotas of {AWS_TYPE} add up to 5, more than the pool's 4"
     ]
+
+
+def test_a_replayed_run_stores_the_steps_counts_cancellations_and_explains_them(
+    aws_policy, aws_trace, eager_celery, django_capture_on_commit_callbacks
+):
+    from planner.studies.launch import launch_study
+    from planner.studies.timeline import run_job_timeline
+
+    # The AWS example (p3 on quota, p2 borrowing, q2 reclaims p2 at 10, p1 raised at 20 preempts
+    # p3), then at t=50 the pool shrinks to 1 and QS2, QS3 lose their quota: q2, now borrowing,
+    # is preempted for capacity. A 100 s RUNNABLE limit cancels p2 at 110, p3 at 120 (before the
+    # pass, as p1 ends) and q2 at 150; only p1 succeeds.
+    aws_policy.replace_changes(
+        [
+            ChangeSpec(50, None, AWS_TYPE, 1),
+            ChangeSpec(50, "QS2", AWS_TYPE, 0),
+            ChangeSpec(50, "QS3", AWS_TYPE, 0),
+        ]
+    )
+    aws_policy.runnable_timeout_seconds = 100
+    aws_policy.save()
+    with django_capture_on_commit_callbacks(execute=True):
+        study = launch_study(name="shrinking", trace=aws_trace, policies=[aws_policy])
+    run = study.runs.get()
+    run.refresh_from_db()
+    summary = run.metrics["summary"]
+    assert (summary["succeeded"], summary["cancelled"]) == (1, 3)
+    assert summary["preemptions"] == {"cross_share": 1, "in_share": 1, "fair_sharing": 0, "capacity": 1}
+    assert run.summary["cancelled"] == 3
+    steps = run.metrics["series"]["steps"]
+    assert steps["t"][:2] == [0, 50] and steps["pool"][:2] == [3, 1]
+    assert steps["shares"]["QS2"][:2] == [1, 0]
+    timeline = run_job_timeline(run, "q2")
+    assert timeline["state"] == "CANCELLED"
+    assert "preempted: capacity change at 50 s" in [s["words"] for s in timeline["segments"]]
+    assert timeline["ending"] == "cancelled after 0.0278 h RUNNABLE (the policy's time limit)"  # 50 -> 150
