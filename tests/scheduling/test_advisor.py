@@ -221,7 +221,8 @@ def test_the_advisor_sweeps_fair_weights_and_fair_sharing_on_and_off():
     assert sorted(v.label for v in made) == [
         "a: LEND_AND_BORROW, borrow unlimited, lend all, no in-share preemption, fair weight 3",
         "fair sharing on",
-        "fair sharing on; a: LEND_AND_BORROW, borrow unlimited, lend all, no in-share preemption, fair weight 3",
+        "fair sharing on; a: LEND_AND_BORROW, borrow unlimited, lend all, no in-share preemption, "
+        "fair weight 3",
     ]
     on = next(v for v in made if v.label == "fair sharing on")
     policy = EnginePolicy.from_dict(on.policy)
