@@ -85,6 +85,7 @@ def test_verdict_cards_carry_every_share_p95_and_the_rerun_cost():
         "p95 wait, b",
         "Rerun cost",
         "Unschedulable jobs",
+        "Cancelled jobs (RUNNABLE limit)",
     ]
     rerun = cards[1].lines[4]
     assert format_value(rerun.cell, rerun.column) == "$40"
