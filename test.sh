@@ -6,7 +6,8 @@
 #   3. security, fuzzing, API schema and fault tests on the embedded default;
 #   4. service and fault tests on PostgreSQL (127.0.0.1:5432) + Redis (127.0.0.1:6379) with real
 #      celery worker processes (the services are started if they are down).
-# Exits non-zero when any step fails or runs no test. Extra arguments go to every pytest.
+# Steps that share nothing run two at a time (the machine has two cores); each step's output is
+# printed whole. Exits non-zero when any step fails or runs no test. Extra arguments go to every pytest.
 set -uo pipefail
 cd "$(dirname "$0")"
 
@@ -64,6 +65,26 @@ step() {
     fi
 }
 
+# Two steps at a time on a machine's two cores: step_in_background runs a step like `step`, its
+# output kept in a log; await_background prints that log and counts its failure. Only steps that
+# share nothing run side by side (no database, broker folder or worker in common, no fault
+# injection, no browser).
+BACKGROUND=()
+step_in_background() {
+    local log="var/ci-step-${#BACKGROUND[@]}.log"
+    ( FAILED=(); step "$@"; [ ${#FAILED[@]} -eq 0 ] ) >"$log" 2>&1 &
+    BACKGROUND+=("$!:$1:$log")
+}
+await_background() {
+    local entry pid name log
+    for entry in "${BACKGROUND[@]}"; do
+        pid=${entry%%:*}; log=${entry##*:}; name=${entry#*:}; name=${name%:*}
+        wait "$pid" || FAILED+=("$name")
+        cat "$log"
+    done
+    BACKGROUND=()
+}
+
 mkdir -p var
 echo "======== lint"
 .venv/bin/ruff check . || FAILED+=("lint")
@@ -72,13 +93,14 @@ echo "======== lint"
 SCHEDULING_ENGINE=auto .venv/bin/python -m scheduling.build --if-stale || FAILED+=("engine build")
 export SCHEDULING_ENGINE=compiled  # fail rather than fall back to the source unnoticed
 
+step_in_background "engine (pure Python)" SCHEDULING_ENGINE=python -- tests/scheduling -q -p no:cacheprovider "$@"
 step "engine (compiled)" -- tests/scheduling -q -p no:cacheprovider "$@"
-step "engine (pure Python)" SCHEDULING_ENGINE=python -- tests/scheduling -q -p no:cacheprovider "$@"
 
-rm -rf var/test-broker
+rm -rf var/test-broker var/test-broker-security
 step "service on SQLite + filesystem broker" \
     DATABASE_URL= REDIS_URL= PLANNER_BROKER_DIR=var/test-broker -- \
     tests/service -q -p no:cacheprovider "$@"
+await_background
 
 # The browser pages in a pytest of their own: a database of their own, nothing left over.
 if [ -d tests/pages ]; then
@@ -87,17 +109,22 @@ if [ -d tests/pages ]; then
         tests/pages -q -p no:cacheprovider "$@"
 fi
 
-# Roles, CSRF and tokens; fuzzed readers and uploads; the API against its schema; faults with real
-# workers (the Redis restart is skipped here: it runs in the PostgreSQL + Redis step).
-step "security, fuzzing, API schema, faults on SQLite + filesystem broker" \
-    DATABASE_URL= REDIS_URL= PLANNER_BROKER_DIR=var/test-broker -- \
-    tests/security tests/fuzz tests/api_schema tests/faults -q -p no:cacheprovider "$@"
-
 if start_postgresql && start_redis; then
+    # Roles, CSRF and tokens; fuzzed readers and uploads; the API against its schema (SQLite and a
+    # broker folder of their own), beside the service tests on PostgreSQL + Redis.
+    step_in_background "security, fuzzing, API schema on SQLite + filesystem broker" \
+        DATABASE_URL= REDIS_URL= PLANNER_BROKER_DIR=var/test-broker-security -- \
+        tests/security tests/fuzz tests/api_schema -q -p no:cacheprovider "$@"
     step "service on PostgreSQL + Redis" \
         DATABASE_URL=postgres://postgres@127.0.0.1:5432/planner REDIS_URL=redis://127.0.0.1:6379/15 \
         PLANNER_VISIBILITY_TIMEOUT=8 -- \
         tests/service -q -p no:cacheprovider "$@"
+    await_background
+    # Faults with real workers, one step at a time (the Redis restart is skipped on the
+    # filesystem broker: it runs in the PostgreSQL + Redis step).
+    step "faults on SQLite + filesystem broker" \
+        DATABASE_URL= REDIS_URL= PLANNER_BROKER_DIR=var/test-broker -- \
+        tests/faults -q -p no:cacheprovider "$@"
     step "faults on PostgreSQL + Redis" \
         DATABASE_URL=postgres://postgres@127.0.0.1:5432/planner REDIS_URL=redis://127.0.0.1:6379/15 \
         PLANNER_VISIBILITY_TIMEOUT=8 -- \
@@ -105,6 +132,9 @@ if start_postgresql && start_redis; then
 else
     echo "PostgreSQL or Redis could not be started"
     FAILED+=("services")
+    step "security, fuzzing, API schema, faults on SQLite + filesystem broker" \
+        DATABASE_URL= REDIS_URL= PLANNER_BROKER_DIR=var/test-broker -- \
+        tests/security tests/fuzz tests/api_schema tests/faults -q -p no:cacheprovider "$@"
 fi
 
 echo

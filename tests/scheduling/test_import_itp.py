@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import numpy as np
@@ -18,11 +17,10 @@ needs_itp = pytest.mark.skipif(not ITP.exists(), reason="the shared ITP trace is
 
 
 @needs_itp
-def test_the_whole_itp_trace_imports_quickly():
+def test_the_whole_itp_trace_imports():
+    # how fast is measured by benchmarks/replay_benchmark.py, not here: a loaded machine is no bug
     stats: dict = {}
-    started = time.perf_counter()
     trace = read_trace(ITP, format="itp-2021", stats=stats)
-    elapsed = time.perf_counter() - started
     # the published file has no zero-GPU or zero-duration rows: every one of the 69,351 jobs is kept
     assert len(trace) == 69_351 - stats["skipped_total"] == 69_351
     assert sorted(trace.share_names) == [f"cluster{n:02d}" for n in range(1, 11)]
@@ -30,7 +28,6 @@ def test_the_whole_itp_trace_imports_quickly():
     assert int(trace.instance_count.max()) == 64 and int(trace.instance_count.min()) == 1
     assert not trace.epoch_times and trace.recorded_start is None
     assert float(trace.submit_time.min()) == 1999
-    assert elapsed < 3, f"the ITP import took {elapsed:.1f} s"
 
 
 @needs_itp

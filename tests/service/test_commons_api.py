@@ -5,7 +5,6 @@ million-job trace the first time and afterwards."""
 from __future__ import annotations
 
 import io
-import time
 from dataclasses import replace
 
 import numpy as np
@@ -170,20 +169,21 @@ def test_the_page_keeps_its_choices_in_the_url_and_refuses_no_role(db):
     assert anonymous.status_code == 302 and anonymous["Location"].startswith("/login/")
 
 
-def test_a_million_job_trace_answers_in_seconds_then_fast(db, viewer_api):
+def test_a_million_job_trace_is_read_once_then_answered_from_stored_figures(db, viewer_api, monkeypatch):
     trace = Trace.store(generate(1_000_000), name="million")
     url = f"/api/traces/{trace.pk}/commons/"
-    began = time.perf_counter()
     first = viewer_api.get(url)
-    cold = time.perf_counter() - began
     assert first.status_code == 200
     assert len(first.content) < 100_000  # bounded: no per-job output
-    began = time.perf_counter()
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("the second request read the trace's jobs again")
+
+    # the figures were kept: a second request must not load a million jobs (how fast either is
+    # answered is measured by benchmarks/load_test.py, not asserted here)
+    monkeypatch.setattr(Trace, "load_jobs", forbidden)
     second = viewer_api.get(url)
-    warm = time.perf_counter() - began
     assert second.json() == first.json()
-    assert cold < 8.0, f"first request took {cold:.1f} s"
-    assert warm < 0.3, f"stored figures took {warm * 1000:.0f} ms"
 
 
 def test_the_page_names_a_share_that_inflates_its_priorities(db):
