@@ -171,7 +171,6 @@ POLICY_COLUMNS = [
     Column("utilization", "Utilization", "%", "higher", 1),
     Column("useful_utilization", "Useful utilization", "%", "higher", 1),
     Column("unschedulable", "Unschedulable jobs", "", "lower", 0),
-    Column("cancelled", "Cancelled jobs (RUNNABLE limit)", "", "lower", 0),
     Column("wait_p50", "Wait p50", "h", "lower"),
     Column("wait_p95", "Wait p95", "h", "lower"),
     Column("wait_p99", "Wait p99", "h", "lower"),
@@ -180,15 +179,16 @@ POLICY_COLUMNS = [
     Column("jct_p99", "JCT p99", "h", "lower"),
     Column("preempt_cross", "Preemptions, cross-share", "", "lower", 0),
     Column("preempt_in", "Preemptions, in-share", "", "lower", 0),
-    Column("preempt_fair", "Preemptions, fair sharing", "", "lower", 0),
-    Column("preempt_capacity", "Preemptions, capacity change", "", "lower", 0),
     Column("rerun_gpu_hours", "Rerun cost", "GPU-hours", "lower", 1),
     Column("rerun_usd", "Rerun cost", "$", "lower", 0),
+    # Sections 8-10, after the older columns: a shared ?sort=<table>:<index> keeps its column.
+    Column("preempt_fair", "Preemptions, fair sharing", "", "lower", 0),
+    Column("preempt_capacity", "Preemptions, capacity change", "", "lower", 0),
+    Column("cancelled", "Cancelled jobs (RUNNABLE limit)", "", "lower", 0),
 ]
 SHARE_COLUMNS = [
     Column("jobs", "Jobs", "", "", 0),
     Column("unschedulable", "Unschedulable jobs", "", "lower", 0),
-    Column("cancelled", "Cancelled jobs (RUNNABLE limit)", "", "lower", 0),
     Column("wait_p50", "Wait p50", "h", "lower"),
     Column("wait_p95", "Wait p95", "h", "lower"),
     Column("wait_p99", "Wait p99", "h", "lower"),
@@ -197,8 +197,6 @@ SHARE_COLUMNS = [
     Column("jct_p99", "JCT p99", "h", "lower"),
     Column("preempt_cross", "Preemptions, cross-share", "", "lower", 0),
     Column("preempt_in", "Preemptions, in-share", "", "lower", 0),
-    Column("preempt_fair", "Preemptions, fair sharing", "", "lower", 0),
-    Column("preempt_capacity", "Preemptions, capacity change", "", "lower", 0),
     Column("rerun_gpu_hours", "Rerun cost", "GPU-hours", "lower", 1),
     Column("rerun_usd", "Rerun cost", "$", "lower", 0),
     Column("own_gpu_hours", "Own use", "GPU-hours", "", 0),
@@ -206,6 +204,10 @@ SHARE_COLUMNS = [
     Column("lent_gpu_hours", "Lent", "GPU-hours", "", 0),
     Column("idle_gpu_hours", "Idle", "GPU-hours", "lower", 0),
     Column("stranded_gpu_hours", "Stranded", "GPU-hours", "lower", 0),
+    # Sections 8-10, after the older columns: a shared ?sort=<table>:<index> keeps its column.
+    Column("preempt_fair", "Preemptions, fair sharing", "", "lower", 0),
+    Column("preempt_capacity", "Preemptions, capacity change", "", "lower", 0),
+    Column("cancelled", "Cancelled jobs (RUNNABLE limit)", "", "lower", 0),
 ]
 
 
