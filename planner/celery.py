@@ -30,6 +30,8 @@ def reap_runs_on_start(**_kwargs) -> None:
     """A worker that starts after a crash picks up the runs and calibrations whose worker died."""
     from planner.calibration.launch import reap_stale_calibrations
     from planner.studies.reaper import reap_stale_runs
+    from planner.traces.tasks import reap_stale_parses
 
     reap_stale_runs()
     reap_stale_calibrations()
+    reap_stale_parses()

@@ -569,9 +569,9 @@ class _Replay:
             for i, g in enumerate(groups):
                 if g.ptr >= ends[i]:
                     continue
-                key = (value_with(g.account, g.count, lendable), g.jobs[g.ptr])
-                if best < 0 or key < best_key:
-                    best, best_key = i, key
+                order = (value_with(g.account, g.count, lendable), g.jobs[g.ptr])
+                if best < 0 or order < best_key:
+                    best, best_key = i, order
             if best < 0:
                 break
             g = groups[best]

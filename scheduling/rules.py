@@ -129,10 +129,11 @@ def share_value(borrowed_gpus: float, lendable_gpus: float, weight: float) -> tu
     infinite values compare by 1000 x B / L: the pair's first item says infinite)."""
     if borrowed_gpus <= 0 or lendable_gpus <= 0:
         return (False, 0.0)
-    ratio = 1000.0 * borrowed_gpus / lendable_gpus
     if weight == 0:
-        return (True, ratio)
-    return (False, ratio / weight)
+        return (True, 1000.0 * (borrowed_gpus / lendable_gpus))
+    # One division, of B by L x weight (exact for whole GPUs and weights): a correctly rounded
+    # quotient, so values that are equal as fractions are equal floats and tie as they should.
+    return (False, 1000.0 * (borrowed_gpus / (lendable_gpus * weight)))
 
 
 def final_share_passes(new: tuple[bool, float], after: tuple[bool, float]) -> bool:

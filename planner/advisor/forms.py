@@ -72,7 +72,9 @@ class SweepForm(forms.Form):
     name = forms.CharField(
         max_length=100, required=False, help_text="default: the base policy's name on the trace's"
     )
-    trace = forms.ModelChoiceField(queryset=Trace.objects.defer("summary"), empty_label="choose a trace")
+    trace = forms.ModelChoiceField(
+        queryset=Trace.objects.ready().defer("summary"), empty_label="choose a trace"
+    )
     base_policy = forms.ModelChoiceField(
         queryset=Policy.objects.all(), empty_label="choose a policy", help_text="the variants start from it"
     )

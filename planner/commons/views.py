@@ -59,7 +59,7 @@ def priority_rows(inflation: dict[str, Any], colors: dict[str, str]) -> list[dic
 
 @reader_required
 def commons_page(request: HttpRequest) -> HttpResponse:
-    traces = list(Trace.objects.only("id", "name", "job_count").order_by("-created_at", "-id"))
+    traces = list(Trace.objects.ready().only("id", "name", "job_count").order_by("-created_at", "-id"))
     by_id = {trace.pk: trace for trace in traces}
     trace = by_id.get(_int(request, "trace") or -1, traces[0] if traces else None)
     unit = request.GET.get("unit") if request.GET.get("unit") in ("hours", "usd") else "hours"

@@ -23,6 +23,16 @@ def enqueue_runs(run_ids: Iterable[int]) -> None:
         transaction.on_commit(lambda: group(replay_run.s(run_id) for run_id in ids).apply_async())
 
 
+def trace_not_ready(trace: Trace) -> str:
+    """Why a study cannot use a trace yet (choice: refused, not queued behind the parse)."""
+    if trace.state == "failed":
+        return f"the trace {trace.name!r} failed to parse ({trace.error}): upload it again"
+    return (
+        f"the trace {trace.name!r} is still being parsed ({trace.progress:.0%} read): "
+        "start the study once it is ready"
+    )
+
+
 @transaction.atomic
 def launch_study(
     *,
@@ -37,6 +47,8 @@ def launch_study(
     """Snapshot each policy (validated by the engine) and enqueue its replay (unless
     ``enqueue`` is false: the caller runs them). Raises ValidationError naming the policy
     when one is not a valid policy."""
+    if not trace.ready:
+        raise ValidationError({"trace": trace_not_ready(trace)})
     if not policies:
         raise ValidationError({"policies": "choose at least one policy"})
     if len({p.pk for p in policies}) != len(policies):

@@ -12,7 +12,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 
 from planner.capacity.models import DEFAULT_FAIR_STRATEGIES, ChangeSpec, Policy, ShareSpec
-from planner.traces.models import Trace
+from planner.traces.models import ParseStatus, Trace
 from scheduling.capacity_plans import TrainingPlan
 from scheduling.errors import InputError
 from scheduling.model import InSharePreemption, Reclaim, Strategy
@@ -380,7 +380,7 @@ class TraceUploadForm(forms.Form):
 
     def clean_name(self) -> str:
         name = self.cleaned_data["name"].strip()
-        if name and Trace.objects.filter(name=name).exists():
+        if name and Trace.objects.filter(name=name).exclude(status=ParseStatus.FAILED).exists():
             raise ValidationError(f"a trace named {name!r} already exists")
         return name
 
@@ -414,7 +414,9 @@ class StudyForm(forms.Form):
 
     name = forms.CharField(max_length=200)
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
-    trace = forms.ModelChoiceField(queryset=Trace.objects.defer("summary"), empty_label="choose a trace")
+    trace = forms.ModelChoiceField(
+        queryset=Trace.objects.ready().defer("summary"), empty_label="choose a trace"
+    )
     policies = forms.ModelMultipleChoiceField(
         queryset=Policy.objects.select_related("pool"),
         widget=forms.CheckboxSelectMultiple,

@@ -17,6 +17,7 @@ urlpatterns = [
     path("policies/<int:pk>/", views.policy_detail, name="policy"),
     path("policies/<int:pk>/duplicate/", views.policy_duplicate, name="policy-duplicate"),
     path("policies/<int:pk>/preset/", views.policy_preset, name="policy-preset"),
+    path("byos/", views.byos, name="byos"),
     path("traces/", views.trace_list, name="traces"),
     path("traces/upload/", views.trace_upload, name="trace-upload"),
     path("traces/<int:pk>/", views.trace_detail, name="trace"),

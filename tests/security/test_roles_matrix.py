@@ -28,6 +28,7 @@ PAGES: dict[str, tuple[set[str] | str, set[str] | None]] = {
     "web:policy-preset": (ADMINS, ADMINS),
     "web:traces": (READERS, None),
     "web:trace-upload": (ADMINS, ADMINS),
+    "web:byos": (ADMINS, ADMINS),
     "web:trace": (READERS, None),
     "web:studies": (READERS, None),
     "web:study-new": (ADMINS, ADMINS),

@@ -36,4 +36,11 @@ class PolicyImportSerializer(serializers.Serializer):
         required=False, help_text="aws-batch: the JSON of /export/aws-batch/, or only its documents"
     )
     yaml = serializers.CharField(required=False, trim_whitespace=False, help_text="kueue: the YAML text")
-    file = serializers.FileField(required=False, help_text="instead of bundle or yaml: a JSON or YAML file")
+    file = serializers.FileField(
+        required=False,
+        help_text="instead of bundle or yaml: a JSON or YAML file; repeat the field for several (the four "
+        "aws batch describe outputs; kubectl's List and the Kueue Configuration)",
+    )
+    job_queue = serializers.CharField(
+        required=False, allow_blank=True, help_text="aws-batch: the job queue, when several are described"
+    )

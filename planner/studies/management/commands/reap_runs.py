@@ -7,6 +7,8 @@ from planner.calibration.launch import reap_stale_calibrations
 from planner.studies.launch import enqueue_runs
 from planner.studies.models import Run, RunStatus
 from planner.studies.reaper import reap_stale_runs
+from planner.traces.models import ParseStatus, Trace
+from planner.traces.tasks import enqueue_parses, reap_stale_parses
 
 
 class Command(BaseCommand):
@@ -28,9 +30,16 @@ class Command(BaseCommand):
             queued = list(Run.objects.filter(status=RunStatus.QUEUED).values_list("pk", flat=True))
             enqueue_runs(queued)
             self.stdout.write(f"sent {len(queued)} queued run(s) again")
+            waiting = list(Trace.objects.filter(status=ParseStatus.QUEUED).values_list("pk", flat=True))
+            enqueue_parses(waiting)
+            self.stdout.write(f"sent {len(waiting)} waiting upload(s) again")
         outcome = reap_stale_runs()
         self.stdout.write(
             f"re-enqueued {len(outcome['requeued'])} run(s), failed {len(outcome['failed'])} run(s)"
+        )
+        parses = reap_stale_parses()
+        self.stdout.write(
+            f"re-enqueued {len(parses['requeued'])} upload parse(s), failed {len(parses['failed'])}"
         )
         calibrations = reap_stale_calibrations()
         self.stdout.write(
