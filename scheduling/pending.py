@@ -80,6 +80,11 @@ def job_timeline(policy: Policy, trace: Trace, outcomes: JobOutcomes, job: int) 
             waiting_from = time
         else:
             segments.append(Segment(start, end, "running", None, "succeeded"))
+    ending = None
+    if state == State.CANCELLED:
+        # Section 10: RUNNABLE without a break since its submission or last preemption, until now.
+        segments += _waiting(waiting_from, end, reasons)
+        ending = f"cancelled after {(end - waiting_from) / 3600:,.3g} h RUNNABLE (the policy's time limit)"
     if not history.strict:
         segments = _mark_behind(segments, _ahead_pending(trace, outcomes, history, group_key, job))
     waited: dict[str, float] = {}
@@ -91,6 +96,7 @@ def job_timeline(policy: Policy, trace: Trace, outcomes: JobOutcomes, job: int) 
         "share": trace.share_names[trace.share[job]],
         "state": STATE_NAMES[state],
         "unschedulable_reason": REASONS[int(outcomes.reason[job])],
+        "ending": ending,
         "submit_time": submit,
         "segments": [s.to_dict() for s in segments],
         "waited_by_reason_seconds": waited,

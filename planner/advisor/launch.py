@@ -86,7 +86,11 @@ def start_sweep(
             policy=policy,
             number=number,
             label=variant.label,
-            changes={share: vars(setting) for share, setting in variant.changes.items()},
+            changes={
+                **{share: vars(setting) for share, setting in variant.changes.items()},
+                # The policy-wide knob, under a key no share can have (share names are not empty).
+                **({"": {"fair_sharing": variant.fair_sharing}} if variant.fair_sharing is not None else {}),
+            },
         )
     sweep.study = launch_study(
         name=f"Advisor: {sweep.name}",

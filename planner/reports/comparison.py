@@ -128,13 +128,19 @@ def _dist(block: Mapping[str, Any] | None, key: str) -> float | None:
 def _common_values(block: Mapping[str, Any]) -> dict[str, float | None]:
     """What the summary and every share have alike: waits, JCTs, preemptions and rerun cost."""
     preemptions = block.get("preemptions", {})
-    values: dict[str, float | None] = {"jobs": block.get("jobs"), "unschedulable": block.get("unschedulable")}
+    values: dict[str, float | None] = {
+        "jobs": block.get("jobs"),
+        "unschedulable": block.get("unschedulable"),
+        "cancelled": block.get("cancelled", 0),
+    }
     for kind in ("wait", "jct"):
         for p in ("p50", "p95", "p99"):
             values[f"{kind}_{p}"] = _dist(block.get(f"{kind}_seconds"), p)
     values.update(
         preempt_cross=preemptions.get("cross_share", 0),
         preempt_in=preemptions.get("in_share", 0),
+        preempt_fair=preemptions.get("fair_sharing", 0),
+        preempt_capacity=preemptions.get("capacity", 0),
         rerun_gpu_hours=block.get("rerun_gpu_hours", 0.0),
         rerun_usd=block.get("rerun_cost_usd", 0.0),
     )
@@ -180,6 +186,10 @@ POLICY_COLUMNS = [
     Column("preempt_in", "Preemptions, in-share", "", "lower", 0),
     Column("rerun_gpu_hours", "Rerun cost", "GPU-hours", "lower", 1),
     Column("rerun_usd", "Rerun cost", "$", "lower", 0),
+    # Sections 8-10, after the older columns: a shared ?sort=<table>:<index> keeps its column.
+    Column("preempt_fair", "Preemptions, fair sharing", "", "lower", 0),
+    Column("preempt_capacity", "Preemptions, capacity change", "", "lower", 0),
+    Column("cancelled", "Cancelled jobs (RUNNABLE limit)", "", "lower", 0),
 ]
 SHARE_COLUMNS = [
     Column("jobs", "Jobs", "", "", 0),
@@ -199,6 +209,10 @@ SHARE_COLUMNS = [
     Column("lent_gpu_hours", "Lent", "GPU-hours", "", 0),
     Column("idle_gpu_hours", "Idle", "GPU-hours", "lower", 0),
     Column("stranded_gpu_hours", "Stranded", "GPU-hours", "lower", 0),
+    # Sections 8-10, after the older columns: a shared ?sort=<table>:<index> keeps its column.
+    Column("preempt_fair", "Preemptions, fair sharing", "", "lower", 0),
+    Column("preempt_capacity", "Preemptions, capacity change", "", "lower", 0),
+    Column("cancelled", "Cancelled jobs (RUNNABLE limit)", "", "lower", 0),
 ]
 
 
@@ -254,7 +268,7 @@ class Card:
 
 def verdict_cards(runs: Sequence[RunColumn]) -> list[Card]:
     """One card per policy: utilization (total, useful), p95 wait of each share, rerun cost in
-    GPU-hours and in $, unschedulable jobs; each with its difference to the baseline."""
+    GPU-hours and in $, unschedulable and cancelled jobs; each with its difference to the baseline."""
     baseline = baseline_of(runs)
     names = share_names(runs)
     base_summary = summary_values(baseline.metrics) if baseline else {}
@@ -323,6 +337,13 @@ def verdict_cards(runs: Sequence[RunColumn]) -> list[Card]:
                     columns["unschedulable"],
                     is_base,
                 ),
+            )
+        )
+        lines.append(
+            CardLine(
+                "Cancelled jobs (RUNNABLE limit)",
+                columns["cancelled"],
+                _cell(values["cancelled"], base_summary.get("cancelled"), columns["cancelled"], is_base),
             )
         )
         cards.append(Card(run, lines))

@@ -23,7 +23,7 @@ from planner.validators import validate_long_name
 def run_summary(metrics: dict) -> dict:
     """What lists and headlines need: ``metrics["summary"]`` plus each share's jobs, waits,
     preemptions and rerun cost (no series, no CDFs)."""
-    keep = ("name", "strategy", "jobs", "succeeded", "failed", "unschedulable", "preemptions",
+    keep = ("name", "strategy", "jobs", "succeeded", "failed", "unschedulable", "cancelled", "preemptions",
             "wait_seconds", "jct_seconds", "rerun_cost_usd")  # fmt: skip
     return {
         **metrics.get("summary", {}),

@@ -43,6 +43,18 @@ TAG_STARTUP = "planner:startup_seconds"
 TAG_SHARE = "planner:share"  # the share's planner name when AWS needed another one
 TAG_POLICY = "planner:policy"  # the same for the policy
 
+# jobStateTimeLimitActions: the RUNNABLE reasons AWS Batch can act on for SageMaker training queues
+# (user guide, "Automatic remediation with jobStateTimeLimitActions"); the planner's limit applies
+# whatever the reason, so the export writes one action per reason. TERMINATE is the only action
+# such queues accept (CANCEL is for ECS, EKS and Fargate queues).
+RUNNABLE_LIMIT_REASONS = (
+    "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY",
+    "MISCONFIGURATION:SERVICE_ENVIRONMENT_MAX_RESOURCE",
+    "MISCONFIGURATION:QUOTA_MANAGEMENT_LIMIT_EXCEEDED",
+)
+RUNNABLE_LIMIT_ACTION = "TERMINATE"
+RUNNABLE_LIMIT_ACTIONS_READ = ("TERMINATE", "CANCEL")
+
 AWS_NAMES = "AWS names take up to 128 letters, digits, - and _"
 _AWS_NAME = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 _IN_SHARE = {"ENABLED": InSharePreemption.LOWER_PRIORITY, "DISABLED": InSharePreemption.NEVER}
@@ -90,6 +102,10 @@ def to_aws_batch(policy: Policy | Mapping[str, Any], *, prices: bool = True) -> 
             "serviceEnvironmentOrder": [{"order": 1, "serviceEnvironment": base}],
         },
     }
+    limit = _runnable_limit_actions(policy, notes)
+    if limit:
+        documents[JOB_QUEUE]["jobStateTimeLimitActions"] = limit
+    notes += _not_in_aws_notes(policy)
     if policy.queueing is Queueing.STRICT_FIFO:
         notes.append(
             "queueing strict_fifo has no AWS Batch setting: a quota share's jobs are queued the AWS way "
@@ -108,6 +124,56 @@ def to_aws_batch(policy: Policy | Mapping[str, Any], *, prices: bool = True) -> 
         documents[file_name] = _quota_share(policy, share, name, base, notes)
         share_files.append(file_name)
     return ExportBundle(documents=documents, script=_script(policy, base, share_files), notes=tuple(notes))
+
+
+def _runnable_limit_actions(policy: Policy, notes: list[str]) -> list[dict[str, Any]]:
+    """Section 10's limit as the job queue's jobStateTimeLimitActions, one per RUNNABLE reason."""
+    timeout = policy.runnable_timeout_seconds
+    if timeout is None:
+        return []
+    seconds = math.ceil(timeout)
+    if seconds != timeout:
+        notes.append(
+            f"runnable_timeout_seconds {timeout:g} is written as maxTimeSeconds {seconds} (whole seconds)"
+        )
+    notes.append(
+        f"runnable_timeout_seconds {timeout:g} is the job queue's jobStateTimeLimitActions: state RUNNABLE, "
+        f"action {RUNNABLE_LIMIT_ACTION} (the only action for SageMaker training queues), one per reason "
+        f"({', '.join(RUNNABLE_LIMIT_REASONS)}). AWS acts on the job at the head of the queue with that "
+        "reason; the planner's replay cancels every job RUNNABLE that long, whatever the reason"
+    )
+    return [
+        {"reason": reason, "state": "RUNNABLE", "maxTimeSeconds": seconds, "action": RUNNABLE_LIMIT_ACTION}
+        for reason in RUNNABLE_LIMIT_REASONS
+    ]
+
+
+def _not_in_aws_notes(policy: Policy) -> list[str]:
+    """Sections 8 and 9 have no AWS Batch setting: said, never dropped silently."""
+    notes = []
+    if policy.fair_sharing is not None:
+        strategies = ", ".join(s.value for s in policy.fair_sharing.preemption_strategies)
+        notes.append(
+            f"fair_sharing ({strategies}) is not exported: AWS Batch quota management has no fair sharing "
+            "between quota shares (fair-share scheduling policies, fairsharePolicy, serve other job queues); "
+            "quota shares lend and reclaim by their resourceSharingConfiguration only"
+        )
+    weighted = [f"{s.name} {s.fair_weight:g}" for s in policy.shares if s.fair_weight != 1]
+    if weighted:
+        notes.append(f"fair_weight of shares ({', '.join(weighted)}) has no AWS Batch setting: not exported")
+    if policy.changes:
+        when = "; ".join(
+            f"at {change.time:g} s {'the pool' if change.share is None else 'quota share ' + change.share}: "
+            + ", ".join(f"{n} x {t}" for t, n in change.capacity.items())
+            for change in policy.changes
+        )
+        notes.append(
+            f"AWS Batch has no dated capacity or quotas: the calendar's {len(policy.changes)} changes are "
+            f"not exported ({when}); the documents hold the capacity and quotas before the first change. "
+            "Apply each change at its time with update-service-environment (capacityLimits) or "
+            "update-quota-share (capacityLimits); reserved capacity for a while is a SageMaker training plan"
+        )
+    return notes
 
 
 def _service_environment(policy: Policy, base: str, notes: list[str], prices: bool) -> dict[str, Any]:
@@ -346,6 +412,9 @@ def from_aws_batch(documents: Mapping[str, Any] | Iterable[Any]) -> dict[str, An
         queue_type = queue.get("jobQueueType", SERVICE_TYPE)
         if queue_type != SERVICE_TYPE:
             raise InputError(f"{queue_type!r} is not {SERVICE_TYPE}", field=f"{queue_label}.jobQueueType")
+        timeout, limit_notes = _read_runnable_limit(queue, queue_label)
+    else:
+        timeout, limit_notes = None, []
     env_name = environment["serviceEnvironmentName"]
     data = {
         "name": name,
@@ -359,13 +428,59 @@ def from_aws_batch(documents: Mapping[str, Any] | Iterable[Any]) -> dict[str, An
             f" {type_name}: no {TAG_GPUS}{type_name} tag, taken as 1 GPU per instance: check it."
             for type_name in capacity
             if TAG_GPUS + type_name not in (environment.get("tags") or {})
-        ),
+        )
+        + "".join(f" {note}" for note in limit_notes),
     }
+    if timeout is not None:
+        data["runnable_timeout_seconds"] = timeout
     try:
         Policy.from_dict(data)
     except InputError as error:
         raise InputError(f"the imported policy: {error.reason}", field=error.field) from None
     return data
+
+
+def _read_runnable_limit(queue: Mapping[str, Any], label: str) -> tuple[float | None, list[str]]:
+    """The job queue's jobStateTimeLimitActions as runnable_timeout_seconds (the shortest limit:
+    the planner has one, for every reason), with notes on what it reads differently."""
+    actions = queue.get("jobStateTimeLimitActions")
+    if actions is None:
+        return None, []
+    where = f"{label}.jobStateTimeLimitActions"
+    if not isinstance(actions, list):
+        raise InputError("must be a list of {reason, state, maxTimeSeconds, action}", field=where)
+    limits, reasons = [], []
+    for i, action in enumerate(actions):
+        at = f"{where}[{i}]"
+        if not isinstance(action, Mapping):
+            raise InputError("must be an object with reason, state, maxTimeSeconds and action", field=at)
+        if action.get("state") != "RUNNABLE":
+            raise InputError(
+                f"{action.get('state')!r} is not RUNNABLE, the only state AWS acts on", field=f"{at}.state"
+            )
+        if action.get("action") not in RUNNABLE_LIMIT_ACTIONS_READ:
+            raise InputError(
+                f"{action.get('action')!r} is not {' or '.join(RUNNABLE_LIMIT_ACTIONS_READ)}",
+                field=f"{at}.action",
+            )
+        seconds = action.get("maxTimeSeconds")
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds > 0:
+            raise InputError(f"{seconds!r} is not a positive number of seconds", field=f"{at}.maxTimeSeconds")
+        limits.append(seconds)
+        reasons.append(str(action.get("reason", "")))
+    if not limits:
+        return None, []
+    notes = []
+    missing = [reason for reason in RUNNABLE_LIMIT_REASONS if reason not in reasons]
+    if len(set(limits)) > 1 or missing:
+        notes.append(
+            f"jobStateTimeLimitActions read as one limit of {min(limits):g} s for every RUNNABLE job (the "
+            "planner has one limit, whatever the reason"
+            + (f"; the queue had none for {', '.join(missing)}" if missing else "")
+            + (f"; its limits were {', '.join(f'{x:g}' for x in limits)} s" if len(set(limits)) > 1 else "")
+            + ")."
+        )
+    return min(limits), notes
 
 
 def _labelled_documents(documents: Any) -> list[tuple[str, Mapping[str, Any]]]:

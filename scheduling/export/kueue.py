@@ -7,6 +7,7 @@ Quotas are ``nvidia.com/gpu`` counts: a share's n instances of a type with g GPU
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import textwrap
@@ -41,6 +42,12 @@ ANNOTATION_SHARE = "planner/share-name"
 ANNOTATION_INSTANCE_TYPE = "planner/instance-type"
 ANNOTATION_GPUS = "planner/gpus-per-instance"
 ANNOTATION_HOURLY_PRICE = "planner/hourly-price"
+ANNOTATION_FAIR_SHARING = "planner/fair-sharing-strategies"
+ANNOTATION_CHANGES = "planner/changes"
+ANNOTATION_RUNNABLE_TIMEOUT = "planner/runnable-timeout-seconds"
+
+# Kueue's own configuration file (the controller manager's), where fair sharing is switched on.
+CONFIG_API_VERSION = "config.kueue.x-k8s.io/v1beta1"
 
 WITHIN_CLUSTER_QUEUE = {
     InSharePreemption.NEVER: "Never",
@@ -129,6 +136,7 @@ def kueue_notes(policy: Policy, *, gpu_resource: str = GPU_RESOURCE, prices: boo
                     f"lending_limit {lend:g} of share {share.name} for {type_name} is above its quota "
                     f"{share.quota(type_name)}: written as lendingLimit = nominalQuota (the same effect)."
                 )
+    notes += _section_8_to_10_notes(policy)
     if policy.startup_seconds:
         notes.append(
             f"startup_seconds {policy.startup_seconds:g} has no Kueue setting (it is how long a started job "
@@ -152,6 +160,58 @@ def kueue_notes(policy: Policy, *, gpu_resource: str = GPU_RESOURCE, prices: boo
             f"lower case with - and keep the planner name in annotation {ANNOTATION_SHARE}."
         )
     return notes
+
+
+def _section_8_to_10_notes(policy: Policy) -> list[str]:
+    """Fair sharing lives in Kueue's Configuration, not in the objects; the calendar and the
+    RUNNABLE limit have no Kueue setting at all."""
+    notes = []
+    if policy.fair_sharing is not None:
+        strategies = ", ".join(s.value for s in policy.fair_sharing.preemption_strategies)
+        notes.append(
+            "Fair sharing is on: Kueue's Configuration (the controller manager's config file, "
+            f"apiVersion {CONFIG_API_VERSION}, kind Configuration) must enable it with the policy's "
+            f"strategies: fairSharing: {{enable: true, preemptionStrategies: [{strategies}]}}. Each "
+            "ClusterQueue carries its weight as spec.fairSharing.weight. An import reads the strategies "
+            f"back from that Configuration when it is given, else from annotation {ANNOTATION_FAIR_SHARING} "
+            "on the Cohort."
+        )
+    elif any(share.fair_weight != 1 for share in policy.shares):
+        notes.append(
+            "Fair sharing is off: the shares' weights are written as spec.fairSharing.weight but Kueue "
+            "uses them only when its Configuration enables fairSharing."
+        )
+    if policy.changes:
+        when = "; ".join(
+            f"at {change.time:g} s {'the pool' if change.share is None else change.share}: "
+            + ", ".join(f"{n} x {t}" for t, n in change.capacity.items())
+            for change in policy.changes
+        )
+        notes.append(
+            f"Kueue has no dated capacity or quotas: the calendar's {len(policy.changes)} changes are not "
+            f"applied by these objects ({when}). Change the nominalQuotas at those times (a training plan: "
+            f"up at its start, down at its end); they are kept as annotation {ANNOTATION_CHANGES} on the "
+            "Cohort, which an import reads back."
+        )
+    if policy.runnable_timeout_seconds is not None:
+        notes.append(
+            f"runnable_timeout_seconds {policy.runnable_timeout_seconds:g} (cancel a job queued that long) "
+            "has no Kueue setting (waitForPodsReady is about pods starting once admitted): kept as "
+            f"annotation {ANNOTATION_RUNNABLE_TIMEOUT} on the Cohort."
+        )
+    return notes
+
+
+def _cohort_annotations(policy: Policy) -> dict[str, str]:
+    """Sections 8-10 as Cohort annotations (JSON for the calendar: one string, emitted by YAML)."""
+    out = {}
+    if policy.fair_sharing is not None:
+        out[ANNOTATION_FAIR_SHARING] = ",".join(s.value for s in policy.fair_sharing.preemption_strategies)
+    if policy.changes:
+        out[ANNOTATION_CHANGES] = json.dumps(policy.to_dict()["changes"], separators=(",", ":"))
+    if policy.runnable_timeout_seconds is not None:
+        out[ANNOTATION_RUNNABLE_TIMEOUT] = _number_text(policy.runnable_timeout_seconds)
+    return out
 
 
 def _cohort(policy: Policy, name: str, flavors: Mapping[str, str], gpu_resource: str) -> dict[str, Any]:
@@ -178,6 +238,7 @@ def _cohort(policy: Policy, name: str, flavors: Mapping[str, str], gpu_resource:
             "annotations": {
                 ANNOTATION_POLICY: policy.name,
                 ANNOTATION_STARTUP: _number_text(policy.startup_seconds),
+                **_cohort_annotations(policy),
             },
         },
         "spec": spec,
@@ -215,11 +276,15 @@ def _cluster_queue(
             resource["lendingLimit"] = _gpus(policy, type_name, min(lend, quota))
         flavor_quotas.append({"name": flavor, "resources": [resource]})
     annotations = {ANNOTATION_SHARE: share.name}
+    fair: dict[str, Any] = {}
+    if policy.fair_sharing is not None or share.fair_weight != 1:
+        fair["fairSharing"] = {"weight": share.fair_weight}
     return {
         "apiVersion": API_VERSION,
         "kind": "ClusterQueue",
         "metadata": {"name": name, "annotations": annotations},
         "spec": {
+            **fair,
             "cohort": cohort,
             "namespaceSelector": {},
             "queueingStrategy": QUEUEING_STRATEGY[policy.queueing],
@@ -288,10 +353,13 @@ def from_kueue_yaml(text: str | bytes, *, gpu_resource: str = GPU_RESOURCE) -> d
     queues: list[tuple[str, Mapping[str, Any]]] = []
     ignored: list[str] = []
     priority_classes: list[str] = []
+    configuration: dict[str, Any] | None = None
     for label, document in documents:
         kind = document["kind"]
         name = document["metadata"]["name"]
-        if kind == "Cohort":
+        if kind == "Configuration" and document.get("apiVersion") == CONFIG_API_VERSION:
+            configuration = _read_configuration(label, document)
+        elif kind == "Cohort":
             cohorts[name] = (label, document)
         elif kind == "ResourceFlavor":
             flavors[name] = (label, document)
@@ -342,10 +410,19 @@ def from_kueue_yaml(text: str | bytes, *, gpu_resource: str = GPU_RESOURCE) -> d
         for type_name, count in share["capacity"].items():
             pool[type_name] = pool.get(type_name, 0) + count
         shares.append(share)
-    policy_name, startup = cohort_name or "kueue-import", 0
+    policy_name, startup, extras = cohort_name or "kueue-import", 0, {}
     if cohort_name in cohorts:
         label, cohort = cohorts[cohort_name]
-        policy_name, startup = _read_cohort(label, cohort, types, gpu_resource, pool, notes)
+        policy_name, startup, extras = _read_cohort(label, cohort, types, gpu_resource, pool, notes)
+    if configuration is not None:
+        extras.pop("fair_sharing", None)
+        if configuration["enable"]:
+            extras["fair_sharing"] = configuration["fair_sharing"]
+    if "fair_sharing" not in extras and any("fair_weight" in share for share in shares):
+        notes.append(
+            "ClusterQueues have fairSharing weights but no Configuration enabling fairSharing was given: "
+            "fair sharing is off (import the Configuration with them to turn it on)."
+        )
     ignored += [label for name, (label, _) in cohorts.items() if name != cohort_name]
     instance_types = {t: {"gpus": gpus, "hourly_price": price} for t, gpus, price in types.values()}
     if ignored:
@@ -362,6 +439,7 @@ def from_kueue_yaml(text: str | bytes, *, gpu_resource: str = GPU_RESOURCE) -> d
         "queueing": strategies.pop().value,
         "startup_seconds": startup,
         "shares": shares,
+        **extras,
     }
     for share in shares:
         share["capacity"] = {types[f][0]: n for f, n in share["capacity"].items() if n}
@@ -468,14 +546,19 @@ def _read_cluster_queue(
     borrow_within = preemption.get("borrowWithinCohort") or {}
     if isinstance(borrow_within, Mapping) and borrow_within.get("policy", "Never") != "Never":
         notes.append(f"{label}: borrowWithinCohort {borrow_within.get('policy')} is not modelled (Never).")
-    if spec.get("fairSharing"):
-        notes.append(f"{label}: fairSharing is not modelled.")
     share: dict[str, Any] = {
         "name": str(name),
         "capacity": {flavor: q[0] for flavor, q in quotas.items()},
         "in_share_preemption": within.value,
         "reclaim": reclaim.value,
     }
+    fair = spec.get("fairSharing")
+    if fair is not None:
+        if not isinstance(fair, Mapping):
+            raise InputError("must be an object with weight", field=f"{label}.spec.fairSharing")
+        if "weight" in fair:
+            weight = parse_quantity(fair["weight"], f"{label}.spec.fairSharing.weight")
+            share["fair_weight"] = int(weight) if weight.denominator == 1 else float(weight)
     if not _cohort_of(label, document):
         share["strategy"] = Strategy.RESERVE.value
         notes.append(f"{label} is in no cohort: imported as RESERVE (it neither lends nor borrows).")
@@ -561,8 +644,9 @@ def _read_cohort(
     gpu_resource: str,
     pool: dict[str, int],
     notes: list[str],
-) -> tuple[str, float]:
-    """Adds the Cohort's own nominalQuota (unassigned capacity) to ``pool``; its policy name and start-up."""
+) -> tuple[str, float, dict[str, Any]]:
+    """Adds the Cohort's own nominalQuota (unassigned capacity) to ``pool``; its policy name,
+    start-up and the sections 8-10 keys its planner annotations hold."""
     spec = _spec(label, document)
     if spec.get("parent") or spec.get("parentName"):
         notes.append(f"{label}: its parent cohort is not modelled (one cohort per policy).")
@@ -574,7 +658,43 @@ def _read_cohort(
     annotations = _annotations(label, document)
     name = annotations.get(ANNOTATION_POLICY) or document["metadata"]["name"]
     startup = _annotation_number(annotations, ANNOTATION_STARTUP, label, default=0)
-    return str(name), startup
+    extras: dict[str, Any] = {}
+    if ANNOTATION_FAIR_SHARING in annotations:
+        listed = str(annotations[ANNOTATION_FAIR_SHARING])
+        extras["fair_sharing"] = {
+            "preemption_strategies": [s.strip() for s in listed.split(",") if s.strip()]
+        }
+    if ANNOTATION_CHANGES in annotations:
+        try:
+            extras["changes"] = json.loads(str(annotations[ANNOTATION_CHANGES]))
+        except ValueError:
+            raise InputError(
+                "is not the JSON list of changes the export writes",
+                field=f"{label}.metadata.annotations.{ANNOTATION_CHANGES}",
+            ) from None
+    if ANNOTATION_RUNNABLE_TIMEOUT in annotations:
+        extras["runnable_timeout_seconds"] = _annotation_number(
+            annotations, ANNOTATION_RUNNABLE_TIMEOUT, label, default=0, positive=True
+        )
+    return str(name), startup, extras
+
+
+def _read_configuration(label: str, document: Mapping[str, Any]) -> dict[str, Any]:
+    """Kueue's Configuration: whether fairSharing is enabled, and its preemption strategies (the
+    engine's validator says whether the list is one Kueue accepts)."""
+    fair = document.get("fairSharing") or {}
+    if not isinstance(fair, Mapping):
+        raise InputError("must be an object", field=f"{label}.fairSharing")
+    enable = fair.get("enable", False)
+    if not isinstance(enable, bool):
+        raise InputError(f"{enable!r} is not true or false", field=f"{label}.fairSharing.enable")
+    out: dict[str, Any] = {}
+    strategies = fair.get("preemptionStrategies")
+    if strategies is not None:
+        if not isinstance(strategies, list):
+            raise InputError("must be a list", field=f"{label}.fairSharing.preemptionStrategies")
+        out["preemption_strategies"] = strategies
+    return {"enable": enable, "fair_sharing": out}
 
 
 # ---------------------------------------------------------------------------------------

@@ -86,6 +86,7 @@ def test_verdict_cards_carry_every_share_p95_and_the_rerun_cost():
         "Rerun cost",
         "Rerun cost",
         "Unschedulable jobs",
+        "Cancelled jobs (RUNNABLE limit)",
     ]
     # in GPU-hours for every role (20 against the baseline's 50), then in $ (finance and admin)
     hours = cards[1].lines[4]
