@@ -143,13 +143,15 @@ def from_aws_batch_describe(
             if k in policy_document
         }
     queue_name = None
+    limit: dict[str, Any] = {}
     if queue is not None:
         queue_name = queue.get("jobQueueName")
         bundle[queue_label] = {
             "jobQueueName": queue_name,
             "jobQueueType": queue.get("jobQueueType", SERVICE_TYPE),
         }
-        _fold_notes(notes, runnable_time_limit(queue_label, queue))
+        limit, limit_notes = runnable_time_limit(queue_label, queue)
+        notes.extend(limit_notes)
     mine = _shares_of(shares, queue)
     if not mine:
         raise InputError(
@@ -172,6 +174,7 @@ def from_aws_batch_describe(
                 f"Quota share {share.get('quotaShareName')} is DISABLED in AWS: imported as configured."
             )
     data = from_aws_batch(bundle)
+    data.update(limit)
     _known_gpus(data, bundle[environment_label]["tags"])
     data["description"] = " ".join([data.get("description", ""), *notes]).strip()
     return data
@@ -294,27 +297,36 @@ def _shares_of(
     return mine
 
 
-def _fold_notes(notes: list[str], found: tuple[dict[str, Any], list[str]]) -> None:
-    notes.extend(found[1])
-
-
 def runnable_time_limit(label: str, queue: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """NOT YET MODELLED (SEMANTICS.md section 10, ``runnable_timeout_seconds``): the job queue's
-    ``jobStateTimeLimitActions`` (cancel a job RUNNABLE for maxTimeSeconds with a given reason).
+    """SEMANTICS.md section 10: the job queue's ``jobStateTimeLimitActions`` (act on a job RUNNABLE
+    for maxTimeSeconds with a given reason) as ``runnable_timeout_seconds``.
 
-    Returns (policy keys, notes). Until scheduling/model.py accepts ``runnable_timeout_seconds`` this
-    sets no key and reports each action as not yet modelled, so it is never dropped silently; then it
-    will return ``{"runnable_timeout_seconds": <the shortest maxTimeSeconds>}``."""
+    Returns (policy keys, notes). AWS keys each action by the job's RUNNABLE reason; the replay has
+    one limit for every job whatever its reason (section 10's choice), so the shortest limit is
+    taken and the notes say which actions were folded into it."""
     actions = queue.get("jobStateTimeLimitActions") or []
     if not isinstance(actions, list):
         raise InputError("must be a list", field=f"{label}.jobStateTimeLimitActions")
-    notes = []
+    limits: list[float] = []
+    described: list[str] = []
     for i, action in enumerate(actions):
+        where = f"{label}.jobStateTimeLimitActions[{i}]"
         if not isinstance(action, Mapping):
-            raise InputError("must be an object", field=f"{label}.jobStateTimeLimitActions[{i}]")
-        notes.append(
-            f"jobStateTimeLimitActions[{i}] ({action.get('action', 'CANCEL')} a job "
-            f"{action.get('state', 'RUNNABLE')} for {action.get('maxTimeSeconds')} s with reason "
-            f"{action.get('reason')}) is not yet modelled: the replay never cancels a queued job."
-        )
-    return {}, notes
+            raise InputError("must be an object", field=where)
+        state = action.get("state", "RUNNABLE")
+        if state != "RUNNABLE":
+            raise InputError(f"state {state!r}: AWS Batch only acts on RUNNABLE jobs", field=f"{where}.state")
+        seconds = action.get("maxTimeSeconds")
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds < 1e9:
+            raise InputError(f"{seconds!r} is not a number of seconds", field=f"{where}.maxTimeSeconds")
+        limits.append(float(seconds))
+        verb = action.get("action", "CANCEL")
+        described.append(f"{verb} after {seconds:g} s with reason {action.get('reason')}")
+    if not limits:
+        return {}, []
+    shortest = min(limits)
+    notes = [
+        f"jobStateTimeLimitActions ({'; '.join(described)}) read as runnable_timeout_seconds {shortest:g}: "
+        "the replay cancels every job RUNNABLE that long, whatever its reason (SEMANTICS.md section 10)"
+    ]
+    return {"runnable_timeout_seconds": int(shortest) if shortest.is_integer() else shortest}, notes

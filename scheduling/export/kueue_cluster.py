@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from scheduling.errors import InputError
-from scheduling.export.kueue import API_VERSION, GPU_RESOURCE, from_kueue_yaml
+from scheduling.export.kueue import API_VERSION, CONFIG_API_VERSION, GPU_RESOURCE, from_kueue_yaml
 from scheduling.nesting import check_yaml_nesting
 
 API_VERSIONS = ("kueue.x-k8s.io/v1beta1", "kueue.x-k8s.io/v1beta2")
@@ -84,17 +84,18 @@ def from_kueue_cluster(
                     f"{version!r} is not {' or '.join(API_VERSIONS)}", field=f"{label}.apiVersion"
                 )
             document = _as_v1beta1(document)
-            weight = _fair_weight(document)
-            if weight is not None:
-                notes.append(weight)
-                # reported here, with its weight: the export's reader need not say it again
-                document["spec"] = {k: v for k, v in document["spec"].items() if k != "fairSharing"}
         objects.append(_configuration_only(document))
     if len(configurations) > 1:
         raise InputError("more than one Kueue Configuration", field=configurations[1][0])
     for label, configuration in configurations:
-        notes.extend(fair_sharing_of(label, configuration)[1])
+        # ClusterQueues keep spec.fairSharing.weight: the export's reader makes it the share's
+        # fair_weight, and turns fair sharing on from this Configuration.
+        objects.append(fair_sharing_of(label, configuration))
     data = from_kueue_yaml(yaml.safe_dump_all(objects, sort_keys=False), gpu_resource=gpu_resource)
+    fair = data.get("fair_sharing")
+    if fair is not None:
+        strategies = ", ".join(fair.get("preemption_strategies") or ["the default strategies"])
+        notes.append(f"The Kueue Configuration turns fair sharing on (preemptionStrategies {strategies}).")
     data["description"] = " ".join([data.get("description", ""), *notes]).strip()
     return data
 
@@ -120,44 +121,32 @@ def _configuration_only(document: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _fair_weight(document: Mapping[str, Any]) -> str | None:
-    """NOT YET MODELLED (SEMANTICS.md section 8, share ``fair_weight``): a ClusterQueue's or Cohort's
-    ``spec.fairSharing.weight``. Returns the note saying so (None without one); once scheduling/model.py
-    accepts ``fair_weight`` this becomes the share's ``fair_weight``."""
-    spec = document.get("spec")
-    fair = spec.get("fairSharing") if isinstance(spec, Mapping) else None
-    if not isinstance(fair, Mapping) or "weight" not in fair:
-        return None
-    name = (document.get("metadata") or {}).get("name")
-    return f"{document.get('kind')}/{name}: fairSharing.weight {fair['weight']} is not yet modelled."
-
-
-def fair_sharing_of(label: str, configuration: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """NOT YET MODELLED (SEMANTICS.md section 8, policy ``fair_sharing``): the Kueue Configuration's
-    ``fairSharing`` (``enable``, ``preemptionStrategies``).
-
-    Returns (policy keys, notes). Until scheduling/model.py accepts ``fair_sharing`` no key is set and
-    the note says that fair sharing is on in the cluster but not in the replay; then it will return
-    ``{"fair_sharing": {"preemption_strategies": [...]}}``."""
+def fair_sharing_of(label: str, configuration: Mapping[str, Any]) -> dict[str, Any]:
+    """The Kueue Configuration's ``fairSharing`` (SEMANTICS.md section 8) as the v1beta1
+    Configuration document the export's reader takes (``scheduling.export.kueue``), checked here
+    for what the live file may hold: v1beta2 (which dropped ``enable``: the section's presence
+    turns fair sharing on) and a strategy list of names."""
     version = configuration.get("apiVersion")
     if version not in CONFIG_API_VERSIONS:
         raise InputError(
             f"{version!r} is not {' or '.join(CONFIG_API_VERSIONS)}", field=f"{label}.apiVersion"
         )
     fair = configuration.get("fairSharing")
+    document: dict[str, Any] = {
+        "apiVersion": CONFIG_API_VERSION,  # what the export's reader takes
+        "kind": "Configuration",
+        "metadata": {"name": "kueue-configuration"},
+    }
     if fair is None:
-        return {}, []
+        return document
     if not isinstance(fair, Mapping):
         raise InputError("must be an object", field=f"{label}.fairSharing")
     enabled = fair.get("enable", True)  # v1beta2 dropped `enable`: the section's presence turns it on
     if not enabled:
-        return {}, []
+        return {**document, "fairSharing": {"enable": False}}
     strategies = fair.get("preemptionStrategies") or ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]
     if not isinstance(strategies, list) or not all(isinstance(s, str) for s in strategies):
         raise InputError(
             "must be a list of strategy names", field=f"{label}.fairSharing.preemptionStrategies"
         )
-    return {}, [
-        f"The Kueue Configuration turns fair sharing on (preemptionStrategies {', '.join(strategies)}): "
-        "not yet modelled, the replay admits and preempts by quota, priority and submit time only."
-    ]
+    return {**document, "fairSharing": {"enable": True, "preemptionStrategies": strategies}}

@@ -47,7 +47,9 @@ def test_the_aws_sample_becomes_its_policy():
     assert shares["nlp"]["in_share_preemption"] == "lower_priority"
     assert shares["vision"]["strategy"] == "LEND" and shares["vision"]["in_share_preemption"] == "never"
     assert shares["prod-tuning"]["strategy"] == "RESERVE"
-    assert "jobStateTimeLimitActions[0] (CANCEL a job RUNNABLE for 86400 s" in data["description"]
+    # a day in RUNNABLE with insufficient capacity cancels the job: section 10's limit, said in words
+    assert data["runnable_timeout_seconds"] == 86400
+    assert "jobStateTimeLimitActions (CANCEL after 86400 s with reason CAPACITY" in data["description"]
 
 
 def test_the_describe_outputs_may_come_one_file_each_in_any_order():
@@ -109,7 +111,11 @@ def test_the_kueue_sample_becomes_its_policy_and_fair_sharing_is_reported():
         "fair sharing on (preemptionStrategies LessThanOrEqualToFinalShare, LessThanInitialShare)"
         in data["description"]
     )
-    assert "ClusterQueue/team-nlp: fairSharing.weight 2 is not yet modelled" in data["description"]
+    # the manager's Configuration turns fair sharing on; ClusterQueue weights become fair_weight
+    assert data["fair_sharing"] == {
+        "preemption_strategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]
+    }
+    assert shares["team-nlp"]["fair_weight"] == 2 and shares["team-research"].get("fair_weight", 1) == 1
 
 
 def test_kueue_v1beta2_objects_read_as_v1beta1():
@@ -140,6 +146,6 @@ def test_import_policy_on_the_command_line(tmp_path, capsys):
         main(["import-policy", "--format", "kueue", str(KUEUE), str(KUEUE_MANAGER), "--out", str(out)]) == 0
     )
     assert json.loads(out.read_text())["capacity"] == {"a100-80gb": 48, "l4": 16}
-    assert "not yet modelled" in capsys.readouterr().err  # the import's notes, for the person running it
+    assert "turns fair sharing on" in capsys.readouterr().err  # the import's notes, for the person running it
     assert main(["import-policy", "--format", "aws-batch", str(KUEUE), "--out", str(out)]) == 2
     assert capsys.readouterr().err.startswith("error: configuration.yaml: record 1 is not valid JSON")

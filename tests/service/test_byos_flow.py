@@ -44,7 +44,8 @@ def test_aws_pair_through_the_api(admin_api, eager_celery, django_capture_on_com
     policy = Policy.objects.get(pk=response.json()["id"])
     assert policy.pool.capacity_dict() == {"ml.p4d.24xlarge": 11, "ml.g5.12xlarge": 8}
     assert sorted(s.name for s in policy.shares.all()) == ["nlp", "prod-tuning", "research", "vision"]
-    assert "jobStateTimeLimitActions[0]" in policy.description and "not yet modelled" in policy.description
+    # the job queue cancels jobs RUNNABLE for a day (jobStateTimeLimitActions): section 10's limit
+    assert policy.runnable_timeout_seconds == 86400 and "jobStateTimeLimitActions" in policy.description
     with upload(AWS_HISTORY) as history:
         response = upload_trace(
             admin_api, {"name": "aws history", "format": "aws-batch-jobs", "file": history}
@@ -88,7 +89,8 @@ def test_kueue_pair_through_the_api(admin_api):
     assert policy.pool.capacity_dict() == {"a100-80gb": 48, "l4": 16}
     assert (
         "fair sharing on" in policy.description
-        and "fairSharing.weight 2 is not yet modelled" in policy.description
+        and policy.fair_sharing
+        and policy.shares.get(name="team-nlp").fair_weight == 2
     )
     with upload(KUEUE_HISTORY) as history:
         response = upload_trace(
