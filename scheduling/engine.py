@@ -563,26 +563,38 @@ class _Replay:
         preempted: list[Job] = []
         admitted = False
         lendable = self.lendable_gpus
+        # A group refused in this round at the current version is asleep: every job behind the
+        # refusal would be passed over until the next change, so rather than pick them one by
+        # one (a scan of all groups each), the group sits out and, at the next admission, skips
+        # at once the jobs it would have offered before it (see _wake_asleep).
+        asleep = [-1] * len(groups)
+        values: list[tuple[bool, float]] = [(False, 0.0)] * len(groups)
         while True:
             best = -1
             best_key: tuple = ()
+            version = self.version
             for i, g in enumerate(groups):
                 if g.ptr >= ends[i]:
                     continue
-                order = (value_with(g.account, g.count, lendable), g.jobs[g.ptr])
+                value = value_with(g.account, g.count, lendable)
+                values[i] = value
+                if asleep[i] == version:
+                    continue
+                order = (value, g.jobs[g.ptr])
                 if best < 0 or order < best_key:
                     best, best_key = i, order
             if best < 0:
                 break
             g = groups[best]
             key = g.jobs[g.ptr]
-            if g.refused_at == self.version and key > g.refused_key:
-                g.ptr += 1  # behind a refusal in its group, nothing changed since
+            if g.refused_at == version and key > g.refused_key:
+                g.ptr += 1  # behind a refusal in an earlier round, nothing changed since
                 continue
             job = self._job_of(key)
             outcome = self.try_admit(job, now, preempted)
             if outcome == ADMITTED:
                 admitted = True
+                _wake_asleep(groups, ends, asleep, values, version, best_key)
                 if not self.strict:  # (strict: _start took it out of its queues already)
                     self._add_waiting_time(g, now)
                     del g.jobs[g.ptr]
@@ -590,8 +602,9 @@ class _Replay:
                 if not g.jobs:
                     self._close(g)
                 continue
-            g.refused_at = self.version
+            g.refused_at = version
             g.refused_key = key
+            asleep[best] = version
             reason = self._wait_reason(job)
             if self.strict:
                 share = job.account.share
@@ -1083,3 +1096,21 @@ class _Replay:
         for g in self.groups:
             self._settle_waiting_time(g)
         return Totals(self.shares)
+
+
+def _wake_asleep(
+    groups: list[Group], ends: list[int], asleep: list[int], values: list[tuple[bool, float]],
+    version: int, admitted: tuple,
+) -> None:
+    """An admission ends the state in which the round's asleep groups were refused. While it
+    lasted, values stood still, so the round took candidates in increasing (value, queue key)
+    order: each asleep group would have offered, and passed over, every job ordered before the
+    admitted one. Skip those now; the rest are tried in the new state."""
+    value, key = admitted
+    for i, g in enumerate(groups):
+        if asleep[i] != version or g.ptr >= ends[i]:
+            continue
+        if values[i] < value:
+            g.ptr = ends[i]
+        elif values[i] == value:
+            g.ptr = bisect_right(g.jobs, key, g.ptr, ends[i])
