@@ -290,6 +290,9 @@ SPECTACULAR_SETTINGS = {
     ],
     "ENUM_NAME_OVERRIDES": {
         "RunStatusEnum": "planner.studies.models.RunStatus",
+        # two fields named "mode": a sweep's (grid, ...) and a pool size's (proportional, one_type)
+        "SweepModeEnum": "planner.advisor.models.SweepMode",
+        "SizeModeEnum": "planner.curves.models.SIZE_MODE_CHOICES",
     },
 }
 

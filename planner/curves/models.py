@@ -21,6 +21,9 @@ def _choices(enum) -> list[tuple[str, str]]:
     return [(member.value, member.value) for member in enum]
 
 
+SIZE_MODE_CHOICES = _choices(SizeMode)  # named in settings.SPECTACULAR_SETTINGS (one enum in the schema)
+
+
 def combined_status(statuses: set[str]) -> str:
     """``succeeded`` when every replay did, ``failed`` when any failed and none is left, else
     ``running`` once one started, or ``queued``."""
@@ -71,7 +74,7 @@ class CapacityCurve(models.Model):
 
     name = models.CharField(max_length=200)
     trace = models.ForeignKey(Trace, on_delete=models.PROTECT, related_name="capacity_curves")
-    mode = models.CharField(max_length=16, choices=_choices(SizeMode), default=SizeMode.PROPORTIONAL.value)
+    mode = models.CharField(max_length=16, choices=SIZE_MODE_CHOICES, default=SizeMode.PROPORTIONAL.value)
     instance_type = models.CharField(max_length=100, help_text="the sized type: sizes count its instances")
     sizes = models.JSONField(help_text="pool sizes in instances of the sized type, ascending")
     today = models.PositiveIntegerField(default=0, help_text="the first policy's own size (instances)")
@@ -137,7 +140,7 @@ class WorthSearch(models.Model):
     urgent_shares = models.JSONField(default=list, blank=True)
     tolerance_seconds = models.FloatField(default=60)
     tolerance_percent = models.FloatField(default=2)
-    mode = models.CharField(max_length=16, choices=_choices(SizeMode), default=SizeMode.PROPORTIONAL.value)
+    mode = models.CharField(max_length=16, choices=SIZE_MODE_CHOICES, default=SizeMode.PROPORTIONAL.value)
     instance_type = models.CharField(max_length=100)
     today = models.PositiveIntegerField(help_text="policy B's instances of the sized type")
     lower = models.PositiveIntegerField(default=1)
