@@ -2,12 +2,18 @@
 # The first command: set everything up and serve the planner at http://127.0.0.1:8000 with a
 # Celery worker (SQLite and a filesystem broker under var/, no servers). Ctrl-C stops both.
 # Safe to run again: nothing is duplicated. PLANNER_PORT / PLANNER_HOST change the address.
+# It serves with DEBUG off (gunicorn, static files by whitenoise): an error shows a plain page,
+# never a traceback. DEBUG=1 ./planner.sh serves with Django's development server and debug pages.
+# A worker that dies is started again; the web server stays up. PLANNER_DEMO=0 skips the demo data.
 set -euo pipefail
 cd "$(dirname "$0")"
 
 HOST=${PLANNER_HOST:-127.0.0.1}
 PORT=${PLANNER_PORT:-8000}
-export DEBUG=${DEBUG:-1}
+export DEBUG=${DEBUG:-0}
+# Plain http on this machine: cookies without the Secure flag, no HSTS, the address as host.
+export PLANNER_SECURE_COOKIES=${PLANNER_SECURE_COOKIES:-0} PLANNER_HSTS_SECONDS=${PLANNER_HSTS_SECONDS:-0}
+export ALLOWED_HOSTS=${ALLOWED_HOSTS:-$HOST,127.0.0.1,localhost}
 
 # Make .venv (Python 3.11+) and install REQUIREMENTS, skipping pip when nothing changed.
 REQUIREMENTS=requirements.txt
@@ -34,19 +40,45 @@ echo "== database, roles, demo users"
 # Passwords are shown from $VAR/demo-logins.txt; without that file they are made anew.
 RESET=$([ -f "$VAR/demo-logins.txt" ] || echo --reset)
 .venv/bin/python manage.py create_demo_users $RESET --credentials-file "$VAR/demo-logins.txt" >/dev/null
-echo "== demo data (the first time takes a minute: three studies are replayed)"
-.venv/bin/python manage.py load_demo 2>&1 | grep -v "^Task planner" || true
+if [ "${PLANNER_DEMO:-1}" != 0 ]; then
+    echo "== demo data (the first time takes a minute: three studies are replayed)"
+    .venv/bin/python manage.py load_demo 2>&1 | grep -v "^Task planner" || true
+fi
+if [ "$DEBUG" = 0 ]; then
+    .venv/bin/python manage.py collectstatic --noinput -v0  # served by whitenoise
+fi
 
-echo "== starting a worker and the web server"
-.venv/bin/celery -A planner worker -l WARNING --concurrency 2 --without-gossip --without-mingle \
-    --without-heartbeat -n "planner-local@%h" &
-WORKER=$!
-.venv/bin/python manage.py runserver "$HOST:$PORT" --noreload &
+# The worker, started again whenever it stops (a crash, the OOM killer, a kill -9): runs it had
+# are put back in the queue by the new worker's reaper. Its pid is in $VAR/worker.pid.
+supervise_worker() {
+    local pid=""
+    trap '[ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; exit 0' TERM INT
+    while :; do
+        .venv/bin/celery -A planner worker -l WARNING --concurrency 2 --without-gossip --without-mingle \
+            --without-heartbeat -n "planner-local@%h" &
+        pid=$!
+        echo "$pid" > "$VAR/worker.pid"
+        local code=0
+        wait "$pid" || code=$?
+        echo "== $(date +%H:%M:%S) the worker stopped (exit $code): starting a new one in 2 s;" \
+            "the web pages stay up, its runs go back to the queue" >&2
+        sleep 2
+    done
+}
+
+echo "== starting a worker and the web server (DEBUG=$DEBUG)"
+supervise_worker &
+SUPERVISOR=$!
+if [ "$DEBUG" = 0 ]; then
+    .venv/bin/gunicorn planner.wsgi --bind "$HOST:$PORT" --workers 2 --log-level warning &
+else
+    .venv/bin/python manage.py runserver "$HOST:$PORT" --noreload &
+fi
 SERVER=$!
 stop() {
     trap - EXIT INT TERM
-    kill -TERM "$SERVER" "$WORKER" 2>/dev/null || true
-    wait "$SERVER" "$WORKER" 2>/dev/null || true
+    kill -TERM "$SERVER" "$SUPERVISOR" 2>/dev/null || true
+    wait "$SERVER" "$SUPERVISOR" 2>/dev/null || true
 }
 trap stop EXIT INT TERM
 
@@ -56,8 +88,8 @@ cat <<INFO
   The planner is at http://$HOST:$PORT/   (API: http://$HOST:$PORT/api/docs/, admin: /admin/)
   Demo logins (also in $VAR/demo-logins.txt):
 $(sed 's/^/    /' "$VAR/demo-logins.txt")
-  Ctrl-C stops the web server and the worker.
+  Ctrl-C stops the web server and the worker.$([ "$DEBUG" = 0 ] && echo " DEBUG=1 ./planner.sh for debug pages.")
 
 INFO
-# Until Ctrl-C, or until either of them stops (then the other is stopped too).
-wait -n "$SERVER" "$WORKER" || true
+# Until Ctrl-C, or until the web server stops (then the worker is stopped too).
+wait "$SERVER" || true

@@ -3,6 +3,8 @@
     .venv/bin/python benchmarks/replay_benchmark.py                 # 10k, 100k, 1M synthetic + real traces
     .venv/bin/python benchmarks/replay_benchmark.py --cases 10k itp   # a selection
     .venv/bin/python benchmarks/replay_benchmark.py --repeat 3        # the fastest of 3 runs a case
+    .venv/bin/python benchmarks/replay_benchmark.py --cli             # the command line, phase by phase
+    .venv/bin/python benchmarks/replay_benchmark.py --upload tiled 5m # upload to study finished (API)
 
 Synthetic cases replay `scheduling.synthetic.generate(N)` on the 4-share demo policy (two shares lend
 and borrow with in-share preemption, one lends, one reserves; cross-share reclaim on) sized for about
@@ -30,17 +32,26 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data"
 SYNTHETIC = {"10k": 10_000, "100k": 100_000, "1m": 1_000_000}
+# The same synthetic traces with sections 8 and 9 on: fair sharing (both strategies), or a
+# training-plan calendar (see _with_training_plan).
+VARIANTS = ("100k-fair", "1m-fair", "100k-plan", "1m-plan")
 REAL = ("itp", "openb")
 
 
 def load_case(case: str):
     from scheduling.model import Policy
 
-    if case in SYNTHETIC:
+    size, _, variant = case.partition("-")
+    if size in SYNTHETIC and variant in ("", "fair", "plan"):
         from scheduling.synthetic import demo_policy_dict, demo_pool_gpus, generate
 
-        trace = generate(SYNTHETIC[case], seed=1)
-        return Policy.from_dict(demo_policy_dict(demo_pool_gpus(trace))), trace
+        trace = generate(SYNTHETIC[size], seed=1)
+        policy = demo_policy_dict(demo_pool_gpus(trace))
+        if variant == "fair":
+            policy["fair_sharing"] = {}
+        elif variant == "plan":
+            _with_training_plan(policy, trace)
+        return Policy.from_dict(policy), trace
     from scheduling.traces import read_trace
 
     if case == "itp":
@@ -54,7 +65,29 @@ def load_case(case: str):
             DATA / "alibaba-openb-2023" / "openb_pod_list_default.csv", format="alibaba-openb-2023"
         )
         return Policy.from_dict(_openb_policy(trace)), trace
-    raise SystemExit(f"unknown case {case!r}: choose from {', '.join([*SYNTHETIC, *REAL])}")
+    raise SystemExit(f"unknown case {case!r}: choose from {', '.join([*SYNTHETIC, *VARIANTS, *REAL])}")
+
+
+def _with_training_plan(policy: dict, trace) -> None:
+    """A SageMaker training plan for the first share: 20% more of the pool for the middle third of
+    the trace (pool and quota up at its start, both down at its end), and the last share's quota
+    halved from two thirds on (a renegotiation: its borrowing jobs above it become preemptible)."""
+    start, end = float(trace.submit_time.min()), float(trace.submit_time.max())
+    first, last = policy["shares"][0], policy["shares"][-1]
+    changes = []
+    for type_name, capacity in policy["capacity"].items():
+        extra = max(1, capacity // 5)
+        plan_from, plan_to = start + (end - start) / 3, start + 2 * (end - start) / 3
+        quota = first["capacity"].get(type_name, 0)
+        halved = last["capacity"].get(type_name, 0) // 2
+        changes += [
+            {"time": plan_from, "capacity": {type_name: capacity + extra}},
+            {"time": plan_from, "share": first["name"], "capacity": {type_name: quota + extra}},
+            {"time": plan_to, "capacity": {type_name: capacity}},
+            {"time": plan_to, "share": first["name"], "capacity": {type_name: quota}},
+            {"time": plan_to, "share": last["name"], "capacity": {type_name: halved}},
+        ]
+    policy["changes"] = changes
 
 
 def _openb_policy(trace) -> dict:
@@ -111,14 +144,34 @@ def run_case(case: str) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--cases", nargs="*", default=[*SYNTHETIC, *REAL])
+    parser.add_argument("--cases", nargs="*", default=[*SYNTHETIC, *VARIANTS, *REAL])
     parser.add_argument("--repeat", type=int, default=1, help="runs per case; the fastest is shown")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # internal: run one case here
+    parser.add_argument("--cli", action="store_true", help="time python -m scheduling replay by phase")
+    parser.add_argument("--upload", nargs="*", choices=["tiled", "5m"], help="upload to study finished")
+    parser.add_argument("--cli-phases", nargs=3, help=argparse.SUPPRESS)  # internal
+    parser.add_argument("--bare-loop", help=argparse.SUPPRESS)  # internal
     args = parser.parse_args()
     if args.one:
         print(json.dumps(run_case(args.one)))
         return
     sys.path.insert(0, str(ROOT))
+    from benchmarks import ingest
+
+    if args.cli_phases:
+        print(json.dumps(ingest.cli_phases(*args.cli_phases)))
+        return
+    if args.bare_loop:
+        print(ingest.bare_loop(args.bare_loop))
+        return
+    if args.cli or args.upload is not None:
+        env = {"PYTHONPATH": str(ROOT), "PATH": os.environ.get("PATH", "/usr/bin:/bin"), **_engine_choice()}
+        print(f"reference loop: {reference_loop_seconds()} s")
+        if args.cli:
+            ingest.run_cli(env)
+        for case in args.upload or []:
+            ingest.run_upload(env, None if case == "tiled" else 5_000_000)
+        return
     from scheduling.compiled import engine_kind, stale_reason
 
     kind = engine_kind()

@@ -27,9 +27,15 @@ def make_broker_folders(sender, **_kwargs) -> None:
 
 @worker_ready.connect
 def reap_runs_on_start(**_kwargs) -> None:
-    """A worker that starts after a crash picks up the runs and calibrations whose worker died."""
+    """A worker that starts after a crash picks up the runs, calibrations and curve and search points
+    whose worker died (and moves on the searches waiting for them)."""
     from planner.calibration.launch import reap_stale_calibrations
+    from planner.curves.launch import reap_curves, reap_searches
     from planner.studies.reaper import reap_stale_runs
+    from planner.traces.tasks import reap_stale_parses
 
     reap_stale_runs()
     reap_stale_calibrations()
+    reap_curves()
+    reap_searches()
+    reap_stale_parses()

@@ -71,9 +71,27 @@ def local_secret_key(path: Path) -> str:
     return path.read_text().strip()
 
 
+def checked_secret_key(key: str) -> str:
+    """``key`` when it is as strong as Django's own check asks (security.W009: at least 50
+    characters, at least 5 different ones); otherwise refuse to start, saying how to fix it."""
+    from django.core.checks.security.base import SECRET_KEY_MIN_LENGTH, SECRET_KEY_MIN_UNIQUE_CHARACTERS
+
+    if len(key) < SECRET_KEY_MIN_LENGTH or len(set(key)) < SECRET_KEY_MIN_UNIQUE_CHARACTERS:
+        raise ImproperlyConfigured(
+            f"SECRET_KEY is too weak for production ({len(key)} characters, {len(set(key))} different): "
+            f"give at least {SECRET_KEY_MIN_LENGTH} characters, "
+            f"{SECRET_KEY_MIN_UNIQUE_CHARACTERS} or more of them different, "
+            "e.g. python -c 'import secrets; print(secrets.token_urlsafe(50))', "
+            "or unset it to use the random key kept in var/secret_key (DEBUG=1 accepts any key)"
+        )
+    return key
+
+
 SECRET_KEY = env_str("SECRET_KEY")
 if not SECRET_KEY:
     SECRET_KEY = "development-only-key" if DEBUG else local_secret_key(VAR_DIR / "secret_key")
+elif not DEBUG:
+    SECRET_KEY = checked_secret_key(SECRET_KEY)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost" if DEBUG else "")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
 
@@ -100,6 +118,7 @@ INSTALLED_APPS = [
     "planner.exports",
     "planner.commons",
     "planner.advisor",
+    "planner.curves",
 ]
 if (BASE_DIR / "planner" / "web" / "__init__.py").exists():
     INSTALLED_APPS.append("planner.web")  # the browser pages, when installed
@@ -212,6 +231,14 @@ if not DEBUG:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_SSL_REDIRECT = env_bool("PLANNER_SSL_REDIRECT", False)
 
+# Repeated wrong passwords lock the username (or the client address) for a while
+# (planner.accounts.throttle): the login page, the admin's and HTTP Basic on /api/tokens/.
+AUTHENTICATION_BACKENDS = ["planner.accounts.throttle.ThrottledModelBackend"]
+PLANNER_LOGIN_FAILURES = env_int("PLANNER_LOGIN_FAILURES", 5)
+PLANNER_LOGIN_FAILURES_PER_ADDRESS = env_int("PLANNER_LOGIN_FAILURES_PER_ADDRESS", 20)
+PLANNER_LOGIN_WINDOW_SECONDS = env_int("PLANNER_LOGIN_WINDOW_SECONDS", 900)
+PLANNER_LOGIN_LOCK_SECONDS = env_int("PLANNER_LOGIN_LOCK_SECONDS", 900)
+
 LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/login/"
@@ -224,6 +251,17 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["planner.accounts.permissions.IsPlannerUser"],
+    # orjson, after removing the $ figures a role without finance access may not read
+    # (planner.accounts.money).
+    "DEFAULT_RENDERER_CLASSES": [
+        "planner.api.renderers.FastJSONRenderer",
+        "rest_framework.renderers.BrowsableAPIRenderer",
+    ],
+    "DEFAULT_PARSER_CLASSES": [
+        "planner.api.parsers.BoundedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_FILTER_BACKENDS": [
@@ -252,7 +290,25 @@ SPECTACULAR_SETTINGS = {
     ],
     "ENUM_NAME_OVERRIDES": {
         "RunStatusEnum": "planner.studies.models.RunStatus",
+        # two fields named "mode": a sweep's (grid, ...) and a pool size's (proportional, one_type)
+        "SweepModeEnum": "planner.advisor.models.SweepMode",
+        "SizeModeEnum": "planner.curves.models.SIZE_MODE_CHOICES",
     },
+}
+
+# The default cache stays in each process (rendered tables); the login throttle's counts must be
+# shared by every web process: Redis when there is one, else files on this machine.
+THROTTLE_CACHE: dict = (
+    {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": env_str("REDIS_URL")}
+    if env_str("REDIS_URL")
+    else {
+        "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+        "LOCATION": str(VAR_DIR / "login-throttle"),
+    }
+)
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "login-throttle": {**THROTTLE_CACHE, "KEY_PREFIX": "planner-login-throttle"},
 }
 
 # --- Celery: studies replay on workers ------------------------------------------------
@@ -296,6 +352,16 @@ PLANNER_RETRY_DELAY_SECONDS = env_float("PLANNER_RETRY_DELAY_SECONDS", 10.0)
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"one_line_client_errors": {"()": "planner.log.OneLineClientErrors"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler"},
+        "requests": {"class": "logging.StreamHandler", "filters": ["one_line_client_errors"]},
+    },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    # Django's own handlers (console with DEBUG, mail to ADMINS) replaced, and not propagated to the
+    # root as well: each refused request is logged once, in one line.
+    "loggers": {
+        "django": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO"), "propagate": False},
+        "django.request": {"handlers": ["requests"], "level": "WARNING", "propagate": False},
+    },
 }

@@ -19,3 +19,4 @@ urlpatterns.append(path("", include("planner.calibration.urls")))  # /api/calibr
 urlpatterns.append(path("", include("planner.exports.urls")))  # policies to AWS Batch / Kueue and back
 urlpatterns.append(path("", include("planner.commons.urls")))  # /commons/, /api/traces/<id>/commons/
 urlpatterns.append(path("", include("planner.advisor.urls")))  # /api/sweeps/, /advisor/
+urlpatterns.append(path("", include("planner.curves.urls")))  # /api/curves/, /api/worth-searches/, /curves/

@@ -1,5 +1,6 @@
 """The policy advisor's pure part: policy variants swept over the knobs that matter (each share's
-strategy, borrow limit, lending limit, in-share preemption), and the Pareto front of their replays
+strategy, borrow limit, lending limit, in-share preemption, fair-sharing weight; fair sharing on or
+off for the policy), and the Pareto front of their replays
 (utilization up, the urgent shares' p95 wait and the rerun cost down) under the user's constraints.
 """
 
@@ -24,8 +25,11 @@ DEFAULT_KNOBS: dict[str, list] = {
     "borrow_limit_percent": [UNLIMITED_PERCENT, 0, 50, 100, 200],
     "lending_limit": [None, 0, 0.5],  # fraction of the share's quota it may lend; None = all of it
     "in_share_preemption": ["never", "lower_priority"],
+    "fair_weight": [None],  # Kueue fairSharing.weight per share; None = the base's weight
 }
-KNOB_NAMES = ("shares", *DEFAULT_KNOBS)
+# Knobs of the whole policy: fair sharing on (true) or off (false); None = as in the base.
+POLICY_KNOBS: dict[str, list] = {"fair_sharing": [None]}
+KNOB_NAMES = ("shares", *DEFAULT_KNOBS, *POLICY_KNOBS)
 
 
 @dataclass(frozen=True)
@@ -37,6 +41,7 @@ class ShareSetting:
     borrow_limit_percent: float | None
     lending_fraction: float | None
     in_share_preemption: str
+    fair_weight: float | None = None  # None: the base's weight (the knob is not swept)
 
     def describe(self) -> str:
         words = [self.strategy]
@@ -50,6 +55,8 @@ class ShareSetting:
         words.append(
             "no in-share preemption" if self.in_share_preemption == "never" else "preempts lower priority"
         )
+        if self.fair_weight is not None:
+            words.append(f"fair weight {self.fair_weight:g}")
         return ", ".join(words)
 
 
@@ -60,6 +67,7 @@ class Variant:
     label: str
     policy: dict[str, Any]
     changes: dict[str, ShareSetting] = field(default_factory=dict)
+    fair_sharing: bool | None = None  # turned on (True) or off (False) from the base; None: as the base
 
 
 def variants(
@@ -83,8 +91,15 @@ def variants(
         raise InputError(f"{size!r}: the number of variants must be 1 to {MAX_VARIANTS}", field="size")
     knobs = parse_knobs(knobs or {}, [share.name for share in base.shares])
     varied = knobs["shares"]
-    current = {share.name: _setting_of(share) for share in base.shares}
-    options = [share_options(knobs) for _ in varied]
+    weights_swept = knobs["fair_weight"] != [None]
+    current = {share.name: _setting_of(share, weights_swept) for share in base.shares}
+    options: list[list[Any]] = [share_options(knobs) for _ in varied]
+    # Fair sharing on/off is one more dimension of the grid, after the shares.
+    fair_options = list(dict.fromkeys(knobs["fair_sharing"]))
+    fair_swept = fair_options != [None]
+    base_fair = base.fair_sharing is not None
+    if fair_swept:
+        options.append([base_fair if value is None else value for value in fair_options])
     total = math.prod(len(o) for o in options)
     # The base's own point is skipped, so ask for one more than size and cut.
     wanted = min(total, size + 1)
@@ -96,15 +111,17 @@ def variants(
         points = (_decode(index, options) for index in random.Random(seed).sample(range(total), wanted))
     out = []
     seen = set()
-    for settings in points:
+    for point in points:
+        settings, fair = (point[:-1], point[-1]) if fair_swept else (point, base_fair)
         changes = {
             name: setting for name, setting in zip(varied, settings, strict=True) if setting != current[name]
         }
-        key = tuple(sorted(changes.items(), key=lambda item: item[0]))
-        if not changes or key in seen:
+        fair_change = fair if fair != base_fair else None
+        key = (tuple(sorted(changes.items(), key=lambda item: item[0])), fair_change)
+        if (not changes and fair_change is None) or key in seen:
             continue
         seen.add(key)
-        out.append(_variant(base_policy_dict, changes, number=len(out) + 1))
+        out.append(_variant(base_policy_dict, changes, number=len(out) + 1, fair_sharing=fair_change))
         if len(out) == size:
             break
     return out
@@ -133,7 +150,7 @@ def parse_knobs(raw: Mapping[str, Any], share_names: Sequence[str]) -> dict[str,
                     field="knobs.shares",
                 )
         knobs["shares"] = [name for name in share_names if name in shares]
-    for knob, default in DEFAULT_KNOBS.items():
+    for knob, default in {**DEFAULT_KNOBS, **POLICY_KNOBS}.items():
         values = raw.get(knob, default)
         where = f"knobs.{knob}"
         if not isinstance(values, list) or not values:
@@ -151,8 +168,21 @@ def _knob_value(knob: str, value: Any, where: str) -> Any:
         if value not in {p.value for p in InSharePreemption}:
             raise InputError(f"{value!r} is not an in-share preemption setting", field=where)
         return value
-    if value is None and knob == "lending_limit":
+    if value is None and knob in ("lending_limit", "fair_weight", "fair_sharing"):
         return None
+    if knob == "fair_sharing":
+        if not isinstance(value, bool):
+            raise InputError(f"{value!r}: fair sharing is true (on) or false (off)", field=where)
+        return value
+    if knob == "fair_weight":
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+            or value < 0
+        ):
+            raise InputError(f"{value!r}: a fair-sharing weight is a number of at least 0", field=where)
+        return value
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise InputError(f"{value!r} is not a number", field=where)
     if knob == "borrow_limit_percent":
@@ -173,10 +203,13 @@ def share_options(knobs: Mapping[str, list]) -> list[ShareSetting]:
         lends = strategy != Strategy.RESERVE.value
         limits = list(dict.fromkeys(knobs["borrow_limit_percent"])) if borrows else [None]
         fractions = list(dict.fromkeys(knobs["lending_limit"])) if lends else [None]
-        for limit, fraction, preemption in product(
-            limits, fractions, dict.fromkeys(knobs["in_share_preemption"])
+        for limit, fraction, preemption, weight in product(
+            limits,
+            fractions,
+            dict.fromkeys(knobs["in_share_preemption"]),
+            dict.fromkeys(knobs["fair_weight"]),
         ):
-            setting = ShareSetting(strategy, limit, fraction, preemption)
+            setting = ShareSetting(strategy, limit, fraction, preemption, weight)
             if setting not in out:
                 out.append(setting)
     return out
@@ -212,7 +245,7 @@ def _primes(count: int) -> list[int]:
     return found
 
 
-def _setting_of(share) -> ShareSetting:
+def _setting_of(share, weights_swept: bool = False) -> ShareSetting:
     """The base share's setting in the swept terms (an absolute borrowing limit or a per-type
     lending limit that is no fraction of quota reads as "other", so any swept value changes it)."""
     borrows = share.strategy is Strategy.LEND_AND_BORROW
@@ -231,11 +264,21 @@ def _setting_of(share) -> ShareSetting:
             math.floor(q * fraction) != share.lending_limit.get(t, 0) for t, q in share.capacity.items()
         ):
             fraction = math.nan
-    return ShareSetting(share.strategy.value, limit, fraction, share.in_share_preemption.value)
+    weight = share.fair_weight if weights_swept else None
+    return ShareSetting(share.strategy.value, limit, fraction, share.in_share_preemption.value, weight)
 
 
-def _variant(base: Mapping[str, Any], changes: Mapping[str, ShareSetting], number: int) -> Variant:
+def _variant(
+    base: Mapping[str, Any],
+    changes: Mapping[str, ShareSetting],
+    number: int,
+    fair_sharing: bool | None = None,
+) -> Variant:
     policy = copy.deepcopy(dict(base))
+    if fair_sharing is True:
+        policy["fair_sharing"] = {}  # Kueue's default strategies
+    elif fair_sharing is False:
+        policy.pop("fair_sharing", None)
     for share in policy["shares"]:
         setting = changes.get(share["name"])
         if setting is None:
@@ -252,11 +295,16 @@ def _variant(base: Mapping[str, Any], changes: Mapping[str, ShareSetting], numbe
             share["lending_limit"] = {
                 t: math.floor(q * fraction + 1e-9) for t, q in share.get("capacity", {}).items()
             }
-    label = "; ".join(f"{name}: {setting.describe()}" for name, setting in changes.items())
+        if setting.fair_weight is not None:
+            share["fair_weight"] = setting.fair_weight
+    words = [f"{name}: {setting.describe()}" for name, setting in changes.items()]
+    if fair_sharing is not None:
+        words.insert(0, "fair sharing on" if fair_sharing else "fair sharing off")
+    label = "; ".join(words)
     policy["name"] = f"{base.get('name') or 'policy'} v{number}"
     policy["description"] = f"Advisor variant of {base.get('name') or 'the base policy'}: {label}."
     Policy.from_dict(policy)  # every variant is a valid policy
-    return Variant(label=label, policy=policy, changes=dict(changes))
+    return Variant(label=label, policy=policy, changes=dict(changes), fair_sharing=fair_sharing)
 
 
 # -- the Pareto front ----------------------------------------------------------------------------

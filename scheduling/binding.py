@@ -6,6 +6,7 @@ share or instance type the policy does not have is rejected, with its row and fi
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -67,6 +68,27 @@ def _bind_types(policy: Policy, trace: Trace, type_names: list[str]) -> np.ndarr
             field="instance_type",
         )
     return bound
+
+
+def check_fits(policy: Policy, share_names: Iterable[str], type_names: Iterable[str]) -> None:
+    """Raise InputError naming every share and instance type a trace uses (by name; ``""`` for jobs
+    without a type) that the policy lacks, so that a study is refused when it is made, not when its
+    replay binds the trace (``bind`` says the same per row)."""
+    missing_shares = sorted(set(share_names) - set(policy.share_index()))
+    types = set(type_names)
+    missing_types = sorted(t for t in types - set(policy.instance_types) if t)
+    untyped = "" in types and len(policy.instance_types) != 1
+    problems = []
+    if missing_shares:
+        problems.append(f"no share {', '.join(missing_shares)}")
+    if missing_types:
+        problems.append(f"no instance type {', '.join(missing_types)}")
+    if untyped:
+        problems.append(
+            f"several instance types ({', '.join(policy.instance_types)}) for jobs that name none"
+        )
+    if problems:
+        raise InputError(f"policy {policy.name} has {'; '.join(problems)}, which the trace's jobs use")
 
 
 def job_id_order(job_ids: list[str]) -> np.ndarray:

@@ -1,6 +1,7 @@
 """Calibration: how far a replay's waits resemble the waits a trace recorded. Per share and overall,
 the recorded (recorded_start - submit) against the simulated wait distribution, with the two-sample
-Kolmogorov-Smirnov distance, p50/p95 ratios, both CDFs and a verdict in words.
+Kolmogorov-Smirnov distance, p50/p95 ratios, both CDFs and a verdict in words; and, when the trace
+recorded them (AWS Batch and Kueue histories), preemptions simulated against recorded, in words too.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ CLOSE_SECONDS = 60.0
 # KS distance bands for the verdict (choice): agree closely / roughly / poorly.
 KS_CLOSE = 0.1
 KS_ROUGH = 0.25
+# Preemption counts within this factor of each other, or this many apart, read as "close" (choice).
+PREEMPTIONS_CLOSE_RATIO = 1.25
+PREEMPTIONS_CLOSE_COUNT = 2
 
 OPENB_ASSUMPTION = (
     "The openb cluster had no per-class quotas that the trace records. Assumed in force: one pool of "
@@ -173,6 +177,60 @@ def verdict(comparison: Mapping[str, Any], compared: int) -> str:
     return f"{head}: {figure}; {ks_words(distance)} (KS {distance:.2f})"
 
 
+def preemption_direction(recorded: int, simulated: int) -> str:
+    """``fewer``, ``more`` or ``close`` (within PREEMPTIONS_CLOSE_RATIO of each other, or at most
+    PREEMPTIONS_CLOSE_COUNT apart): the one rule that says whether simulated preemptions differ."""
+    if abs(simulated - recorded) <= PREEMPTIONS_CLOSE_COUNT:
+        return "close"
+    if recorded > 0 and 1 / PREEMPTIONS_CLOSE_RATIO <= simulated / recorded <= PREEMPTIONS_CLOSE_RATIO:
+        return "close"
+    return "fewer" if simulated < recorded else "more"
+
+
+def _jobs(count: int) -> str:
+    return f"{count:,} job" if count == 1 else f"{count:,} jobs"
+
+
+def compare_preemptions(recorded: np.ndarray, simulated: np.ndarray) -> dict[str, Any]:
+    """Preemptions of the same jobs, recorded by the real scheduler and simulated: totals, jobs preempted
+    at least once, per 100 jobs, the ratio simulated / recorded and a verdict in words, e.g.
+    ``simulated preemptions are fewer: 12 against 30 recorded (0.4x); 9 jobs preempted against 21``."""
+    recorded = np.asarray(recorded, dtype=np.int64)
+    simulated = np.asarray(simulated, dtype=np.int64)
+    jobs = len(recorded)
+    total_recorded, total_simulated = int(recorded.sum()), int(simulated.sum())
+    ratio = total_simulated / total_recorded if total_recorded else (1.0 if total_simulated == 0 else None)
+    direction = preemption_direction(total_recorded, total_simulated)
+    if not jobs:
+        words = "nothing to compare: no job has a recorded preemption count"
+    else:
+        head = (
+            "simulated preemptions are close to the recorded ones"
+            if direction == "close"
+            else f"simulated preemptions are {direction}"
+        )
+        figure = f"{total_simulated:,} against {total_recorded:,} recorded"
+        if not total_recorded and not total_simulated:
+            head, figure = "no preemption, in the replay as in the record", _jobs(jobs)
+        if ratio is not None and total_recorded and total_simulated:
+            figure += f" ({ratio_text(ratio)})"
+        preempted = f"{_jobs(int((simulated > 0).sum()))} preempted against {int((recorded > 0).sum()):,}"
+        words = f"{head}: {figure}" + (f"; {preempted}" if total_recorded or total_simulated else "")
+    return {
+        "jobs": jobs,
+        "recorded": total_recorded,
+        "simulated": total_simulated,
+        "jobs_preempted": {"recorded": int((recorded > 0).sum()), "simulated": int((simulated > 0).sum())},
+        "per_100_jobs": {
+            "recorded": 100 * total_recorded / jobs if jobs else None,
+            "simulated": 100 * total_simulated / jobs if jobs else None,
+        },
+        "ratio": ratio,
+        "direction": direction if jobs else None,
+        "verdict": words,
+    }
+
+
 # -- a trace and its replay ----------------------------------------------------------------------
 
 
@@ -188,8 +246,15 @@ def recorded_waits(trace: Trace) -> np.ndarray:
     return np.asarray(trace.recorded_start, dtype=np.float64) - trace.submit_time
 
 
-def _block(name: str, recorded: np.ndarray, simulated: np.ndarray, max_points: int) -> dict[str, Any]:
-    """The comparison over one set of jobs: which are compared, which are left out and why."""
+def _block(
+    name: str,
+    recorded: np.ndarray,
+    simulated: np.ndarray,
+    max_points: int,
+    preemptions: tuple[np.ndarray, np.ndarray] | None = None,
+) -> dict[str, Any]:
+    """The comparison over one set of jobs: which are compared, which are left out and why; with
+    ``preemptions`` (recorded, -1 where unknown, and simulated per job) their comparison too."""
     has_recorded = np.isfinite(recorded)
     before_submit = has_recorded & (recorded < 0)
     usable = has_recorded & ~before_submit
@@ -208,7 +273,14 @@ def _block(name: str, recorded: np.ndarray, simulated: np.ndarray, max_points: i
         },
         **comparison,
         "verdict": verdict(comparison, count),
+        **({} if preemptions is None else {"preemptions": _preemption_block(*preemptions)}),
     }
+
+
+def _preemption_block(recorded: np.ndarray, simulated: np.ndarray) -> dict[str, Any]:
+    """Compared are the jobs whose recorded count is known (a list-service-jobs summary has none)."""
+    known = recorded >= 0
+    return {**compare_preemptions(recorded[known], simulated[known]), "unknown": int((~known).sum())}
 
 
 def calibrate(trace: Trace, result: ReplayResult, max_points: int = CDF_POINTS) -> dict[str, Any]:
@@ -223,13 +295,22 @@ def calibrate(trace: Trace, result: ReplayResult, max_points: int = CDF_POINTS) 
         message = f"the replay has {len(result.outcomes.first_start):,} jobs, the trace {len(trace):,}"
         raise InputError(message, field="result")
     simulated = result.outcomes.wait(trace.submit_time)
+    recorded_preemptions = trace.recorded_preemptions
+    simulated_preemptions = np.asarray(result.outcomes.preemptions)
+
+    def preemptions(mask: np.ndarray | slice) -> tuple[np.ndarray, np.ndarray] | None:
+        if recorded_preemptions is None:
+            return None
+        return np.asarray(recorded_preemptions)[mask], simulated_preemptions[mask]
+
     shares = []
     for code, name in enumerate(trace.share_names):
         mask = trace.share == code
         if mask.any():
-            shares.append(_block(name, recorded[mask], simulated[mask], max_points))
+            shares.append(_block(name, recorded[mask], simulated[mask], max_points, preemptions(mask)))
+    everything = slice(None)
     return {
-        "all": _block("all", recorded, simulated, max_points),
+        "all": _block("all", recorded, simulated, max_points, preemptions(everything)),
         "shares": shares,
         "policy": result.policy.name,
         "thresholds": {
@@ -237,6 +318,8 @@ def calibrate(trace: Trace, result: ReplayResult, max_points: int = CDF_POINTS) 
             "close_seconds": CLOSE_SECONDS,
             "ks_close": KS_CLOSE,
             "ks_rough": KS_ROUGH,
+            "preemptions_close_ratio": PREEMPTIONS_CLOSE_RATIO,
+            "preemptions_close_count": PREEMPTIONS_CLOSE_COUNT,
         },
     }
 

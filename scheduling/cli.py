@@ -2,6 +2,7 @@
 
     python -m scheduling replay --policy POLICY --trace TRACE --out RESULT.json [--events]
     python -m scheduling synth --jobs N --out TRACE.csv [--seed S] [--policy-out POLICY.json]
+    python -m scheduling import-policy --format aws-batch|kueue FILE... --out POLICY.json [--job-queue Q]
 
 Invalid input exits non-zero with a one-line reason on stderr and writes no result file.
 """
@@ -45,9 +46,41 @@ def _replay(args: argparse.Namespace) -> None:
     from scheduling.traces import read_trace
 
     policy = read_policy(args.policy)
-    trace = read_trace(args.trace, format=args.format)
+    options = {"mapping": _mapping(args.mapping)} if args.mapping else {}
+    trace = read_trace(args.trace, format=args.format, **options)
     result = replay(policy, trace, record_events=args.events)
     result.write_json(args.out, include_jobs=True, include_events=args.events)
+
+
+def _mapping(text: str) -> dict:
+    """A trace mapping from ``--mapping``: inline JSON, or ``@FILE`` holding it."""
+    if text.startswith("@"):
+        try:
+            text = Path(text[1:]).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"cannot read the mapping file {text[1:]}: {exc}", field="mapping") from None
+    try:
+        mapping = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"is not JSON: {exc}", field="mapping") from None
+    if not isinstance(mapping, dict):
+        raise InputError("must be a JSON object", field="mapping")
+    return mapping
+
+
+def _import_policy(args: argparse.Namespace) -> None:
+    from scheduling.export.configuration import read_configuration_files
+
+    files = []
+    for name in args.files:
+        try:
+            files.append((Path(name).name, Path(name).read_bytes()))
+        except OSError as exc:
+            raise InputError(f"cannot read {name}: {exc}", field="file") from None
+    data = read_configuration_files(args.format, files, job_queue=args.job_queue)
+    Path(args.out).write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    if data.get("description"):
+        print(data["description"], file=sys.stderr)
 
 
 def _synth(args: argparse.Namespace) -> None:
@@ -69,7 +102,14 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--out", required=True, help="where to write RESULT.json")
     rep.add_argument("--events", action="store_true", help="include the event list")
     rep.add_argument("--format", default="auto", help="trace format (default: by extension)")
+    rep.add_argument("--mapping", help="trace mapping, JSON or @FILE (share column, priorities...)")
     rep.set_defaults(run=_replay)
+    imp = commands.add_parser("import-policy", help="a scheduler's configuration as a policy JSON")
+    imp.add_argument("--format", required=True, choices=["aws-batch", "kueue"])
+    imp.add_argument("files", nargs="+", metavar="FILE", help="describe outputs / kubectl YAML / export")
+    imp.add_argument("--out", required=True, help="where to write POLICY.json")
+    imp.add_argument("--job-queue", help="aws-batch: the job queue, when several are described")
+    imp.set_defaults(run=_import_policy)
     syn = commands.add_parser("synth", help="generate a synthetic multi-team trace")
     syn.add_argument("--jobs", type=int, default=10000)
     syn.add_argument("--seed", type=int, default=0)

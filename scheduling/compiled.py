@@ -22,7 +22,7 @@ PACKAGE = Path(__file__).resolve().parent
 BUILD_DIR = PACKAGE.parent / "build" / "compiled"
 STAMP = BUILD_DIR / "scheduling" / "STAMP.json"
 # The hot loop and the logs it writes; everything else is numpy or runs once per replay.
-COMPILED = ("engine.py", "records.py")
+COMPILED = ("engine.py", "rules.py", "indexes.py", "state.py", "fair.py", "calendar.py", "records.py")
 CHOICES = ("auto", "python", "compiled")
 
 

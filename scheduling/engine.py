@@ -1,13 +1,13 @@
-"""The discrete-event replay of SEMANTICS.md sections 2-4: one event loop, one scheduling pass.
+"""The discrete-event replay of SEMANTICS.md sections 2-4 and 8-10: one event loop, one
+scheduling pass.
 
-Speed comes from the data structures, not from shortcuts in the rules: pending jobs live in
-groups of identical (share, type, size), each kept in queue order, so a round looks only at the
-head of each group (the candidates in a heap), and a group whose head was refused stays closed
-until a change that could help it; usage, borrowed and lendable totals are kept incrementally
-per (share, type) account; running jobs sit in priority levels in start order, so victims are
-read from the end. Jobs, accounts and shares are small classes whose fields the compiled engine
-(mypyc, see scheduling.compiled) keeps unboxed. Every rule is checked against a literal
-reference model (tests/scheduling/reference.py).
+Where to look: the rules are functions in ``scheduling.rules``; the state (jobs, accounts, type
+pools, shares) is in ``scheduling.state``; the indexes that make a pass fast (queue groups,
+running levels) in ``scheduling.indexes``; fair sharing's victim search in ``scheduling.fair``.
+This module holds the event loop, the rounds of a pass, and the bookkeeping that reopens refused
+queue groups when something could help them. Speed comes from the data structures, not from
+shortcuts in the rules: every rule is checked against a literal reference model
+(tests/scheduling/reference.py).
 """
 
 from __future__ import annotations
@@ -22,22 +22,43 @@ from typing import Final
 
 import numpy as np
 from librt.vecs import append, vec
-from mypy_extensions import i64
 
 from scheduling.binding import BoundTrace, bind
-from scheduling.metrics import UsageLog, compute_metrics
-from scheduling.model import (
-    Cause,
-    InSharePreemption,
-    Policy,
-    Queueing,
-    Reclaim,
-    Share,
-    UnschedulableReason,
-    WaitReason,
+from scheduling.calendar import (
+    borrow_limit_at,
+    capacity_victims,
+    change_instants,
+    limits_over_calendar,
+    unschedulable_at_every_instant,
 )
+from scheduling.fair import fair_victims, lendable_gpus, value_with
+from scheduling.indexes import Group, job_id_order, victim_order
+from scheduling.metrics import UsageLog, compute_metrics
+from scheduling.model import Cause, Change, Policy, Queueing, UnschedulableReason
 from scheduling.records import Records, as_array
-from scheduling.result import EventKind, JobOutcomes, ReplayResult, State, WaitHistory
+from scheduling.result import EventKind, JobOutcomes, ReplayResult, WaitHistory
+from scheduling.rules import (
+    BEHIND_QUEUE_HEAD,
+    NO_LIMIT,
+    instances,
+    queue_key,
+    round_key,
+    unschedulable_reason,
+    wait_reason,
+)
+from scheduling.state import (
+    CANCELLED,
+    FAILED,
+    RUNNABLE,
+    RUNNING,
+    SUCCEEDED,
+    UNSCHEDULABLE,
+    Account,
+    Job,
+    ShareState,
+    Totals,
+    TypePool,
+)
 from scheduling.trace import Trace
 
 ProgressCallback = Callable[[float], None]
@@ -55,31 +76,15 @@ ADMITTED: Final = 0
 REFUSED: Final = 1  # there were preemption candidates, but freeing them would not make it fit
 NO_VICTIMS: Final = 2  # there was no preemption candidate at all
 
-# Job states as module constants: the compiled engine reads these as native ints instead of
-# looking up enum members on every use.
-PENDING_SUBMIT: Final[int] = int(State.PENDING_SUBMIT)
-RUNNABLE: Final[int] = int(State.RUNNABLE)
-RUNNING: Final[int] = int(State.RUNNING)
-SUCCEEDED: Final[int] = int(State.SUCCEEDED)
-FAILED: Final[int] = int(State.FAILED)
-UNSCHEDULABLE: Final[int] = int(State.UNSCHEDULABLE)
 END_OF_TIME: Final[float] = math.inf
 
-# Wait reasons as native ints too (WaitReason is an IntEnum: these are its values).
-POOL_FULL: Final[int] = int(WaitReason.POOL_FULL)
-NOTHING_LENDABLE: Final[int] = int(WaitReason.NOTHING_LENDABLE)
-BORROW_LIMIT: Final[int] = int(WaitReason.BORROW_LIMIT)
-OVER_QUOTA_NO_BORROWING: Final[int] = int(WaitReason.OVER_QUOTA_NO_BORROWING)
-BEHIND_QUEUE_HEAD: Final[int] = int(WaitReason.BEHIND_QUEUE_HEAD)
-
-# A limit of "unlimited" in the per-(share, type) tables: more instances than any pool has, so
-# integer arithmetic (and the compiled engine's native ints) give the same answers as infinity.
-NO_LIMIT: Final = 1 << 60
-
-
-def instances(limit: float) -> int:
-    """A borrow or lend limit as whole instances (limits are already whole or unlimited)."""
-    return NO_LIMIT if math.isinf(limit) else int(limit)
+# Preemption causes as the codes of the wait history's preemption records (0 and 1 as before:
+# in-share, cross-share), and the Cause each stands for.
+IN_SHARE: Final = 0
+CROSS_SHARE: Final = 1
+FAIR_SHARING: Final = 2
+CAPACITY: Final = 3
+CAUSES: Final = (Cause.IN_SHARE, Cause.CROSS_SHARE, Cause.FAIR_SHARING, Cause.CAPACITY)
 
 
 def replay(
@@ -112,376 +117,12 @@ def replay(
     return ReplayResult(policy, trace, outcomes, metrics, events if record_events else None)
 
 
-# --- orderings: each (choice) of SEMANTICS.md section 4 lives in exactly one function ------------
-
-
-def queue_key(priority: i64, arrival: i64, n_jobs: i64) -> i64:
-    """A share's queue order: priority (higher first), then submit time, then job_id, as one
-    integer. ``arrival`` is the job's place in (submit time, job_id) order, so comparing keys
-    compares (-priority, submit time, job_id) without a tuple; the job is
-    ``by_arrival[key % n_jobs]``. (i64: priorities are 0-9999, so the key fits, and the compiled
-    engine multiplies natively.)"""
-    return -priority * n_jobs + arrival
-
-
-def round_key(needs_borrow: bool, queue: int) -> tuple:
-    """A round's order: jobs that need not borrow first, then the queue order."""
-    return (needs_borrow, queue)
-
-
-def victim_key(priority: int, start: float, rank: int) -> tuple:
-    """Victim order within one side (other shares / own share): lowest priority, then most
-    recently started, then job_id descending. (``_Running`` keeps each account's running jobs in
-    this order without building keys; they are built to merge several shares' candidates.)"""
-    return (priority, -start, -rank)
-
-
-def unschedulable_reason(
-    count: int, pool_capacity: int, quota: int, borrow_limit: float, borrowable: float
-) -> UnschedulableReason | None:
-    """Section 6: the AWS reason why a job can never run, or None. ``borrowable`` is everything
-    the share could ever borrow (0 when it may not borrow)."""
-    if count > pool_capacity:
-        return UnschedulableReason.SERVICE_ENVIRONMENT_MAX_RESOURCE
-    if count > quota + min(borrow_limit, borrowable):
-        return UnschedulableReason.QUOTA_MANAGEMENT_LIMIT_EXCEEDED
-    return None
-
-
-def wait_reason(
-    count: int, usage: int, quota: int, borrow_limit: float, borrows: bool, used: int, capacity: int
-) -> int:
-    """The first limit of section 4's fit test that a refused job runs into **(choice: the
-    share's own limits first, then the pool, then the borrowing invariant)**, as a WaitReason
-    value."""
-    if usage + count > quota and not borrows:
-        return OVER_QUOTA_NO_BORROWING
-    if usage + count > quota + borrow_limit:
-        return BORROW_LIMIT
-    if used + count > capacity:
-        return POOL_FULL
-    return NOTHING_LENDABLE
-
-
-class _Share:
-    """A share's policy choices as plain booleans (the hot loop tests these, not enum members),
-    its accounts (one per instance type), and what is added up per share while the replay runs."""
-
-    __slots__ = (
-        "index", "lends", "borrows", "preempts_in_share", "preempts_equal_too", "may_reclaim",
-        "reclaims_any", "accounts", "queue", "refused", "reason", "since", "waited",
-        "cross_share_preemptions", "in_share_preemptions",
-    )  # fmt: skip
-
-    def __init__(self, index: int, share: Share) -> None:
-        self.index = index
-        self.lends = share.strategy.lends
-        self.borrows = share.strategy.borrows
-        self.preempts_in_share = share.in_share_preemption is not InSharePreemption.NEVER
-        self.preempts_equal_too = share.in_share_preemption is InSharePreemption.LOWER_OR_NEWER_EQUAL_PRIORITY
-        self.may_reclaim = share.reclaim is not Reclaim.NEVER
-        self.reclaims_any = share.reclaim is Reclaim.ANY
-        self.accounts: list[_Account] = []  # by instance type
-        # strict_fifo: the share's one queue (queue keys), whether its head was refused, and why.
-        self.queue: list[int] = []
-        self.refused = False
-        self.reason = POOL_FULL
-        self.since = 0.0
-        self.waited: list[float] = [0.0] * len(WaitReason)  # job-seconds by WaitReason
-        self.cross_share_preemptions = 0  # of its jobs
-        self.in_share_preemptions = 0
-
-
-class _TypePool:
-    """One instance type's capacity and the sums of section 3 over all shares, kept incrementally."""
-
-    __slots__ = ("capacity", "unassigned", "used", "borrowed", "lendable", "accounts")
-
-    def __init__(self, capacity: int, unassigned: int) -> None:
-        self.capacity = capacity
-        self.unassigned = unassigned
-        self.used = 0
-        self.borrowed = 0  # sum over shares of usage above quota
-        self.lendable = 0  # sum over shares of what they may lend now
-        self.accounts: list[_Account] = []  # by share
-
-
-class _Account:
-    """One share's quota and usage of one instance type (section 3), with its running jobs in
-    victim order and its queue groups."""
-
-    __slots__ = (
-        "share", "pool", "type", "key", "quota", "borrow_limit", "lend_limit", "borrowable_ever", "usage",
-        "round", "usage_at_round_start", "pending_instances", "running",
-        "groups", "startup", "lost", "rerun_startup",
-    )  # fmt: skip
-
-    def __init__(
-        self,
-        share: _Share,
-        pool: _TypePool,
-        type_: int,
-        n_types: int,
-        quota: int,
-        borrow_limit: int,
-        lend_limit: int,
-    ) -> None:
-        self.share = share
-        self.pool = pool
-        self.type = type_
-        self.key = share.index * n_types + type_  # its key in the usage logs
-        self.quota = quota
-        self.borrow_limit = borrow_limit
-        self.lend_limit = lend_limit
-        self.borrowable_ever = 0  # everything it could borrow if every other share were idle
-        self.usage = 0
-        # Its usage when the round ``round`` started; kept at its first change in a round.
-        self.round = -1
-        self.usage_at_round_start = 0
-        self.pending_instances = 0
-        self.running = _Running()
-        self.groups: list[_Group] = []  # its queue groups, smallest jobs first
-        # Instance-seconds of startup (every attempt), lost work, and startup of preempted attempts.
-        self.startup = 0.0
-        self.lost = 0.0
-        self.rerun_startup = 0.0
-
-    def lendable(self, usage: int) -> int:
-        """Section 3: min(lending_limit, idle quota) for a lender, 0 for RESERVE."""
-        if not self.share.lends:
-            return 0
-        idle = self.quota - usage
-        return 0 if idle <= 0 else min(self.lend_limit, idle)
-
-    def shift(self, delta: int) -> None:
-        """Usage changes by ``delta``, with the pool's used, borrowed and lendable sums."""
-        u = self.usage
-        q = self.quota
-        new_u = u + delta
-        pool = self.pool
-        if u > q or new_u > q:
-            pool.borrowed += (new_u - q if new_u > q else 0) - (u - q if u > q else 0)
-        if self.share.lends and (u < q or new_u < q):
-            pool.lendable += self.lendable(new_u) - self.lendable(u)
-        pool.used += delta
-        self.usage = new_u
-
-    def headroom(self) -> int:
-        """The most instances the share could start now without preemption.
-
-        Three limits: the pool's free capacity; its quota plus borrow limit; and the borrowing
-        invariant (sum of borrowed <= unassigned + sum of lendable), which in closed form says a
-        share may take its idle quota that it cannot lend plus the invariant's current slack:
-        every further instance either stops being lendable or is borrowed, costing one unit."""
-        idle = self.quota - self.usage
-        unlendable = idle - self.lendable(self.usage) if idle > 0 else 0
-        pool = self.pool
-        slack = pool.unassigned + pool.lendable - pool.borrowed
-        # Two-argument min()s: the compiled engine turns them into plain comparisons.
-        return min(min(pool.capacity - pool.used, idle + self.borrow_limit), unlendable + slack)
-
-    def borrows_now(self) -> bool:
-        return self.usage > self.quota
-
-
-class _Level:
-    """The running jobs of one priority in (start time, job_id) order, with the number of the run
-    each entry was made for: an entry whose job has since stopped (or started again, further
-    on) is left in place and skipped until the list is compacted."""
-
-    __slots__ = ("jobs", "runs", "live", "instances")
-
-    def __init__(self) -> None:
-        self.jobs: list[_Job] = []
-        self.runs: list[int] = []
-        self.live = 0  # entries whose job is still in the run they were made for
-        self.instances = 0
-
-    def add(self, job: _Job) -> None:
-        """Appends, or inserts after the last live entry that starts before it: a start is the
-        latest, so only a priority update or a same-instant start of a lower job_id goes back."""
-        jobs, runs = self.jobs, self.runs
-        place = len(jobs)
-        while place > 0:
-            other = jobs[place - 1]
-            if other.run == runs[place - 1] and (
-                other.start_time < job.start_time
-                or (other.start_time == job.start_time and other.rank < job.rank)
-            ):
-                break
-            place -= 1
-        jobs.insert(place, job)
-        runs.insert(place, job.run)
-        self.live += 1
-        self.instances += job.count
-
-    def remove(self, job: _Job) -> None:
-        """Its entry goes stale (the job's run number changes). Stale entries at the end are
-        dropped at once (victims are taken from the end, and a start looks back from it); the
-        list is compacted when most entries are stale."""
-        self.live -= 1
-        self.instances -= job.count
-        jobs, runs = self.jobs, self.runs
-        while jobs and jobs[-1].run != runs[-1]:
-            jobs.pop()
-            runs.pop()
-        if len(jobs) > 2 * self.live + 16:
-            kept = [(other, run) for other, run in zip(self.jobs, self.runs) if other.run == run]
-            self.jobs = [other for other, _ in kept]
-            self.runs = [run for _, run in kept]
-
-
-class _Running:
-    """An account's running jobs in victim order (``victim_key``) without a sorted list of keys:
-    levels by priority, each in start order, so a start appends and a stop marks an entry
-    stale, and victims are read from the lowest level up, each level from its end."""
-
-    __slots__ = ("levels", "priorities", "runs")
-
-    def __init__(self) -> None:
-        self.levels: dict[int, _Level] = {}
-        self.priorities: list[int] = []  # of the levels, ascending
-        self.runs = 0  # runs numbered so far
-
-    def __bool__(self) -> bool:
-        return bool(self.priorities)
-
-    def add(self, job: _Job) -> None:
-        level = self.levels.get(job.priority)
-        if level is None:
-            level = self.levels[job.priority] = _Level()
-            insort(self.priorities, job.priority)
-        job.run = self.runs
-        self.runs += 1
-        level.add(job)
-
-    def remove(self, job: _Job) -> None:
-        level = self.levels[job.priority]
-        job.run = -1
-        level.remove(job)
-        if not level.live:
-            del self.levels[job.priority]
-            self.priorities.remove(job.priority)
-
-    def lowest_priority(self) -> int:
-        return self.priorities[0]
-
-    def instances_below(self, priority: int) -> int:
-        """Instances of its running jobs with a priority below ``priority``."""
-        total = 0
-        for p in self.priorities:
-            if p >= priority:
-                break
-            total += self.levels[p].instances
-        return total
-
-    def in_victim_order(self, below: int) -> Iterator[_Job]:
-        """Its running jobs with a priority below ``below``, in victim order."""
-        for p in self.priorities:
-            if p >= below:
-                break
-            level = self.levels[p]
-            jobs, runs = level.jobs, level.runs
-            for place in range(len(jobs) - 1, -1, -1):
-                job = jobs[place]
-                if job.run == runs[place]:
-                    yield job
-
-
-def _job_id_order(job: _Job) -> int:
-    return job.rank
-
-
-def _victim_order(job: _Job) -> tuple:
-    return victim_key(job.priority, job.start_time, job.rank)
-
-
-class _Job:
-    """A job's description and its replay state in one object: the compiled engine keeps these
-    fields unboxed, so reading or writing one is a field access rather than a list lookup and a
-    new float object."""
-
-    __slots__ = (
-        "index", "account", "count", "submit", "duration", "checkpoint", "retries", "priority", "rank",
-        "arrival", "queue_key", "group", "state", "start_time", "saved", "first_start", "end", "queued_since",
-        "queued", "preemptions", "lost", "planned_end", "run",
-    )  # fmt: skip
-
-    def __init__(
-        self,
-        index: int,
-        account: _Account,
-        count: int,
-        submit: float,
-        duration: float,
-        checkpoint: float,
-        retries: int,
-        priority: int,
-        rank: int,
-    ) -> None:
-        self.index = index  # its row in the trace
-        self.account = account  # its share's account of its instance type
-        self.count = count
-        self.submit = submit
-        self.duration = duration
-        self.checkpoint = checkpoint  # 0: no checkpoints
-        self.retries = retries
-        self.priority = priority
-        self.rank = rank  # its place in job_id order
-        self.arrival = 0  # its place in (submit time, job_id) order
-        self.queue_key = 0  # its key in its queues, set with its arrival place and its priority
-        self.group: _Group | None = None  # its queue group, found at its first submit
-        self.state = PENDING_SUBMIT
-        self.start_time = 0.0  # of the current attempt
-        self.saved = 0.0  # work kept from checkpoints
-        self.first_start = math.nan
-        self.end = math.nan
-        self.queued_since = 0.0
-        self.queued = 0.0
-        self.preemptions = 0
-        self.lost = 0.0
-        self.planned_end = math.nan  # when its current attempt will end unless preempted
-        self.run = -1  # the number of its current run in its account's _Running, -1 while not running
-
-
-class _Group:
-    """Pending jobs of one share with one instance type and one size, in queue order.
-
-    All of them fit, or can preempt, under exactly the same conditions except priority and
-    submit time, and the head has the highest priority and the earliest submit: if the head
-    cannot be admitted, no job behind it can be in the same state. A round therefore asks
-    only the first job past its cursor, and a refused group stays ``refused`` until a change
-    that could help it (see ``_Replay._capacity_released`` and ``_Replay._started``)."""
-
-    # Why the group was last refused. REFUSED and NO_VICTIMS speak for the head and so for the
-    # whole group; NO_VICTIMS survives releases that cannot help it. BEHIND: a job past the
-    # round's cursor was refused, which says nothing about the jobs before it (next round).
-    OPEN: Final = 0
-    REFUSED: Final = 1
-    NO_VICTIMS: Final = 2
-    BEHIND: Final = 3
-
-    def __init__(self, account: _Account, count: int, index: int):
-        self.index = index  # its number in the wait history
-        self.account = account
-        self.count = count
-        self.jobs: list[int] = []  # queue keys
-        self.needs_borrow = False
-        self.ptr = 0
-        self.refused = _Group.OPEN
-        self.open = False  # counted in _Replay.open_groups: its head may be admissible
-        self.round = -1  # the round that last set ptr and needs_borrow
-        self.candidate = False  # its job at ptr is in the round's candidates
-        # Reopened only because it fitted after a release: it still has no preemption candidate.
-        self.fit_only = False
-        self.reason = POOL_FULL  # why its jobs wait, a WaitReason (set when its head is refused)
-        self.reason_logged = False
-        self.since = 0.0  # when its waiting time was last added up
-        self.waited = 0.0  # job-seconds waited for ``reason`` not yet added to its share's totals
-
-
 def _first(candidate: tuple) -> tuple:
     return candidate[0]
+
+
+def _trace_order(job: Job) -> int:
+    return job.index
 
 
 class _Replay:
@@ -497,13 +138,15 @@ class _Replay:
 
         # The policy as shares, type pools and their (share, type) accounts.
         types = bound.type_names
-        self.shares: list[_Share] = [_Share(s, share) for s, share in enumerate(policy.shares)]
-        self.pools: list[_TypePool] = [
-            _TypePool(int(policy.capacity.get(t, 0)), int(policy.unassigned(t))) for t in types
+        self.shares: list[ShareState] = [ShareState(s, share) for s, share in enumerate(policy.shares)]
+        self.pools: list[TypePool] = [
+            TypePool(t, float(policy.instance_types[name].gpus), int(policy.capacity.get(name, 0)),
+                     int(policy.unassigned(name)))
+            for t, name in enumerate(types)
         ]
         for share, spec in zip(self.shares, policy.shares):
             for t, pool in enumerate(self.pools):
-                account = _Account(
+                account = Account(
                     share,
                     pool,
                     t,
@@ -535,8 +178,8 @@ class _Replay:
         priority: list[int] = trace.priority.astype(np.int64).tolist()
         rank: list[int] = bound.id_rank.astype(np.int64).tolist()
         accounts = [share.accounts for share in self.shares]
-        self.jobs: list[_Job] = [
-            _Job(
+        self.jobs: list[Job] = [
+            Job(
                 i,
                 accounts[share_of[i]][type_of[i]],
                 count[i],
@@ -551,14 +194,14 @@ class _Replay:
         ]
         # Arrival order, (submit time, job_id): the events' order and the queues' tie-break.
         order: list[int] = np.lexsort((bound.id_rank, trace.submit_time)).tolist()
-        self.by_arrival: list[_Job] = [self.jobs[i] for i in order]
+        self.by_arrival: list[Job] = [self.jobs[i] for i in order]
         for place, job in enumerate(self.by_arrival):
             job.arrival = place
             job.queue_key = queue_key(job.priority, place, n)
         self.reason: dict[int, UnschedulableReason] = {}  # of UNSCHEDULABLE jobs
 
-        self.groups: list[_Group] = []
-        self.open_groups = 0  # groups whose head may be admissible (``_Group.open``)
+        self.groups: list[Group] = []
+        self.open_groups = 0  # groups whose head may be admissible (``Group.open``)
         self.in_round = False  # a best-effort round is under way
         # The round's candidates (queue keys) and its cursor: the last admitted job's place.
         self.within_quota: list[int] = []
@@ -566,13 +209,13 @@ class _Replay:
         self.has_cursor = False
         self.cursor_borrows = False
         self.cursor_key = 0
-        self.reopened: list[_Group] = []  # groups reopened during the round's current admission
+        self.reopened: list[Group] = []  # groups reopened during the round's current admission
         self.round_id = 0
         self.pending_jobs = 0
         # Planned ends: a heap of instants (floats compare faster than event tuples) and the jobs
         # planned to end at each. A preempted job's entry stays and is skipped (its plan changed).
         self.finish_times: list[float] = []
-        self.finishing: dict[float, list[_Job]] = {}
+        self.finishing: dict[float, list[Job]] = {}
         self.events: list[tuple] = []
         self.log = UsageLog(n_types)
         self.usage_log: Records = self.log.usage_changes  # (time, share * n_types + type, usage)
@@ -584,18 +227,41 @@ class _Replay:
         self.reasons_log: Records = self.history.reasons
         self.ignored_updates = 0
 
+        # Section 9: the calendar of changes, applied at their instants, and section 6's limits at
+        # every instant of it (a job is unschedulable only if it is so at all of them).
+        self.type_index = {name: t for t, name in enumerate(types)}
+        self.changes = change_instants(policy)
+        self.next_change = 0
+        self.calendar_limits = limits_over_calendar(policy, types) if self.changes else []
+        self.unschedulable_known: dict[tuple[int, int], UnschedulableReason | None] = {}
+        self.capacity_log: Records = self.log.capacity_changes  # (time, type, capacity)
+        self.quota_log: Records = self.log.quota_changes  # (time, share * n_types + type, quota)
+        # Section 10: when RUNNABLE jobs run out of time, as a heap of instants and the jobs due at
+        # each (a job that started since, or was preempted again, has another deadline: skipped).
+        timeout = policy.runnable_timeout_seconds
+        self.timeout = math.inf if timeout is None else float(timeout)
+        self.deadline_times: list[float] = []
+        self.expiring: dict[float, list[Job]] = {}
+        # Section 8: fair sharing's strategies and L, the pool's lendable GPUs (changed only by the
+        # calendar), and a count of the changes that can turn a refusal into an admission.
+        self.fair = policy.fair_sharing is not None
+        self.strategies = policy.fair_sharing.preemption_strategies if policy.fair_sharing is not None else ()
+        self.lendable_gpus = lendable_gpus(self.pools)
+        self.version = 0
+
     # --- accounting -----------------------------------------------------------------------
 
-    def _change_usage(self, now: float, account: _Account, delta: int) -> None:
+    def _change_usage(self, now: float, account: Account, delta: int) -> None:
         """A real change (a start, finish or preemption), kept in the usage log for the metrics;
-        victim searches try changes with ``_Account.shift`` alone."""
+        victim searches try changes with ``Account.shift`` alone."""
         if account.round != self.round_id:  # its first change in this round: keep where it started
             account.round = self.round_id
             account.usage_at_round_start = account.usage
         account.shift(delta)
+        self.version += 1
         self.usage_log.change3(now, account.key, account.usage)
 
-    def _usage_at_round_start(self, account: _Account) -> int:
+    def _usage_at_round_start(self, account: Account) -> int:
         return account.usage_at_round_start if account.round == self.round_id else account.usage
 
     # --- the event loop -------------------------------------------------------------------
@@ -611,39 +277,54 @@ class _Replay:
         report_every = max(1, n_jobs // 100)
         next_report = report_every
         finish_times = self.finish_times
+        deadline_times = self.deadline_times
+        changes = self.changes
+        n_changes = len(changes)
         while True:
             now = min(
                 min(
                     submit_order[next_submit].submit if next_submit < n_jobs else END_OF_TIME,
                     update_time[update_order[next_update]] if next_update < n_updates else END_OF_TIME,
                 ),
-                finish_times[0] if finish_times else END_OF_TIME,
+                min(
+                    finish_times[0] if finish_times else END_OF_TIME,
+                    min(
+                        changes[self.next_change][0] if self.next_change < n_changes else END_OF_TIME,
+                        deadline_times[0] if deadline_times else END_OF_TIME,
+                    ),
+                ),
             )
             if now == END_OF_TIME:
                 break
-            # Same instant: finishes, then submissions, then priority updates, then one pass.
+            # Same instant: finishes, changes of capacity and quotas, submissions, priority
+            # updates, cancellations, then one pass.
             if finish_times and finish_times[0] == now:
                 heappop(finish_times)
                 self._finish_all(self.finishing.pop(now), now)
+            if self.next_change < n_changes and changes[self.next_change][0] == now:
+                self._apply_changes(changes[self.next_change][1], now)
+                self.next_change += 1
             while next_submit < n_jobs and submit_order[next_submit].submit == now:
                 self.submit_job(submit_order[next_submit], now)
                 next_submit += 1
             while next_update < n_updates and update_time[update_order[next_update]] == now:
                 self.update_priority(update_order[next_update], now)
                 next_update += 1
+            if deadline_times and deadline_times[0] == now:
+                heappop(deadline_times)
+                self._cancel_all(self.expiring.pop(now), now)
             if self.pending_jobs:
                 self.scheduling_pass(now)
             if progress is not None and next_submit >= next_report:
                 progress(next_submit / n_jobs)
                 next_report = next_submit + report_every
-        if self.pending_jobs:
+        # Under a calendar a job may wait for capacity that came and went (section 9: it stays
+        # RUNNABLE); without one, a job left pending would be a bug.
+        if self.pending_jobs and not self.changes:
             raise RuntimeError(f"{self.pending_jobs} jobs were left pending with nothing running")
 
-    def submit_job(self, job: _Job, now: float) -> None:
-        account = job.account
-        reason = unschedulable_reason(
-            job.count, account.pool.capacity, account.quota, account.borrow_limit, account.borrowable_ever
-        )
+    def submit_job(self, job: Job, now: float) -> None:
+        reason = self._unschedulable(job)
         if reason is not None:
             job.state = UNSCHEDULABLE
             self.reason[job.index] = reason
@@ -651,7 +332,92 @@ class _Replay:
             return
         job.state = RUNNABLE
         job.queued_since = now
+        self._set_deadline(job, now)
         self._enqueue(job, now)
+
+    def _unschedulable(self, job: Job) -> UnschedulableReason | None:
+        account = job.account
+        if not self.changes:
+            return unschedulable_reason(
+                job.count, account.pool.capacity, account.quota, account.borrow_limit, account.borrowable_ever
+            )
+        key = (account.key, job.count)
+        if key not in self.unschedulable_known:
+            limits = self.calendar_limits[account.share.index][account.type]
+            self.unschedulable_known[key] = unschedulable_at_every_instant(job.count, limits)
+        return self.unschedulable_known[key]
+
+    # --- section 10: the time limit in RUNNABLE -------------------------------------------------
+
+    def _set_deadline(self, job: Job, now: float) -> None:
+        """The job became RUNNABLE now (submitted or preempted): it is cancelled if it still is
+        RUNNABLE, without a break, when the limit has passed."""
+        if self.timeout == END_OF_TIME:
+            return
+        deadline = now + self.timeout
+        job.deadline = deadline
+        due = self.expiring.get(deadline)
+        if due is None:
+            self.expiring[deadline] = [job]
+            heappush(self.deadline_times, deadline)
+        else:
+            due.append(job)
+
+    def _cancel_all(self, jobs: list[Job], now: float) -> None:
+        """The jobs whose limit is up now, in trace order; those that started since, or were
+        preempted again (a later deadline), are skipped."""
+        if len(jobs) > 1:
+            jobs.sort(key=_trace_order)
+        for job in jobs:
+            if job.state == RUNNABLE and job.deadline == now:
+                self._dequeue(job, now)
+                job.state = CANCELLED
+                job.end = now
+                job.queued += now - job.queued_since
+                self._event(now, job, EventKind.CANCEL)
+
+    # --- section 9: capacity and quotas over time ---------------------------------------------
+
+    def _apply_changes(self, changes: list[Change], now: float) -> None:
+        """The changes of one instant together, then per type the capacity preemptions that make
+        the pool valid again; every refusal may be stale after that."""
+        touched: list[int] = []
+        for change in changes:
+            for type_name, count in change.capacity.items():
+                t = self.type_index[type_name]
+                if t not in touched:
+                    touched.append(t)
+                if change.share is None:
+                    self.pools[t].capacity = int(count)
+                    self.capacity_log.add3(now, t, count)
+                    continue
+                s = self.policy.share_index()[change.share]
+                account = self.shares[s].accounts[t]
+                account.quota = int(count)
+                account.borrow_limit = borrow_limit_at(self.policy.shares[s], type_name, int(count))
+                self.quota_log.add3(now, account.key, count)
+        touched.sort()
+        for t in touched:
+            pool = self.pools[t]
+            pool.unassigned = pool.capacity - sum(a.quota for a in pool.accounts)
+            pool.borrowed = sum(max(0, a.usage - a.quota) for a in pool.accounts)
+            pool.lendable = sum(a.lendable(a.usage) for a in pool.accounts)
+            preempted: list[Job] = []
+            for victim in capacity_victims(pool):
+                self._preempt(victim, None, now, preempted, CAPACITY)
+            self._requeue(preempted, now)
+            for account in pool.accounts:
+                for g in account.groups:
+                    if g.jobs:
+                        self._reopen(g)
+        for share in self.shares:
+            share.refused = False
+        self._calendar_changed()
+
+    def _calendar_changed(self) -> None:
+        """What depends on capacity and quotas beyond the pools: fair sharing's L."""
+        self.lendable_gpus = lendable_gpus(self.pools)
+        self.version += 1
 
     def update_priority(self, update: int, now: float) -> None:
         """UpdateServiceJob: ignored (and counted) for unknown, not yet submitted or ended jobs."""
@@ -661,6 +427,7 @@ class _Replay:
             self.ignored_updates += 1
             return
         job = self.jobs[index]
+        self.version += 1
         if job.state == RUNNABLE:
             self._dequeue(job, now)
             self._set_priority(job, priority)
@@ -671,22 +438,22 @@ class _Replay:
             job.account.running.add(job)
             self._capacity_released(job.account.pool, owner=None, victims_changed=True)
 
-    def _set_priority(self, job: _Job, priority: int) -> None:
+    def _set_priority(self, job: Job, priority: int) -> None:
         """A new priority and the queue key that goes with it (the job is out of its queues and
         levels while they change)."""
         job.priority = priority
         job.queue_key = queue_key(priority, job.arrival, self.n_jobs)
 
-    def _finish_all(self, jobs: list[_Job], now: float) -> None:
+    def _finish_all(self, jobs: list[Job], now: float) -> None:
         """The jobs planned to end now, in job_id order; entries of preempted attempts are skipped
         (a job that ran again and ends now too is listed twice: it ends at the first entry)."""
         if len(jobs) > 1:
-            jobs.sort(key=_job_id_order)
+            jobs.sort(key=job_id_order)
         for job in jobs:
             if job.state == RUNNING and job.planned_end == now:
                 self.finish(job, now)
 
-    def finish(self, job: _Job, now: float) -> None:
+    def finish(self, job: Job, now: float) -> None:
         account = job.account
         job.state = SUCCEEDED
         job.end = now
@@ -702,6 +469,10 @@ class _Replay:
     def scheduling_pass(self, now: float) -> None:
         """Rounds until one admits nothing. A pass's last round refused every queue group at its
         head, so when no group has been reopened since, a pass would admit nothing."""
+        if self.fair:
+            while self._fair_round(now):
+                pass
+            return
         if self.strict:
             while self._strict_round(now):
                 pass
@@ -726,7 +497,7 @@ class _Replay:
                 self._add_candidate(g)
         self.reopened.clear()
         self.in_round = True
-        preempted: list[_Job] = []
+        preempted: list[Job] = []
         admitted = False
         while within_quota or borrowing:
             needs_borrow = not within_quota
@@ -750,9 +521,9 @@ class _Replay:
                         self._add_candidate(other)
                 self.reopened.clear()
             elif g.ptr:
-                g.refused = _Group.BEHIND
+                g.refused = Group.BEHIND
             else:
-                g.refused = _Group.NO_VICTIMS if outcome == NO_VICTIMS else _Group.REFUSED
+                g.refused = Group.NO_VICTIMS if outcome == NO_VICTIMS else Group.REFUSED
                 self._close(g)
                 reason = self._wait_reason(job)
                 if reason != g.reason or not g.reason_logged:
@@ -766,14 +537,100 @@ class _Replay:
             self._requeue(preempted, now)
         return admitted
 
-    def _add_candidate(self, g: _Group) -> None:
+    def _fair_round(self, now: float) -> bool:
+        """Section 8's round: candidates one at a time, the next being the one whose share would
+        have the lowest value with it admitted (values as they are at that moment), then queue
+        order. best_effort_fifo: every pending job as the round starts; strict_fifo: each share's
+        head as the round starts.
+
+        Each queue group offers its jobs in queue order, all with the same value. A refusal
+        holds for the jobs behind it in its group as long as nothing changed since
+        (``version``), so those are passed over without a try until the next change."""
+        self.round_id += 1
+        groups: list[Group] = []
+        ends: list[int] = []  # strict: the one head each group offers; else all its jobs
+        if self.strict:
+            for share in self.shares:
+                if share.queue:
+                    g = self._group_of(self._job_of(share.queue[0]))
+                    groups.append(g)
+                    g.ptr = bisect_left(g.jobs, share.queue[0])
+                    ends.append(g.ptr + 1)
+        else:
+            for g in self.groups:
+                if g.jobs:
+                    groups.append(g)
+                    g.ptr = 0
+                    ends.append(len(g.jobs))
+        preempted: list[Job] = []
+        admitted = False
+        lendable = self.lendable_gpus
+        # A group refused in this round at the current version is asleep: every job behind the
+        # refusal would be passed over until the next change, so rather than pick them one by
+        # one (a scan of all groups each), the group sits out and, at the next admission, skips
+        # at once the jobs it would have offered before it (see _wake_asleep).
+        asleep = [-1] * len(groups)
+        values: list[tuple[bool, float]] = [(False, 0.0)] * len(groups)
+        while True:
+            best = -1
+            best_key: tuple = ()
+            version = self.version
+            for i, g in enumerate(groups):
+                if g.ptr >= ends[i]:
+                    continue
+                value = value_with(g.account, g.count, lendable)
+                values[i] = value
+                if asleep[i] == version:
+                    continue
+                order = (value, g.jobs[g.ptr])
+                if best < 0 or order < best_key:
+                    best, best_key = i, order
+            if best < 0:
+                break
+            g = groups[best]
+            key = g.jobs[g.ptr]
+            if g.refused_at == version and key > g.refused_key:
+                g.ptr += 1  # behind a refusal in an earlier round, nothing changed since
+                continue
+            job = self._job_of(key)
+            outcome = self.try_admit(job, now, preempted)
+            if outcome == ADMITTED:
+                admitted = True
+                _wake_asleep(groups, ends, asleep, values, version, best_key)
+                if not self.strict:  # (strict: _start took it out of its queues already)
+                    self._add_waiting_time(g, now)
+                    del g.jobs[g.ptr]
+                ends[best] -= 1
+                if not g.jobs:
+                    self._close(g)
+                continue
+            g.refused_at = version
+            g.refused_key = key
+            asleep[best] = version
+            reason = self._wait_reason(job)
+            if self.strict:
+                share = job.account.share
+                self._add_share_waiting_time(share, now)
+                share.reason = reason
+                self.reasons_log.add4(now, share.index, reason, job.index)
+            elif g.ptr == 0 and (reason != g.reason or not g.reason_logged):
+                self._add_waiting_time(g, now)
+                self._settle_waiting_time(g)
+                g.reason = reason
+                g.reason_logged = True
+                self.reasons_log.add4(now, g.index, reason, -1)
+            g.ptr += 1
+        self._requeue(preempted, now)
+        return admitted
+
+    def _add_candidate(self, g: Group) -> None:
         """Its first job past the round's cursor, if any, becomes a candidate of the round."""
         if g.round != self.round_id:  # first look in this round
             g.round = self.round_id
             g.ptr = 0
             account = g.account
             g.needs_borrow = self._usage_at_round_start(account) + g.count > account.quota
-            g.refused = _Group.OPEN
+            g.refused = Group.OPEN
         elif g.refused:
             return  # refused behind the cursor in this round and not reopened since
         if self.has_cursor:
@@ -786,69 +643,60 @@ class _Replay:
             g.candidate = True
 
     def _strict_round(self, now: float) -> bool:
-        """strict_fifo: only each share's first pending job is a candidate; a share whose head
-        cannot be admitted admits nothing more in this round."""
+        """strict_fifo: the round's candidates are each share's first pending job as the round
+        starts, at most one per share (Kueue pops one head per ClusterQueue per cycle); a share
+        whose head is admitted offers its next job in the next round. A head refused earlier
+        stays refused (``ShareState.refused``) until something could help it, and is then
+        considered at its place in the round's order."""
         self.round_id += 1
-        done = [not share.queue for share in self.shares]
-        preempted: list[_Job] = []
-        admitted = False
-        cursor = None
-        while True:
-            candidates = []
-            for share in self.shares:
-                if done[share.index] or not share.queue:
-                    continue
+        candidates = []
+        for share in self.shares:
+            if share.queue:
                 head = share.queue[0]
-                head_job = self._job_of(head)
-                account = head_job.account
-                needs_borrow = self._usage_at_round_start(account) + head_job.count > account.quota
-                key = round_key(needs_borrow, head)
-                if cursor is not None and key < cursor:
-                    # Considered while refused, or passed over before it was the head.
-                    done[share.index] = True
-                    continue
-                if not share.refused:
-                    candidates.append((key, share))
-            if not candidates:
-                break
-            candidates.sort(key=_first)
-            for key, share in candidates:
-                job = self._job_of(key[1])
-                if self.try_admit(job, now, preempted) == ADMITTED:
-                    cursor = key
-                    admitted = True
-                    break
-                done[share.index] = True
-                share.refused = True
-                self._add_share_waiting_time(share, now)
-                share.reason = self._wait_reason(job)
-                self.reasons_log.add4(now, share.index, share.reason, job.index)
-            else:
-                break
+                job = self._job_of(head)
+                account = job.account
+                candidates.append((round_key(account.usage + job.count > account.quota, head), share))
+        candidates.sort(key=_first)
+        preempted: list[Job] = []
+        admitted = False
+        for key, share in candidates:
+            # Checked at its turn: a release earlier in the round may have reopened it.
+            if share.refused:
+                continue
+            job = self._job_of(key[1])
+            if self.try_admit(job, now, preempted) == ADMITTED:
+                admitted = True
+                continue
+            share.refused = True
+            self._add_share_waiting_time(share, now)
+            share.reason = self._wait_reason(job)
+            self.reasons_log.add4(now, share.index, share.reason, job.index)
         self._requeue(preempted, now)
         return admitted
 
     # --- what can make a refused job admissible -------------------------------------------
 
     def _capacity_released(
-        self, pool: _TypePool, owner: _Share | None, victims_changed: bool = False
+        self, pool: TypePool, owner: ShareState | None, victims_changed: bool = False
     ) -> None:
         """A job of share ``owner`` ended or was preempted (or a running job changed priority:
         ``victims_changed``, no owner). Refusals may be stale, except for a group that had no
         preemption candidate at all and still cannot fit in the pool: a release gives it no
         candidate, unless it was its own share's (its usage fell: it may now reclaim)."""
+        if self.fair:
+            return  # fair rounds look at every queue group (see _fair_round)
         for account in pool.accounts:
             # Its own share's usage fell: within quota now, it may reclaim from borrowers.
             may_reclaim_now = account.share is owner and account.share.may_reclaim
             room = -1  # the share's headroom, computed once if needed
             for g in account.groups:
-                if not g.jobs or (g.refused == _Group.OPEN and not g.fit_only):
+                if not g.jobs or (g.refused == Group.OPEN and not g.fit_only):
                     continue  # open already, with nothing assumed about it
-                knows_no_victims = g.refused == _Group.NO_VICTIMS or (g.refused == _Group.OPEN and g.fit_only)
+                knows_no_victims = g.refused == Group.NO_VICTIMS or (g.refused == Group.OPEN and g.fit_only)
                 if knows_no_victims and not victims_changed:
                     within_quota = account.usage + g.count <= account.quota
                     if not (may_reclaim_now and within_quota):
-                        if g.refused == _Group.OPEN:
+                        if g.refused == Group.OPEN:
                             continue  # still without candidates, and open
                         if room < 0:
                             room = account.headroom()
@@ -859,24 +707,26 @@ class _Replay:
         for share in self.shares:
             share.refused = False
 
-    def _reopen(self, g: _Group, fit_only: bool = False) -> None:
-        g.fit_only = fit_only and (g.fit_only or g.refused == _Group.NO_VICTIMS)
-        g.refused = _Group.OPEN
+    def _reopen(self, g: Group, fit_only: bool = False) -> None:
+        g.fit_only = fit_only and (g.fit_only or g.refused == Group.NO_VICTIMS)
+        g.refused = Group.OPEN
         if not g.open:
             g.open = True
             self.open_groups += 1
         if self.in_round:
             self.reopened.append(g)
 
-    def _close(self, g: _Group) -> None:
+    def _close(self, g: Group) -> None:
         if g.open:
             g.open = False
             self.open_groups -= 1
 
-    def _started(self, job: _Job) -> None:
+    def _started(self, job: Job) -> None:
         """A start only takes capacity (fitting gets harder for everyone), but the started job is
         a new preemption candidate: for heads of its own share that outrank it (in-share), and,
         when its share now borrows, for heads of other shares that may reclaim it."""
+        if self.fair:
+            return
         account = job.account
         share = account.share
         priority = job.priority
@@ -910,7 +760,7 @@ class _Replay:
                         self._reopen(g)
                 other.share.refused = False
 
-    def try_admit(self, job: _Job, now: float, preempted: list[_Job], no_candidates: bool = False) -> int:
+    def try_admit(self, job: Job, now: float, preempted: list[Job], no_candidates: bool = False) -> int:
         """Fit, else preempt, else stay RUNNABLE (section 4, steps 1-3). ``no_candidates``: the
         caller knows there is no preemption candidate, so only the fit is tried."""
         if job.count <= job.account.headroom():
@@ -918,25 +768,35 @@ class _Replay:
             return ADMITTED
         if no_candidates:
             return NO_VICTIMS
+        if self.fair:
+            chosen = fair_victims(job, self.strategies, self.lendable_gpus)
+            if chosen is None:
+                return REFUSED
+            for victim, cause in chosen:
+                self._preempt(victim, job, now, preempted, cause)
+            self._start(job, now)
+            return ADMITTED
         candidates = self._victim_candidates(job)
         if candidates is None:
             return NO_VICTIMS
         victims = self.find_victims(job, candidates)
         if victims is None:
             return REFUSED
+        share = job.account.share
         for victim in victims:
-            self._preempt(victim, job, now, preempted)
+            cause = IN_SHARE if victim.account.share is share else CROSS_SHARE
+            self._preempt(victim, job, now, preempted, cause)
         self._start(job, now)
         return ADMITTED
 
     # --- preemption (section 4, step 2) ----------------------------------------------------
 
-    def find_victims(self, job: _Job, candidates: Iterator[_Job]) -> list[_Job] | None:
+    def find_victims(self, job: Job, candidates: Iterator[Job]) -> list[Job] | None:
         """Kueue's classic victim search: take candidates in order until the job fits, then
         walk the taken list backwards dropping every victim not needed. None if it never fits."""
         account = job.account
         n = job.count
-        taken: list[_Job] = []
+        taken: list[Job] = []
         fits = False
         for victim in candidates:
             owner = victim.account
@@ -964,7 +824,7 @@ class _Replay:
             victim.account.shift(victim.count)
         return victims
 
-    def _victim_candidates(self, job: _Job) -> Iterator[_Job] | None:
+    def _victim_candidates(self, job: Job) -> Iterator[Job] | None:
         """Other shares' borrowing jobs (cross-share reclaim) first, then the share's own
         lower-priority jobs (in-share preemption); None when there is none. An empty iterator
         when they could not free enough even all together."""
@@ -972,7 +832,7 @@ class _Replay:
         share = account.share
         n = job.count
         priority = job.priority
-        cross: list[Iterator[_Job]] = []
+        cross: list[Iterator[Job]] = []
         freeable = 0
         if share.may_reclaim and account.usage + n <= account.quota:
             for other in account.pool.accounts:
@@ -985,7 +845,7 @@ class _Replay:
                 elif running.lowest_priority() < priority:
                     freeable += running.instances_below(priority)
                     cross.append(running.in_victim_order(priority))
-        own: Iterator[_Job] = iter(())
+        own: Iterator[Job] = iter(())
         running = account.running
         if share.preempts_in_share and running and running.lowest_priority() <= priority:
             if not share.preempts_equal_too:
@@ -1010,10 +870,13 @@ class _Replay:
         if not cross:
             return own
         # Other shares' jobs together in victim order (merging one share's would only slow it down).
-        others = cross[0] if len(cross) == 1 else heapq.merge(*cross, key=_victim_order)
+        others = cross[0] if len(cross) == 1 else heapq.merge(*cross, key=victim_order)
         return chain(others, own)
 
-    def _preempt(self, victim: _Job, preemptor: _Job, now: float, preempted: list[_Job]) -> None:
+    def _preempt(
+        self, victim: Job, preemptor: Job | None, now: float, preempted: list[Job], cause: int
+    ) -> None:
+        """``cause``: IN_SHARE, CROSS_SHARE, FAIR_SHARING, or CAPACITY (no preemptor)."""
         account = victim.account
         share = account.share
         n = victim.count
@@ -1023,7 +886,6 @@ class _Replay:
         interval = victim.checkpoint
         saved = (progress // interval) * interval if interval > 0 else 0.0
         lost = progress - saved
-        cross_share = share is not preemptor.account.share
         victim.saved = saved
         victim.lost += lost
         victim.preemptions += 1
@@ -1034,28 +896,32 @@ class _Replay:
         account.lost += lost * n
         account.startup += startup_spent * n
         account.rerun_startup += startup_spent * n
-        if cross_share:
+        if cause == CROSS_SHARE:
             share.cross_share_preemptions += 1
-        else:
+        elif cause == IN_SHARE:
             share.in_share_preemptions += 1
+        elif cause == FAIR_SHARING:
+            share.fair_sharing_preemptions += 1
+        else:
+            share.capacity_preemptions += 1
         self.rerun_log.add3(now, account.key, (lost + startup_spent) * n)
-        self.preemptions_log.add4(now, victim.index, preemptor.index, cross_share)
+        self.preemptions_log.add4(now, victim.index, -1 if preemptor is None else preemptor.index, cause)
         failed = 0 <= victim.retries < victim.preemptions
         if self.record_events:
-            cause = Cause.CROSS_SHARE if cross_share else Cause.IN_SHARE
-            self._event(now, victim, EventKind.PREEMPT, cause, preemptor)
+            self._event(now, victim, EventKind.PREEMPT, CAUSES[cause], preemptor)
             if failed:
-                self._event(now, victim, EventKind.FAIL, cause, preemptor)
+                self._event(now, victim, EventKind.FAIL, CAUSES[cause], preemptor)
         if failed:
             victim.state = FAILED
             victim.end = now
         else:
             victim.state = RUNNABLE
             victim.queued_since = now
+            self._set_deadline(victim, now)
             self._count_pending(victim, now, +1)
             preempted.append(victim)  # considered again from the next round on
 
-    def _start(self, job: _Job, now: float) -> None:
+    def _start(self, job: Job, now: float) -> None:
         self._leave_queue(job, now)
         job.state = RUNNING
         job.start_time = now
@@ -1079,13 +945,13 @@ class _Replay:
 
     # --- queues ----------------------------------------------------------------------------
 
-    def _job_of(self, key: int) -> _Job:
+    def _job_of(self, key: int) -> Job:
         return self.by_arrival[key % self.n_jobs]
 
-    def _head_priority(self, g: _Group) -> int:
+    def _head_priority(self, g: Group) -> int:
         return self._job_of(g.jobs[0]).priority
 
-    def _group_of(self, job: _Job) -> _Group:
+    def _group_of(self, job: Job) -> Group:
         """Its queue group, made at the first submit of a job of its share, type and size."""
         if job.group is not None:
             return job.group
@@ -1094,7 +960,7 @@ class _Replay:
             if g.count == job.count:
                 job.group = g
                 return g
-        g = _Group(account, job.count, index=len(self.groups))
+        g = Group(account, job.count, index=len(self.groups))
         self.groups.append(g)
         self.history.groups.add3(account.share.index, account.type, job.count)
         account.groups.append(g)
@@ -1102,7 +968,7 @@ class _Replay:
         job.group = g
         return g
 
-    def _enqueue(self, job: _Job, now: float) -> None:
+    def _enqueue(self, job: Job, now: float) -> None:
         key = job.queue_key
         group = self._group_of(job)
         if not self.strict:
@@ -1118,14 +984,14 @@ class _Replay:
                 share.refused = False
         self._count_pending(job, now, +1)
 
-    def _requeue(self, jobs: list[_Job], now: float) -> None:
+    def _requeue(self, jobs: list[Job], now: float) -> None:
         """Preempted jobs rejoin their queues at their original submit time's position."""
         for job in jobs:
             if job.state == RUNNABLE:
                 self._enqueue(job, now)
                 self._count_pending(job, now, -1)  # counted as pending when preempted
 
-    def _dequeue(self, job: _Job, now: float) -> None:
+    def _dequeue(self, job: Job, now: float) -> None:
         key = job.queue_key
         group = self._group_of(job)
         if not self.strict:
@@ -1142,7 +1008,7 @@ class _Replay:
                 share.refused = False
         self._count_pending(job, now, -1)
 
-    def _leave_queue(self, job: _Job, now: float) -> None:
+    def _leave_queue(self, job: Job, now: float) -> None:
         """An admitted job leaves the strict queue (the best-effort round removes it from its
         group itself, at the position it already knows)."""
         if self.strict:
@@ -1156,7 +1022,7 @@ class _Replay:
 
     # --- why jobs wait: job-seconds per share and WaitReason, added up whenever a queue changes ---
 
-    def _wait_reason(self, job: _Job) -> int:
+    def _wait_reason(self, job: Job) -> int:
         account = job.account
         return wait_reason(
             job.count,
@@ -1168,19 +1034,19 @@ class _Replay:
             account.pool.capacity,
         )
 
-    def _add_waiting_time(self, g: _Group, now: float) -> None:
+    def _add_waiting_time(self, g: Group, now: float) -> None:
         """best_effort_fifo: every job of a group waits for the reason its head was refused."""
         if g.jobs:
             g.waited += len(g.jobs) * (now - g.since)
         g.since = now
 
-    def _settle_waiting_time(self, g: _Group) -> None:
+    def _settle_waiting_time(self, g: Group) -> None:
         """A group's waiting time so far goes to its share's totals, by its reason (when the
         reason changes and at the end: a native float until then, not a list entry)."""
         g.account.share.waited[g.reason] += g.waited
         g.waited = 0.0
 
-    def _add_share_waiting_time(self, share: _Share, now: float) -> None:
+    def _add_share_waiting_time(self, share: ShareState, now: float) -> None:
         """strict_fifo: the head of a share's queue waits for its own reason, the rest behind it."""
         waiting = len(share.queue)
         if waiting:
@@ -1189,7 +1055,7 @@ class _Replay:
             share.waited[BEHIND_QUEUE_HEAD] += (waiting - 1) * elapsed
         share.since = now
 
-    def _count_pending(self, job: _Job, now: float, sign: int) -> None:
+    def _count_pending(self, job: Job, now: float, sign: int) -> None:
         account = job.account
         self.pending_jobs += sign
         # (not sign * count: the compiled engine multiplies negative ints the slow way)
@@ -1197,7 +1063,7 @@ class _Replay:
         self.pending_log.change3(now, account.key, account.pending_instances)
 
     def _event(
-        self, now: float, job: _Job, kind: EventKind, cause: Cause | None = None, by: _Job | None = None
+        self, now: float, job: Job, kind: EventKind, cause: Cause | None = None, by: Job | None = None
     ) -> None:
         if self.record_events:
             self.events.append((now, job.index, kind, cause, -1 if by is None else by.index))
@@ -1227,23 +1093,26 @@ class _Replay:
             history=self.history.finish(strict=self.strict),
         )
 
-    def totals(self) -> _Totals:
+    def totals(self) -> Totals:
         """The per-share sums, once the groups' waiting time is settled into them."""
         for g in self.groups:
             self._settle_waiting_time(g)
-        return _Totals(self.shares)
+        return Totals(self.shares)
 
 
-class _Totals:
-    """Per (share, type) sums that the usage log cannot give: preemptions and rerun cost."""
-
-    def __init__(self, shares: list[_Share]):
-        # Instance-seconds: startup of every attempt, lost work, startup of preempted attempts.
-        self.startup = [[a.startup for a in share.accounts] for share in shares]
-        self.lost = [[a.lost for a in share.accounts] for share in shares]
-        self.rerun_startup = [[a.rerun_startup for a in share.accounts] for share in shares]
-        self.preemptions = [
-            {Cause.CROSS_SHARE: share.cross_share_preemptions, Cause.IN_SHARE: share.in_share_preemptions}
-            for share in shares
-        ]
-        self.waited = [share.waited for share in shares]  # job-seconds by WaitReason
+def _wake_asleep(
+    groups: list[Group], ends: list[int], asleep: list[int], values: list[tuple[bool, float]],
+    version: int, admitted: tuple,
+) -> None:
+    """An admission ends the state in which the round's asleep groups were refused. While it
+    lasted, values stood still, so the round took candidates in increasing (value, queue key)
+    order: each asleep group would have offered, and passed over, every job ordered before the
+    admitted one. Skip those now; the rest are tried in the new state."""
+    value, key = admitted
+    for i, g in enumerate(groups):
+        if asleep[i] != version or g.ptr >= ends[i]:
+            continue
+        if values[i] < value:
+            g.ptr = ends[i]
+        elif values[i] == value:
+            g.ptr = bisect_right(g.jobs, key, g.ptr, ends[i])

@@ -31,6 +31,10 @@ class UsageLog:
         self.usage_changes = Records(3)
         self.pending_changes = Records(3)
         self.rerun_costs = Records(3)
+        # Section 9: the calendar as it was applied, (time, type, capacity) and
+        # (time, share * n_types + type, quota).
+        self.capacity_changes = Records(3)
+        self.quota_changes = Records(3)
 
 
 def _columns(records: Records) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -153,7 +157,7 @@ def _window(span: tuple[float, float], window: tuple[float, float]) -> tuple[flo
     return start, end
 
 
-def _step_matrices(logs, t, n_types, n_shares, start, end):
+def _step_matrices(logs, t, n_types, n_shares, start, end, extra_times=()):
     """Rebuild per-share step functions of several change logs of type t on the union of their
     change instants in [start, end] (start included).
 
@@ -166,7 +170,10 @@ def _step_matrices(logs, t, n_types, n_shares, start, end):
             mine = keys % n_types == t  # this type's changes only
             times, keys, values = times[mine], keys[mine], values[mine]
         columns.append((times, keys // n_types, values))
-    times = np.concatenate([[start], *(c[0][(c[0] >= start) & (c[0] <= end)] for c in columns)])
+    # extra_times: instants where something else steps (the calendar's changes)
+    extra = np.asarray(extra_times, dtype=float)
+    inside = [c[0][(c[0] >= start) & (c[0] <= end)] for c in columns]
+    times = np.concatenate([[start], extra[(extra >= start) & (extra <= end)], *inside])
     times.sort(kind="stable")  # the logs are each in time order: a merge of sorted runs
     instants = times[np.append(True, times[1:] != times[:-1])]
     n = len(instants)
@@ -193,19 +200,30 @@ def _type_accounts(policy, t, type_name, log, start, end, edges, day_edges) -> d
     shares = policy.shares
     # Both step functions on the union of their instants, so both stay exact.
     logs = (log.usage_changes, log.pending_changes)
-    instants, (usage, pending) = _step_matrices(logs, t, log.n_types, len(shares), start, end)
+    quota_changes = _calendar_changes(log.quota_changes, t, log.n_types)
+    capacity_changes = _calendar_changes(log.capacity_changes, t, log.n_types)
+    extra_times = [c[0] for c in quota_changes + capacity_changes]
+    instants, (usage, pending) = _step_matrices(logs, t, log.n_types, len(shares), start, end, extra_times)
     durations = np.diff(np.append(instants, end))
     grids = [_EdgePlaces(instants, end, e) for e in (edges, day_edges)]
 
     quota = np.array([s.quota(type_name) for s in shares], dtype=float)
     lend_limit = np.array([s.lend_limit(type_name) for s in shares], dtype=float)
     unassigned = policy.unassigned(type_name)
+    capacity = float(policy.capacity.get(type_name, 0))
     integrals: dict[str, _Integral] = {}
     busy = 0.0
     for lo in range(0, len(instants), BLOCK):
         hi = min(lo + BLOCK, len(instants))
         block_usage, block_durations = usage[lo:hi], durations[lo:hi]
-        quantities = _accounts_at(block_usage, pending[lo:hi], quota, lend_limit, unassigned)
+        # Section 9: capacity and quotas in force at each instant of the block.
+        block_quota = _steps_at(instants[lo:hi], quota, quota_changes)
+        block_capacity = _steps_at(instants[lo:hi], np.array([capacity]), capacity_changes)
+        block_unassigned = block_capacity[:, 0] - block_quota.sum(axis=1)
+        quantities = _accounts_at(block_usage, pending[lo:hi], block_quota, lend_limit, block_unassigned)
+        quantities["quota"] = block_quota
+        quantities["capacity"] = block_capacity
+        quantities["unassigned_capacity"] = block_unassigned[:, None]
         for name, values in quantities.items():
             if name not in integrals:
                 integrals[name] = _Integral(values.shape[1], grids)
@@ -213,8 +231,9 @@ def _type_accounts(policy, t, type_name, log, start, end, edges, day_edges) -> d
         busy += float(block_usage.sum(axis=1) @ block_durations)
     results = {name: integral.result() for name, integral in integrals.items()}
     return {
-        "capacity": float(policy.capacity.get(type_name, 0)) * (end - start),
-        "quota_seconds": quota * (end - start),
+        # Integrals of capacity(t) and quota(t) over the horizon (instance-seconds).
+        "capacity": float(results["capacity"][0][0]),
+        "quota_seconds": results["quota"][0],
         "busy": busy,
         "total": {name: r[0] for name, r in results.items()},
         "buckets": {name: r[1] for name, r in results.items()},
@@ -224,6 +243,23 @@ def _type_accounts(policy, t, type_name, log, start, end, edges, day_edges) -> d
 
 
 BLOCK = 1 << 15  # instants per block of the accounts (x shares x 8 bytes per array)
+
+
+def _calendar_changes(records: Records, t: int, n_types: int) -> list[tuple[float, int, float]]:
+    """The calendar's changes of type t as applied by the engine: (time, column, new value);
+    a column is a share for quotas (0 for the pool's capacity)."""
+    times, keys, values = _columns(records)
+    mine = keys % n_types == t
+    return list(zip(times[mine].tolist(), (keys[mine] // n_types).tolist(), values[mine].tolist()))
+
+
+def _steps_at(instants: np.ndarray, base: np.ndarray, changes: list[tuple[float, int, float]]) -> np.ndarray:
+    """A step function over time (instants x columns): ``base``, then each change from its time
+    on (changes are few: a calendar, not a log of every job)."""
+    values = np.tile(base.astype(float), (len(instants), 1))
+    for time, column, value in changes:
+        values[np.searchsorted(instants, time, side="left") :, column] = value
+    return values
 
 
 def _accounts_at(usage, pending, quota, lend_limit, unassigned) -> dict[str, np.ndarray]:
@@ -345,6 +381,7 @@ def _job_counts(outcomes: JobOutcomes, mask=None) -> dict[str, Any]:
         "succeeded": int((state == State.SUCCEEDED).sum()),
         "failed": int((state == State.FAILED).sum()),
         "unschedulable": int((state == State.UNSCHEDULABLE).sum()),
+        "cancelled": int((state == State.CANCELLED).sum()),
         "unschedulable_by_reason": {REASONS[i]: int(n) for i, n in enumerate(by_reason) if i and n},
     }
 
@@ -449,6 +486,10 @@ def _series(policy, accounts, gpus, edges) -> dict[str, Any]:
             total = sum(a["buckets"][k][:, s] * g for a, g in zip(accounts, gpus))
             row[k] = (np.asarray(total) / width).round(4).tolist()
         row["quota"] = float(sum(share.quota(t) * g for t, g in zip(policy.instance_types, gpus)))
+        # Section 9: the quota in force, as average GPUs per bucket (a step line over time).
+        row["quota_series"] = (
+            np.asarray(sum(a["buckets"]["quota"][:, s] * g for a, g in zip(accounts, gpus))) / width
+        ).round(4).tolist()
         shares[share.name] = row
     unassigned = {
         k: (
@@ -466,19 +507,22 @@ def _series(policy, accounts, gpus, edges) -> dict[str, Any]:
         "pool_capacity": float(
             sum(policy.capacity.get(t, 0) * g for t, g in zip(policy.instance_types, gpus))
         ),
+        "pool_capacity_series": (
+            np.asarray(sum(a["buckets"]["capacity"][:, 0] * g for a, g in zip(accounts, gpus))) / width
+        ).round(4).tolist(),
     }
 
 
 def _periods(policy, accounts, gpus, price, day_edges, log, start, end) -> dict[str, Any]:
     """GPU-hours and $ per calendar day of the trace, per share: finance sums them by week or month."""
-    # Capacity counts only the part of each day inside the horizon, like every other account,
-    # so that per day own + lent + idle adds up to capacity.
-    width = np.diff(np.clip(day_edges, start, end))
+    # Capacity counts only the part of each day inside the horizon (integrated like every other
+    # account, with the quotas in force), so that per day own + lent + idle adds up to capacity.
     shares = {}
     for s, share in enumerate(policy.shares):
         row: dict[str, Any] = {"usd": {}}
-        capacity = sum(share.quota(t) * g * width for t, g in zip(policy.instance_types, gpus)) / 3600
-        capacity_usd = sum(share.quota(t) * p * width for t, p in zip(policy.instance_types, price)) / 3600
+        # quota(t) integrated per day (section 9)
+        capacity = sum(a["days"]["quota"][:, s] * g for a, g in zip(accounts, gpus)) / 3600
+        capacity_usd = sum(a["days"]["quota"][:, s] * p for a, p in zip(accounts, price)) / 3600
         row["capacity"] = np.asarray(capacity).round(6).tolist()
         row["usd"]["capacity"] = np.asarray(capacity_usd).round(6).tolist()
         for k in ACCOUNTS:
@@ -498,12 +542,12 @@ def _periods(policy, accounts, gpus, price, day_edges, log, start, end) -> dict[
 
     unassigned: dict[str, Any] = {"usd": {}}
     for k, values in (
-        ("capacity", [a["unassigned"] * width for a in accounts]),
+        ("capacity", [a["days"]["unassigned_capacity"][:, 0] for a in accounts]),
         ("lent", [a["days"]["unassigned_lent"][:, 0] for a in accounts]),
         ("idle", [a["days"]["unassigned_idle"][:, 0] for a in accounts]),
     ):
         unassigned[k], unassigned["usd"][k] = per_day(values)
-    pool_capacity, pool_usd = per_day([policy.capacity.get(t, 0) * width for t in policy.instance_types])
+    pool_capacity, pool_usd = per_day([a["days"]["capacity"][:, 0] for a in accounts])
     return {
         "day": day_edges[:-1].tolist(),
         "shares": shares,

@@ -7,6 +7,7 @@ Policies are frozen dataclasses built and validated from the JSON of SEMANTICS.m
 from __future__ import annotations
 
 import math
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from enum import Enum, IntEnum
@@ -55,11 +56,29 @@ class JobState(str, Enum):
     SUCCEEDED = "SUCCEEDED"
     FAILED = "FAILED"
     UNSCHEDULABLE = "UNSCHEDULABLE"
+    CANCELLED = "CANCELLED"  # RUNNABLE longer than the policy's runnable_timeout_seconds (section 10)
 
 
 class Cause(str, Enum):
     CROSS_SHARE = "cross_share"
     IN_SHARE = "in_share"
+    FAIR_SHARING = "fair_sharing"  # another share's borrower taken by fair sharing (section 8)
+    CAPACITY = "capacity"  # capacity or a quota went down (section 9)
+
+
+class FairStrategy(str, Enum):
+    """Kueue's fairSharing preemption strategies (section 8)."""
+
+    LESS_THAN_OR_EQUAL_TO_FINAL_SHARE = "LessThanOrEqualToFinalShare"
+    LESS_THAN_INITIAL_SHARE = "LessThanInitialShare"
+
+
+# The only lists Kueue's configuration accepts, in their order.
+FAIR_STRATEGY_LISTS: tuple[tuple[FairStrategy, ...], ...] = (
+    (FairStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,),
+    (FairStrategy.LESS_THAN_INITIAL_SHARE,),
+    (FairStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE, FairStrategy.LESS_THAN_INITIAL_SHARE),
+)
 
 
 class WaitReason(IntEnum):
@@ -78,6 +97,19 @@ class UnschedulableReason(str, Enum):
 
 
 MAX_PRIORITY = 9999
+
+# Domain maxima, checked by the one validator below (``check_name``, ``_parse_number``). Each is far
+# above any real pool and far below what the databases store (PostgreSQL integer: 2**31 - 1), so an
+# absurd value is a clear error on SQLite and PostgreSQL alike, never an overflow at the database.
+MAX_NAME_LENGTH = 100  # policies, shares, pools, instance types, studies (the database columns)
+MAX_INSTANCES = 1_000_000  # instances of one type: pool capacity, a quota, a borrowing or lending limit
+MAX_GPUS_PER_INSTANCE = 1_024
+MAX_HOURLY_PRICE = 100_000.0  # $ per instance-hour
+MAX_STARTUP_SECONDS = 7 * 86_400.0  # a week: longer is no start-up, and a replay would idle for ever
+MAX_BORROW_LIMIT_PERCENT = 100_000.0  # 1,000 times the share's own quota
+MAX_SHARES = 500  # per policy (AWS Batch allows 20 quota shares per job queue)
+MAX_RUNNABLE_TIMEOUT_SECONDS = 365 * 86_400.0  # a year in RUNNABLE: any real limit is far shorter
+MAX_FAIR_WEIGHT = 1_000_000.0  # Kueue weights are small numbers; 0 already means "never favoured"
 
 
 @dataclass(frozen=True)
@@ -99,17 +131,21 @@ class Share:
     lending_limit: Mapping[str, int] | None = None  # Kueue; None = all idle quota
     in_share_preemption: InSharePreemption = InSharePreemption.NEVER
     reclaim: Reclaim = Reclaim.ANY
+    fair_weight: float = 1.0  # Kueue spec.fairSharing.weight; only used with fair sharing on
 
     def quota(self, instance_type: str) -> int:
         return self.capacity.get(instance_type, 0)
 
-    def borrow_limit(self, instance_type: str) -> float:
-        """Instances of a type this share may hold above its quota (``inf`` = unlimited)."""
+    def borrow_limit(self, instance_type: str, quota: int | None = None) -> float:
+        """Instances of a type this share may hold above its quota (``inf`` = unlimited); with
+        ``quota``, under that quota instead of its own (a quota changed by the calendar: a
+        percentage follows it, an absolute limit does not)."""
         if not self.strategy.borrows:
             return 0
         if self.borrowing_limit is not None:
             return self.borrowing_limit.get(instance_type, UNLIMITED)
-        return borrow_limit_from_percent(self.quota(instance_type), self.borrow_limit_percent)
+        own = self.quota(instance_type) if quota is None else quota
+        return borrow_limit_from_percent(own, self.borrow_limit_percent)
 
     def lend_limit(self, instance_type: str) -> float:
         """At most this many idle quota instances may be lent (``inf`` = all of them)."""
@@ -128,6 +164,23 @@ def borrow_limit_from_percent(quota: int, percent: float | None) -> float:
 
 
 @dataclass(frozen=True)
+class FairSharing:
+    """Kueue fairSharing (section 8); a policy without one schedules by section 4 alone."""
+
+    preemption_strategies: tuple[FairStrategy, ...] = FAIR_STRATEGY_LISTS[2]
+
+
+@dataclass(frozen=True)
+class Change:
+    """From ``time`` on, the pool's capacity (``share`` None) or a share's quota of each type
+    named in ``capacity`` is the given number of instances (section 9)."""
+
+    time: float
+    capacity: Mapping[str, int]
+    share: str | None = None
+
+
+@dataclass(frozen=True)
 class Policy:
     name: str
     instance_types: Mapping[str, InstanceType]
@@ -135,7 +188,36 @@ class Policy:
     shares: tuple[Share, ...]
     queueing: Queueing = Queueing.BEST_EFFORT_FIFO
     startup_seconds: float = 0.0
+    fair_sharing: FairSharing | None = None
+    changes: tuple[Change, ...] = ()  # sorted by time; changes at one time apply together
+    runnable_timeout_seconds: float | None = None
     description: str = field(default="", compare=False)
+
+    def capacity_at(self, time: float) -> dict[str, int]:
+        """The pool's capacity per type in force at ``time`` (a change at T applies from T on)."""
+        capacity = dict(self.capacity)
+        for change in self.changes:
+            if change.time > time:
+                break
+            if change.share is None:
+                capacity.update(change.capacity)
+        return capacity
+
+    def quota_at(self, share_name: str, time: float) -> dict[str, int]:
+        """A share's quota per type in force at ``time``."""
+        quota = dict(self.share(share_name).capacity)
+        for change in self.changes:
+            if change.time > time:
+                break
+            if change.share == share_name:
+                quota.update(change.capacity)
+        return quota
+
+    def share(self, name: str) -> Share:
+        for share in self.shares:
+            if share.name == name:
+                return share
+        raise KeyError(name)
 
     def share_index(self) -> dict[str, int]:
         return {share.name: i for i, share in enumerate(self.shares)}
@@ -161,7 +243,29 @@ class Policy:
             "queueing": self.queueing.value,
             "startup_seconds": self.startup_seconds,
             "shares": [_share_to_dict(s) for s in self.shares],
+            **self._optional_dict(),
         }
+
+    def _optional_dict(self) -> dict[str, Any]:
+        """Sections 8-10's keys, written only when they are not the default."""
+        out: dict[str, Any] = {}
+        if self.fair_sharing is not None:
+            out["fair_sharing"] = {
+                "preemption_strategies": [s.value for s in self.fair_sharing.preemption_strategies]
+            }
+        if self.changes:
+            out["changes"] = [_change_to_dict(c) for c in self.changes]
+        if self.runnable_timeout_seconds is not None:
+            out["runnable_timeout_seconds"] = self.runnable_timeout_seconds
+        return out
+
+
+def _change_to_dict(change: Change) -> dict[str, Any]:
+    out: dict[str, Any] = {"time": change.time}
+    if change.share is not None:
+        out["share"] = change.share
+    out["capacity"] = dict(change.capacity)
+    return out
 
 
 def _share_to_dict(share: Share) -> dict[str, Any]:
@@ -178,6 +282,8 @@ def _share_to_dict(share: Share) -> dict[str, Any]:
         out["borrowing_limit"] = dict(share.borrowing_limit)
     if share.lending_limit is not None:
         out["lending_limit"] = dict(share.lending_limit)
+    if share.fair_weight != 1:
+        out["fair_weight"] = share.fair_weight
     return out
 
 
@@ -188,9 +294,7 @@ def _share_to_dict(share: Share) -> dict[str, Any]:
 def parse_policy(data: Mapping[str, Any]) -> Policy:
     if not isinstance(data, Mapping):
         raise InputError("a policy must be a JSON object")
-    name = data.get("name") or "policy"
-    if not isinstance(name, str):
-        raise InputError("must be a string", field="name")
+    name = check_name(data.get("name") or "policy", "name")
     instance_types = _parse_instance_types(data.get("instance_types"))
     capacity = _parse_counts(data.get("capacity"), "capacity", instance_types, required=True)
     if not any(capacity.values()):
@@ -198,13 +302,26 @@ def parse_policy(data: Mapping[str, Any]) -> Policy:
     shares_raw = data.get("shares")
     if not isinstance(shares_raw, list) or not shares_raw:
         raise InputError("a policy needs a non-empty list of shares", field="shares")
+    if len(shares_raw) > MAX_SHARES:
+        raise InputError(f"{len(shares_raw)} shares: a policy has at most {MAX_SHARES}", field="shares")
     shares = tuple(_parse_share(raw, i, instance_types) for i, raw in enumerate(shares_raw))
     names = [s.name for s in shares]
     for i, share_name in enumerate(names):
         if share_name in names[:i]:
             raise InputError(f"duplicate share name {share_name!r}", field=f"shares[{i}].name")
     queueing = _parse_enum(Queueing, data.get("queueing", Queueing.BEST_EFFORT_FIFO.value), "queueing")
-    startup = _parse_number(data.get("startup_seconds", 0), "startup_seconds", minimum=0)
+    startup = _parse_number(
+        data.get("startup_seconds", 0), "startup_seconds", minimum=0, maximum=MAX_STARTUP_SECONDS
+    )
+    timeout = data.get("runnable_timeout_seconds")
+    if timeout is not None:
+        timeout = _parse_number(
+            timeout,
+            "runnable_timeout_seconds",
+            minimum=0,
+            strictly_positive=True,
+            maximum=MAX_RUNNABLE_TIMEOUT_SECONDS,
+        )
     policy = Policy(
         name=name,
         instance_types=instance_types,
@@ -212,6 +329,9 @@ def parse_policy(data: Mapping[str, Any]) -> Policy:
         shares=shares,
         queueing=queueing,
         startup_seconds=startup,
+        fair_sharing=_parse_fair_sharing(data.get("fair_sharing")),
+        changes=_parse_changes(data.get("changes"), instance_types),
+        runnable_timeout_seconds=timeout,
         description=str(data.get("description", "")),
     )
     validate_policy(policy)
@@ -219,7 +339,8 @@ def parse_policy(data: Mapping[str, Any]) -> Policy:
 
 
 def validate_policy(policy: Policy) -> None:
-    """Rules that involve several fields: quotas within the pool, limits that make sense."""
+    """Rules that involve several fields: quotas within the pool at every instant, limits that
+    make sense."""
     for type_name, pool_capacity in policy.capacity.items():
         total = sum(s.quota(type_name) for s in policy.shares)
         if total > pool_capacity:
@@ -227,6 +348,7 @@ def validate_policy(policy: Policy) -> None:
                 f"share quotas of {type_name} add up to {total}, more than the pool's {pool_capacity}",
                 field=f"capacity.{type_name}",
             )
+    _validate_changes(policy)
     for i, share in enumerate(policy.shares):
         for type_name in share.capacity:
             if type_name not in policy.capacity:
@@ -261,11 +383,20 @@ def _parse_instance_types(raw: Any) -> dict[str, InstanceType]:
         where = f"instance_types.{type_name}"
         if not isinstance(type_name, str) or not type_name.strip():
             raise InputError("an instance type needs a name", field="instance_types")
+        check_name(type_name, where)
         spec = spec if spec is not None else {}
         if not isinstance(spec, Mapping):
             raise InputError("must be an object with gpus and hourly_price", field=where)
-        gpus = _parse_number(spec.get("gpus", 1), f"{where}.gpus", minimum=0, strictly_positive=True)
-        price = _parse_number(spec.get("hourly_price", 0), f"{where}.hourly_price", minimum=0)
+        gpus = _parse_number(
+            spec.get("gpus", 1),
+            f"{where}.gpus",
+            minimum=0,
+            strictly_positive=True,
+            maximum=MAX_GPUS_PER_INSTANCE,
+        )
+        price = _parse_number(
+            spec.get("hourly_price", 0), f"{where}.hourly_price", minimum=0, maximum=MAX_HOURLY_PRICE
+        )
         types[type_name] = InstanceType(type_name, gpus, price)
     return types
 
@@ -277,6 +408,7 @@ def _parse_share(raw: Any, index: int, instance_types: Mapping[str, InstanceType
     name = raw.get("name")
     if not isinstance(name, str) or not name.strip():
         raise InputError("a share needs a name", field=f"{where}.name")
+    check_name(name, f"{where}.name")
     known = {
         "name",
         "capacity",
@@ -286,6 +418,7 @@ def _parse_share(raw: Any, index: int, instance_types: Mapping[str, InstanceType
         "lending_limit",
         "in_share_preemption",
         "reclaim",
+        "fair_weight",
     }
     for key in raw:
         if key not in known:
@@ -294,7 +427,9 @@ def _parse_share(raw: Any, index: int, instance_types: Mapping[str, InstanceType
     strategy = _parse_enum(Strategy, raw.get("strategy", Strategy.LEND_AND_BORROW.value), f"{where}.strategy")
     percent = raw.get("borrow_limit_percent")
     if percent is not None:
-        percent = _parse_number(percent, f"{where}.borrow_limit_percent", minimum=-1)
+        percent = _parse_number(
+            percent, f"{where}.borrow_limit_percent", minimum=-1, maximum=MAX_BORROW_LIMIT_PERCENT
+        )
         if -1 < percent < 0:
             raise InputError("must be -1 (unlimited) or at least 0", field=f"{where}.borrow_limit_percent")
     borrowing = _parse_limit(raw.get("borrowing_limit"), f"{where}.borrowing_limit", instance_types)
@@ -310,7 +445,99 @@ def _parse_share(raw: Any, index: int, instance_types: Mapping[str, InstanceType
             InSharePreemption, raw.get("in_share_preemption", "never"), f"{where}.in_share_preemption"
         ),
         reclaim=_parse_enum(Reclaim, raw.get("reclaim", "any"), f"{where}.reclaim"),
+        fair_weight=_parse_number(
+            raw.get("fair_weight", 1), f"{where}.fair_weight", minimum=0, maximum=MAX_FAIR_WEIGHT
+        ),
     )
+
+
+def _parse_fair_sharing(raw: Any) -> FairSharing | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise InputError("must be an object (or null: off)", field="fair_sharing")
+    for key in raw:
+        if key != "preemption_strategies":
+            raise InputError(f"unknown setting {key!r}", field=f"fair_sharing.{key}")
+    listed = raw.get("preemption_strategies")
+    if listed is None:
+        return FairSharing()
+    allowed = "; ".join(str([s.value for s in strategies]) for strategies in FAIR_STRATEGY_LISTS)
+    if not isinstance(listed, list):
+        raise InputError(f"must be one of the lists {allowed}", field="fair_sharing.preemption_strategies")
+    strategies = tuple(
+        _parse_enum(FairStrategy, value, f"fair_sharing.preemption_strategies[{i}]")
+        for i, value in enumerate(listed)
+    )
+    if strategies not in FAIR_STRATEGY_LISTS:
+        raise InputError(
+            f"{listed!r} is not a list Kueue accepts: {allowed}", field="fair_sharing.preemption_strategies"
+        )
+    return FairSharing(strategies)
+
+
+def _parse_changes(raw: Any, instance_types: Mapping[str, InstanceType]) -> tuple[Change, ...]:
+    # Imported here: scheduling.traces imports this module (MAX_PRIORITY).
+    from scheduling.traces.fields import parse_time
+
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise InputError("must be a list of {time, capacity} or {time, share, capacity}", field="changes")
+    changes = []
+    for i, item in enumerate(raw):
+        where = f"changes[{i}]"
+        if not isinstance(item, Mapping):
+            raise InputError("must be an object with time, capacity and optionally share", field=where)
+        for key in item:
+            if key not in ("time", "share", "capacity"):
+                raise InputError(f"unknown setting {key!r}", field=f"{where}.{key}")
+        time, _ = parse_time(item.get("time"), None, f"{where}.time")
+        share = item.get("share")
+        if share is not None and (not isinstance(share, str) or not share.strip()):
+            raise InputError("must be a share's name (or absent: the pool)", field=f"{where}.share")
+        capacity = _parse_counts(item.get("capacity"), f"{where}.capacity", instance_types, required=True)
+        if not capacity:
+            raise InputError("names no instance type", field=f"{where}.capacity")
+        changes.append(Change(time=time, capacity=capacity, share=share))
+    # Stable: changes at one time keep the order they were written in (a later one wins).
+    return tuple(sorted(changes, key=lambda c: c.time))
+
+
+def _validate_changes(policy: Policy) -> None:
+    """Section 9: every change names a known share and type, and section 1 holds at every instant
+    of the calendar (share quotas of a type add up to at most the pool's capacity then)."""
+    names = {s.name for s in policy.shares}
+    capacity = dict(policy.capacity)
+    quotas = {s.name: dict(s.capacity) for s in policy.shares}
+    # The change that last set each (share or pool, type): the one an error names.
+    setter: dict[tuple[str | None, str], int] = {}
+    changes = policy.changes
+    i = 0
+    while i < len(changes):
+        time = changes[i].time
+        touched: set[str] = set()
+        while i < len(changes) and changes[i].time == time:
+            change = changes[i]
+            if change.share is not None and change.share not in names:
+                raise InputError(f"unknown share {change.share!r}", field=f"changes[{i}].share")
+            target = capacity if change.share is None else quotas[change.share]
+            for type_name, count in change.capacity.items():
+                target[type_name] = count
+                setter[(change.share, type_name)] = i
+                touched.add(type_name)
+            i += 1
+        for type_name in sorted(touched):
+            total = sum(q.get(type_name, 0) for q in quotas.values())
+            pool = capacity.get(type_name, 0)
+            if total > pool:
+                culprits = [setter[k] for k in setter if k[1] == type_name]
+                index = max(culprits)
+                raise InputError(
+                    f"at {time:g} s share quotas of {type_name} add up to {total}, "
+                    f"more than the pool's {pool}",
+                    field=f"changes[{index}].capacity.{type_name}",
+                )
 
 
 def _parse_limit(raw: Any, where: str, instance_types: Mapping[str, InstanceType]) -> dict[str, int] | None:
@@ -339,14 +566,56 @@ def _parse_counts(
 
 
 def _parse_count(value: Any, where: str) -> int:
-    number = _parse_number(value, where, minimum=0)
+    return parse_instance_count(value, where)
+
+
+def parse_instance_count(value: Any, where: str) -> int:
+    """A whole number of instances from 0 to MAX_INSTANCES (pool capacity, quotas, limits)."""
+    number = _parse_number(value, where, minimum=0, maximum=MAX_INSTANCES)
     if number != int(number):
         raise InputError(f"{value!r} is not a whole number of instances", field=where)
     return int(number)
 
 
+def parse_bounded_number(value: Any, where: str, minimum: float, maximum: float) -> float:
+    """A finite number within [minimum, maximum] (GPUs per instance, prices, start-up seconds)."""
+    return _parse_number(value, where, minimum=minimum, maximum=maximum)
+
+
+# Characters that end a line or reorder text where a name is shown: refused in every name so that a
+# name can never start a new line of a script, a YAML document or a log, nor hide what follows it.
+_NAME_BREAKERS = {"Cc", "Cs", "Zl", "Zp"}
+_BIDI_CONTROLS = set("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f")
+_CONTROL_NAMES = {"\n": "line feed", "\r": "carriage return", "\t": "tab", "\x00": "NUL", "\x1b": "escape"}
+
+
+def check_name(value: Any, where: str, max_length: int = MAX_NAME_LENGTH) -> str:
+    """The one rule for names (policies, shares, pools, instance types, studies): one line of printable
+    text, 1 to MAX_NAME_LENGTH characters, not blank. Returns the name; raises InputError saying which
+    character is refused and where."""
+    if not isinstance(value, str):
+        raise InputError(f"{value!r} is not a name (a string)", field=where)
+    if not value.strip():
+        raise InputError("a name cannot be empty", field=where)
+    if len(value) > max_length:
+        raise InputError(f"a name has at most {max_length} characters, this one {len(value)}", field=where)
+    for position, char in enumerate(value, 1):
+        if unicodedata.category(char) in _NAME_BREAKERS or char in _BIDI_CONTROLS:
+            label = _CONTROL_NAMES.get(char) or unicodedata.name(char, "control character")
+            raise InputError(
+                f"character {position} is U+{ord(char):04X} ({label.lower()}): names cannot hold control "
+                "characters (line breaks, tabs, escapes, text-direction marks)",
+                field=where,
+            )
+    return value
+
+
 def _parse_number(
-    value: Any, where: str, minimum: float | None = None, strictly_positive: bool = False
+    value: Any,
+    where: str,
+    minimum: float | None = None,
+    strictly_positive: bool = False,
+    maximum: float | None = None,
 ) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         try:
@@ -359,6 +628,9 @@ def _parse_number(
         raise InputError(f"{value:g} is below the minimum {minimum:g}", field=where)
     if strictly_positive and value <= 0:
         raise InputError(f"{value:g} must be positive", field=where)
+    if maximum is not None and value > maximum:
+        limit = f"{int(maximum):,}" if float(maximum).is_integer() else f"{maximum:,g}"
+        raise InputError(f"{value:g} is above the maximum {limit}", field=where)
     return int(value) if float(value).is_integer() else float(value)
 
 

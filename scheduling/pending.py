@@ -72,14 +72,19 @@ def job_timeline(policy: Policy, trace: Trace, outcomes: JobOutcomes, job: int) 
     for attempt, start in enumerate(starts.tolist()):
         segments += _waiting(waiting_from, start, reasons)
         if attempt < len(preemptions):
-            time, _, preemptor, cross = preemptions[attempt].tolist()
-            how = f"preempted by {trace.job_id[int(preemptor)]} ({'cross-share' if cross else 'in-share'})"
+            time, _, preemptor, cause = preemptions[attempt].tolist()
+            how = _preemption_text(trace, int(preemptor), int(cause), time)
             if state == State.FAILED and attempt == len(starts) - 1:
                 how += "; its preemption retries were used up: FAILED"
             segments.append(Segment(start, time, "running", None, how))
             waiting_from = time
         else:
             segments.append(Segment(start, end, "running", None, "succeeded"))
+    ending = None
+    if state == State.CANCELLED:
+        # Section 10: RUNNABLE without a break since its submission or last preemption, until now.
+        segments += _waiting(waiting_from, end, reasons)
+        ending = f"cancelled after {(end - waiting_from) / 3600:,.3g} h RUNNABLE (the policy's time limit)"
     if not history.strict:
         segments = _mark_behind(segments, _ahead_pending(trace, outcomes, history, group_key, job))
     waited: dict[str, float] = {}
@@ -91,6 +96,7 @@ def job_timeline(policy: Policy, trace: Trace, outcomes: JobOutcomes, job: int) 
         "share": trace.share_names[trace.share[job]],
         "state": STATE_NAMES[state],
         "unschedulable_reason": REASONS[int(outcomes.reason[job])],
+        "ending": ending,
         "submit_time": submit,
         "segments": [s.to_dict() for s in segments],
         "waited_by_reason_seconds": waited,
@@ -194,3 +200,13 @@ def _waiting(start: float, end: float, reasons: tuple[np.ndarray, np.ndarray]) -
         elif b > a:
             segments.append(Segment(a, b, "waiting", reason.name.lower(), REASON_WORDS[reason]))
     return segments
+
+
+# The wait history's preemption codes (scheduling.engine: IN_SHARE, CROSS_SHARE, FAIR_SHARING, CAPACITY).
+_PREEMPTION_CAUSES = ("in-share", "cross-share", "fair sharing")
+
+
+def _preemption_text(trace, preemptor: int, cause: int, time: float) -> str:
+    if cause == 3 or preemptor < 0:
+        return f"preempted: capacity change at {time:g} s"
+    return f"preempted by {trace.job_id[preemptor]} ({_PREEMPTION_CAUSES[cause]})"

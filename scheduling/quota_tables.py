@@ -78,8 +78,7 @@ def gpus_per_vc_from_nodes(source: Any, gpus_per_node: int = DEFAULT_GPUS_PER_NO
     quotas: dict[str, int] = {}
     with text_stream(source) as lines:
         table = CsvTable(lines)
-        if len(table.columns) < 2:
-            raise InputError("expected two columns: VC and number of nodes", field=table.columns[0] or "vc")
+        _require_nodes_header(table.columns)
         nodes_field = table.columns[1] or "nodes"
         for row, cells in table.rows():
             vc = cells[0].strip()
@@ -91,6 +90,23 @@ def gpus_per_vc_from_nodes(source: Any, gpus_per_node: int = DEFAULT_GPUS_PER_NO
     if not quotas:
         raise InputError("the table lists no VC")
     return quotas
+
+
+# Headers a nodes-per-VC table has (``vc,node num``, ``,num``): the team column, then a count.
+VC_HEADERS = ("", "vc", "virtual_cluster", "virtual cluster", "team", "queue", "cluster")
+COUNT_WORDS = ("num", "node", "count")
+
+
+def _require_nodes_header(columns: list[str]) -> None:
+    """Refuse a table that is not VC -> nodes (a trace uploaded by mistake would otherwise be read
+    with its first column as teams and its second as node counts), naming the columns found."""
+    found = ", ".join(repr(c) for c in columns[:8]) + (", ..." if len(columns) > 8 else "")
+    expected = "two columns, a VC and its number of nodes (like 'vc,node num' or ',num')"
+    if len(columns) != 2:
+        raise InputError(f"expected {expected}; the file has {len(columns)}: {found}", field="header")
+    team, count = (c.strip().casefold() for c in columns)
+    if team not in VC_HEADERS or not any(word in count for word in COUNT_WORDS):
+        raise InputError(f"expected {expected}; the file has {found}", field="header")
 
 
 def policy_dict(

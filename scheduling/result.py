@@ -7,15 +7,16 @@ pages and the database keep (its size does not grow with the number of jobs).
 from __future__ import annotations
 
 import json
-import math
 import os
 import tempfile
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from enum import Enum, IntEnum
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
+import orjson
 
 from scheduling.model import Cause, JobState, Policy, UnschedulableReason
 from scheduling.records import Records
@@ -32,6 +33,7 @@ class State(IntEnum):
     SUCCEEDED = 3
     FAILED = 4
     UNSCHEDULABLE = 5
+    CANCELLED = 6  # RUNNABLE past the policy's runnable_timeout_seconds
 
 
 STATE_NAMES = {
@@ -41,8 +43,10 @@ STATE_NAMES = {
     State.SUCCEEDED: JobState.SUCCEEDED.value,
     State.FAILED: JobState.FAILED.value,
     State.UNSCHEDULABLE: JobState.UNSCHEDULABLE.value,
+    State.CANCELLED: JobState.CANCELLED.value,
 }
 REASONS = [None] + [reason.value for reason in UnschedulableReason]
+JSON_CHUNK = 65_536  # jobs (or events) encoded at a time when RESULT.json is written
 
 
 class EventKind(str, Enum):
@@ -51,6 +55,7 @@ class EventKind(str, Enum):
     FINISH = "finish"
     FAIL = "fail"
     UNSCHEDULABLE = "unschedulable"
+    CANCEL = "cancel"
 
 
 @dataclass
@@ -186,27 +191,68 @@ class ReplayResult:
         return out
 
     def iter_jobs(self):
+        for chunk in self.job_chunks():
+            yield from chunk
+
+    def job_chunks(self, size: int | None = None) -> Iterator[list[dict[str, Any]]]:
+        """The jobs of RESULT.json, ``size`` (default JSON_CHUNK) at a time: each column converted
+        once per chunk (numpy to Python lists, names looked up by code) rather than value by value."""
+        size = size or JSON_CHUNK
         trace, o = self.trace, self.outcomes
-        share_names = [trace.share_names[c] for c in trace.share.tolist()]
-        submit = trace.submit_time.tolist()
-        first_start = o.first_start.tolist()
-        end = o.end.tolist()
-        for i, job_id in enumerate(trace.job_id):
-            start = _time(first_start[i])
-            finish = _time(end[i])
-            yield {
-                "job_id": job_id,
-                "share": share_names[i],
-                "state": STATE_NAMES[State(int(o.state[i]))],
-                "submit_time": submit[i],
-                "first_start": start,
-                "end": finish,
-                "wait": None if start is None else start - submit[i],
-                "queued": float(o.queued[i]),
-                "preemptions": int(o.preemptions[i]),
-                "lost_seconds": float(o.lost[i]),
-                "reason": REASONS[int(o.reason[i])],
-            }
+        share_names = np.array(trace.share_names, dtype=object)
+        state_names = np.array([STATE_NAMES[State(code)] for code in range(len(State))], dtype=object)
+        reasons = np.array(REASONS, dtype=object)
+        for low in range(0, len(trace), size):
+            high = min(low + size, len(trace))
+            part = slice(low, high)
+            submit = trace.submit_time[part]
+            start = o.first_start[part]
+            end = o.end[part]
+            started = ~np.isnan(start)
+            rows = zip(
+                trace.job_id[part],
+                share_names[trace.share[part]].tolist(),
+                state_names[o.state[part]].tolist(),
+                submit.tolist(),
+                start.tolist(),
+                end.tolist(),
+                (start - submit).tolist(),
+                o.queued[part].tolist(),
+                o.preemptions[part].tolist(),
+                o.lost[part].tolist(),
+                reasons[o.reason[part]].tolist(),
+                started.tolist(),
+                strict=True,
+            )
+            yield [
+                {
+                    "job_id": job_id,
+                    "share": share,
+                    "state": state,
+                    "submit_time": submitted,
+                    "first_start": first if was_started else None,
+                    "end": None if finish != finish else finish,  # nan: not ended
+                    "wait": wait if was_started else None,
+                    "queued": queued,
+                    "preemptions": preemptions,
+                    "lost_seconds": lost,
+                    "reason": reason,
+                }
+                for (
+                    job_id,
+                    share,
+                    state,
+                    submitted,
+                    first,
+                    finish,
+                    wait,
+                    queued,
+                    preemptions,
+                    lost,
+                    reason,
+                    was_started,
+                ) in rows  # fmt: skip
+            ]
 
     def iter_events(self):
         job_ids = self.trace.job_id
@@ -220,12 +266,22 @@ class ReplayResult:
             }
 
     def write_json(self, path: str | Path, include_jobs: bool = True, include_events: bool = True) -> None:
-        """Write RESULT.json atomically: a reader never sees half a file."""
+        """Write RESULT.json atomically: a reader never sees half a file. The small part goes
+        through the json module as before; the jobs and events, streamed a chunk at a time
+        through orjson, never as one string."""
         path = Path(path)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         try:
-            with os.fdopen(fd, "w") as f:
-                json.dump(self.to_dict(include_jobs, include_events), f, separators=(",", ":"))
+            with os.fdopen(fd, "wb") as f:
+                head = json.dumps(self.to_dict(False, False), separators=(",", ":"))
+                f.write(head[:-1].encode())
+                if include_jobs:
+                    f.write(b',"jobs":')
+                    _write_list(f, self.job_chunks())
+                if include_events and self.events is not None:
+                    f.write(b',"events":')
+                    _write_list(f, _chunked(self.iter_events(), JSON_CHUNK))
+                f.write(b"}")
             os.replace(tmp, path)
         except BaseException:
             os.unlink(tmp)
@@ -262,5 +318,26 @@ class ReplayResult:
             )
 
 
-def _time(value: float) -> float | None:
-    return None if math.isnan(value) else value
+def _write_list(out: IO[bytes], chunks: Iterable[list]) -> None:
+    """A JSON list written a chunk at a time (orjson: NaN would be null, as strict JSON has it)."""
+    out.write(b"[")
+    first = True
+    for chunk in chunks:
+        if not chunk:
+            continue
+        if not first:
+            out.write(b",")
+        out.write(orjson.dumps(chunk)[1:-1])
+        first = False
+    out.write(b"]")
+
+
+def _chunked(items: Iterable, size: int) -> Iterator[list]:
+    chunk: list = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk

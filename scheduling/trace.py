@@ -55,6 +55,8 @@ class Trace:
     user: list[str] | None = None
     name: list[str] | None = None
     recorded_start: np.ndarray | None = None  # float64, nan = unknown (for calibration)
+    # int32, -1 = unknown: how often the real scheduler preempted the job (for calibration)
+    recorded_preemptions: np.ndarray | None = None
     updates: PriorityUpdates = field(default_factory=PriorityUpdates.empty)
     epoch_times: bool = False
 
@@ -88,6 +90,8 @@ class Trace:
             arrays["name"] = _strings(self.name)
         if self.recorded_start is not None:
             arrays["recorded_start"] = self.recorded_start
+        if self.recorded_preemptions is not None:
+            arrays["recorded_preemptions"] = self.recorded_preemptions
         np.savez_compressed(target, **arrays)
 
     @classmethod
@@ -111,6 +115,7 @@ class Trace:
                 user=_from_strings(data["user"]) if "user" in data else None,
                 name=_from_strings(data["name"]) if "name" in data else None,
                 recorded_start=data.get("recorded_start"),
+                recorded_preemptions=data.get("recorded_preemptions"),
                 updates=PriorityUpdates(
                     data["update_time"], _from_strings(data["update_job_id"]), data["update_priority"]
                 ),

@@ -16,7 +16,7 @@ ROLES = (ADMIN, FINANCE, VIEWER)
 
 # The models the planner owns, by app label: every role may view them, admin may edit them.
 PLANNER_MODELS = {
-    "capacity": ("instancetype", "pool", "poolcapacity", "policy", "share", "sharelimit"),
+    "capacity": ("instancetype", "pool", "poolcapacity", "policy", "share", "sharelimit", "calendarchange"),
     "traces": ("trace",),
     "studies": ("study", "run"),
 }

@@ -10,6 +10,7 @@ from django import forms
 from planner.advisor.models import SweepMode
 from planner.capacity.models import Policy
 from planner.traces.models import Trace
+from planner.validators import validate_name
 from scheduling.advisor import DEFAULT_KNOBS, MAX_VARIANTS
 
 CONSTRAINT_HELP = (
@@ -70,9 +71,14 @@ WIDE = forms.TextInput(attrs={"size": 40})
 
 class SweepForm(forms.Form):
     name = forms.CharField(
-        max_length=100, required=False, help_text="default: the base policy's name on the trace's"
+        max_length=100,
+        required=False,
+        validators=[validate_name],
+        help_text="default: the base policy's name on the trace's",
     )
-    trace = forms.ModelChoiceField(queryset=Trace.objects.defer("summary"), empty_label="choose a trace")
+    trace = forms.ModelChoiceField(
+        queryset=Trace.objects.ready().defer("summary"), empty_label="choose a trace"
+    )
     base_policy = forms.ModelChoiceField(
         queryset=Policy.objects.all(), empty_label="choose a policy", help_text="the variants start from it"
     )
@@ -103,6 +109,18 @@ class SweepForm(forms.Form):
         widget=forms.CheckboxSelectMultiple,
         label="In-share preemption",
     )
+    fair_weight = forms.CharField(
+        widget=WIDE,
+        required=False,
+        label="Fair-sharing weights",
+        help_text="weights to try per share, e.g. 0.5, 1, 2 (blank: keep each share's weight)",
+    )
+    fair_sharing = forms.ChoiceField(
+        choices=[("", "as in the base policy"), ("both", "try off and on"), ("on", "on"), ("off", "off")],
+        required=False,
+        label="Fair sharing",
+        help_text="Kueue fairSharing for the whole policy (with Kueue's default strategies when turned on)",
+    )
     mode = forms.ChoiceField(
         choices=SweepMode.choices, initial=SweepMode.GRID, help_text="the grid, or a random sample of it"
     )
@@ -126,6 +144,10 @@ class SweepForm(forms.Form):
         values = _numbers(self.cleaned_data["lending_limit"], words={"all": None, "none": None})
         return [None if v is None else round(v / 100, 9) for v in values]
 
+    def clean_fair_weight(self) -> list | None:
+        text = self.cleaned_data["fair_weight"].strip()
+        return _numbers(text, words={}) if text else None
+
     def clean_constraints(self) -> list[dict]:
         try:
             return parse_constraint_lines(self.cleaned_data["constraints"])
@@ -147,6 +169,11 @@ class SweepForm(forms.Form):
         shares = self._names(data["shares"])
         if shares:
             knobs["shares"] = shares
+        if data.get("fair_weight"):
+            knobs["fair_weight"] = data["fair_weight"]
+        fair = {"both": [False, True], "on": [True], "off": [False]}.get(data.get("fair_sharing") or "")
+        if fair:
+            knobs["fair_sharing"] = fair
         return knobs
 
     def urgent(self) -> list[str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from planner.accounts.money import shows_money
 from planner.advisor.models import Sweep, SweepVariant
 from planner.studies.models import RunStatus
 from planner.web import charts
@@ -20,7 +21,7 @@ class FrontRow:
     variant: SweepVariant | None
     policy_name: str
     policy_id: int | None
-    rerun_cost_usd: float
+    rerun_cost_usd: float | None  # None for a role that may not read $ figures
 
     @property
     def label(self) -> str:
@@ -54,8 +55,10 @@ def sweep_constraints(sweep: Sweep) -> list[Constraint]:
     return parse_constraints(sweep.constraints, share_names)
 
 
-def sweep_rows(sweep: Sweep) -> list[FrontRow]:
-    """Every succeeded run of the sweep's study, assessed; front first, then by utilization."""
+def sweep_rows(sweep: Sweep, user=None) -> list[FrontRow]:
+    """Every succeeded run of the sweep's study, assessed; front first, then by utilization. With a
+    ``user`` who may not read $ figures, the rows carry no rerun cost in $."""
+    money = user is None or shows_money(user)
     if sweep.study_id is None:
         return []
     variants = {v.policy_id: v for v in sweep.variants.all() if v.policy_id is not None}
@@ -73,7 +76,7 @@ def sweep_rows(sweep: Sweep) -> list[FrontRow]:
             variant=variants.get(run.policy_id),
             policy_name=run.policy_name,
             policy_id=run.policy_id,
-            rerun_cost_usd=float(run.summary.get("rerun_cost_usd") or 0.0),
+            rerun_cost_usd=float(run.summary.get("rerun_cost_usd") or 0.0) if money else None,
         )
         for (run, _), verdict in zip(found, verdicts, strict=True)
     ]
@@ -87,7 +90,8 @@ def _hover(row: FrontRow) -> str:
         row.label,
         f"utilization {point.utilization * 100:.1f}%",
         f"urgent p95 wait {point.urgent_p95_wait_seconds / 3600:,.2f} h",
-        f"rerun {point.rerun_gpu_hours:,.1f} GPU-hours (${row.rerun_cost_usd:,.0f})",
+        f"rerun {point.rerun_gpu_hours:,.1f} GPU-hours"
+        + (f" (${row.rerun_cost_usd:,.0f})" if row.rerun_cost_usd is not None else ""),
     ]
     lines += [f"breaks: {v}" for v in row.assessment.violations]
     return "<br>".join(lines)

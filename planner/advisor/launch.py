@@ -12,7 +12,7 @@ from django.db import transaction
 
 from planner.advisor.models import Sweep, SweepVariant
 from planner.capacity.models import Policy
-from planner.studies.launch import launch_study
+from planner.studies.launch import check_policy_fits, launch_study
 from planner.traces.models import Trace
 from scheduling.advisor import parse_constraints, parse_knobs, variants
 from scheduling.errors import InputError
@@ -45,6 +45,11 @@ def start_sweep(
 ) -> Sweep:
     """Make the variants, store them as policies and launch their study (the base policy is
     its baseline). Raises ValidationError naming the field (knobs, constraints, size...)."""
+    # Checked before any variant is made: a refused sweep leaves nothing behind.
+    try:
+        check_policy_fits(base_policy.engine_policy(), trace, "base_policy")
+    except ValidationError as error:
+        raise ValidationError({"base_policy": error.messages}) from None
     base = base_policy.to_policy_dict()
     share_names = [share["name"] for share in base["shares"]]
     unknown = [share for share in urgent_shares if share not in share_names]
@@ -81,7 +86,11 @@ def start_sweep(
             policy=policy,
             number=number,
             label=variant.label,
-            changes={share: vars(setting) for share, setting in variant.changes.items()},
+            changes={
+                **{share: vars(setting) for share, setting in variant.changes.items()},
+                # The policy-wide knob, under a key no share can have (share names are not empty).
+                **({"": {"fair_sharing": variant.fair_sharing}} if variant.fair_sharing is not None else {}),
+            },
         )
     sweep.study = launch_study(
         name=f"Advisor: {sweep.name}",

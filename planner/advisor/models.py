@@ -10,6 +10,7 @@ from django.db import models
 from planner.capacity.models import Policy
 from planner.studies.models import RunStatus, Study
 from planner.traces.models import Trace
+from planner.validators import validate_name
 
 
 class SweepMode(models.TextChoices):
@@ -20,7 +21,7 @@ class SweepMode(models.TextChoices):
 class Sweep(models.Model):
     """Policy variants of ``base_policy`` replayed over ``trace``, compared on a Pareto front."""
 
-    name = models.CharField(max_length=100)
+    name = models.CharField(max_length=100, validators=[validate_name])
     trace = models.ForeignKey(Trace, on_delete=models.PROTECT, related_name="sweeps")
     base_policy = models.ForeignKey(Policy, on_delete=models.PROTECT, related_name="sweeps")
     knobs = models.JSONField(default=dict, blank=True, help_text="knob name -> values to try")

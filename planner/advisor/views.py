@@ -62,7 +62,7 @@ def sweep_detail(request, pk: int):
     )
     if sweep.study_id:
         reap_stale_runs(runs=sweep.study.runs.all())
-    rows = sweep_rows(sweep)
+    rows = sweep_rows(sweep, request.user)
     front = [row for row in rows if row.assessment.on_front]
     context = {
         "sweep": sweep,

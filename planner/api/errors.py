@@ -32,7 +32,7 @@ def input_error(error: InputError, http_status: int = status.HTTP_400_BAD_REQUES
 
 def exception_handler(exc, context):
     if isinstance(exc, RequestDataTooBig):  # an upload stopped while streaming (planner.traces.uploads)
-        return input_error(InputError(str(exc), field="file"))
+        return input_error(InputError(str(exc), field="file"), status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
     if isinstance(exc, DjangoValidationError):
         exc = as_drf(exc)
     if isinstance(exc, ProtectedError):

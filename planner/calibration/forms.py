@@ -9,7 +9,7 @@ from planner.traces.models import Trace
 
 
 def traces_with_recorded_starts():
-    return Trace.objects.filter(summary__recorded_starts__gt=0).defer("summary")
+    return Trace.objects.ready().filter(summary__recorded_starts__gt=0).defer("summary")
 
 
 class CalibrationForm(forms.Form):

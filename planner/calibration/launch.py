@@ -13,6 +13,9 @@ from planner.calibration.models import Calibration
 from planner.capacity.models import Policy
 from planner.studies.attempts import reap_stale
 from planner.traces.models import Trace
+from scheduling.errors import InputError
+from scheduling.model import Policy as EnginePolicy
+from scheduling.traces.policy_fit import check_trace_fits_policy
 
 NO_RECORDED_STARTS = (
     "the trace {name} records no start times: calibration compares replayed waits with recorded "
@@ -23,6 +26,16 @@ NO_RECORDED_STARTS = (
 def recorded_start_count(trace: Trace) -> int:
     """Jobs of the trace with a recorded start (from its stored summary)."""
     return int((trace.summary or {}).get("recorded_starts") or 0)
+
+
+def first_misfit(trace: Trace, snapshot: dict) -> str:
+    """The first job of the trace the policy cannot replay, with the source field to look at
+    (``job 3f2a...: 'ml-ops' is not a share of ...``, field ``quotaShareName`` for AWS histories)."""
+    try:
+        check_trace_fits_policy(trace.load_jobs(), EnginePolicy.from_dict(snapshot), trace.format)
+    except InputError as error:
+        return error.describe()
+    return "no job of it is affected"
 
 
 def enqueue_calibrations(ids: Iterable[int]) -> None:
@@ -40,6 +53,10 @@ def start_calibration(
     """Snapshot ``policy`` (validated by the engine) and enqueue the replay of ``trace`` under it.
     Raises ValidationError naming the field when the trace records no start or the policy cannot
     replay it (invalid, or a share of the trace missing from it)."""
+    if not trace.ready:
+        from planner.studies.launch import trace_not_ready
+
+        raise ValidationError({"trace": trace_not_ready(trace)})
     if not recorded_start_count(trace):
         raise ValidationError({"trace": NO_RECORDED_STARTS.format(name=trace.name)})
     try:
@@ -51,7 +68,10 @@ def start_calibration(
     if missing:
         shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
         raise ValidationError(
-            {"policy": f"{policy.name} has no share for the trace's {shown}: pick the policy in force"}
+            {
+                "policy": f"{policy.name} has no share for the trace's {shown}: pick the policy in force "
+                f"({first_misfit(trace, snapshot)})"
+            }
         )
     calibration = Calibration.objects.create(
         trace=trace,

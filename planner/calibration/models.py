@@ -18,9 +18,9 @@ from planner.traces.models import Trace
 def calibration_summary(metrics: dict) -> dict:
     """What lists need: per block (all jobs, then each share) the counts, KS, p50/p95 and the
     verdict, without distributions and CDFs."""
-    keep = ("name", "jobs", "compared", "excluded", "ks", "p50", "p95", "verdict")
+    keep = ("name", "jobs", "compared", "excluded", "ks", "p50", "p95", "verdict", "preemptions")
     blocks = [metrics["all"], *metrics.get("shares", [])] if metrics else []
-    return {"blocks": [{key: block.get(key) for key in keep} for block in blocks]}
+    return {"blocks": [{key: block[key] for key in keep if key in block} for block in blocks]}
 
 
 class Calibration(models.Model):

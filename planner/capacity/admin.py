@@ -7,7 +7,18 @@ from django.forms.models import BaseInlineFormSet
 from django.urls import reverse
 from django.utils.html import format_html
 
-from planner.capacity.models import InstanceType, Policy, Pool, PoolCapacity, Share, ShareLimit
+from planner.capacity.models import (
+    CalendarChange,
+    CalendarError,
+    ChangeSpec,
+    InstanceType,
+    Policy,
+    Pool,
+    PoolCapacity,
+    Share,
+    ShareLimit,
+    duplicate_change_rows,
+)
 
 
 class PoolCapacityFormSet(BaseInlineFormSet):
@@ -66,6 +77,7 @@ class ShareInline(admin.TabularInline):
         "borrow_limit_percent",
         "in_share_preemption",
         "reclaim",
+        "fair_weight",
         "quota",
     ]
     readonly_fields = ["quota"]
@@ -76,17 +88,81 @@ class ShareInline(admin.TabularInline):
         return ", ".join(f"{limit.quota} x {limit.instance_type}" for limit in share.limits.all()) or "-"
 
 
+class CalendarChangeFormSet(BaseInlineFormSet):
+    """Checks the policy's calendar as a set, with the policy as edited, through the engine's
+    validator; an error goes next to the row that caused it."""
+
+    def clean(self) -> None:
+        super().clean()
+        if any(self.errors) or self.instance.pk is None:
+            return
+        rows: list[tuple[object, ChangeSpec]] = []
+        for form in self.forms:
+            data = form.cleaned_data
+            if not data or data.get("DELETE") or data.get("instance_type") is None:
+                continue
+            share = data.get("share")
+            if share is not None and share.policy_id != self.instance.pk:
+                form.add_error("share", f"{share} is a share of another policy")
+                return
+            spec = ChangeSpec(
+                data["time"], share.name if share else None, data["instance_type"].name, data["count"]
+            )
+            rows.append((form, spec))
+        specs = [spec for _, spec in rows]
+        for row, earlier in duplicate_change_rows(specs).items():
+            rows[row][0].add_error(
+                None, f"{specs[row].target()} already has a row for {specs[row].instance_type} at this time"
+            )
+        try:
+            self.instance.validate_with(changes=specs)
+        except CalendarError as error:
+            rows[error.row][0].add_error(None, error.messages)
+        except ValidationError as error:
+            raise ValidationError(error.messages) from None
+
+
+class CalendarChangeInline(admin.TabularInline):
+    model = CalendarChange
+    formset = CalendarChangeFormSet
+    fields = ["time", "share", "instance_type", "count"]
+    extra = 0
+    verbose_name = "dated change (capacity or quota from this time on)"
+    verbose_name_plural = "calendar: dated changes of the pool's capacity (no share) and of share quotas"
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        # Only the shares of the policy on this page.
+        if db_field.name == "share":
+            policy_id = request.resolver_match.kwargs.get("object_id") if request.resolver_match else None
+            kwargs["queryset"] = Share.objects.filter(policy_id=policy_id)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+
 @admin.register(Policy)
 class PolicyAdmin(admin.ModelAdmin):
-    list_display = ["name", "pool", "queueing", "startup_seconds", "share_count", "parent_link", "updated_at"]
-    list_filter = ["pool", "queueing"]
+    list_display = [
+        "name",
+        "pool",
+        "queueing",
+        "startup_seconds",
+        "fair_sharing",
+        "share_count",
+        "change_count",
+        "parent_link",
+        "updated_at",
+    ]
+    list_filter = ["pool", "queueing", "fair_sharing"]
     search_fields = ["name", "description"]
-    inlines = [ShareInline]
+    inlines = [ShareInline, CalendarChangeInline]
     actions = ["duplicate_policies"]
 
     @admin.display(description="shares")
     def share_count(self, policy: Policy) -> int:
         return policy.shares.count()
+
+    @admin.display(description="dated changes")
+    def change_count(self, policy: Policy) -> int:
+        return policy.changes.count()
 
     @admin.display(description="variant of")
     def parent_link(self, policy: Policy) -> str:
@@ -148,6 +224,7 @@ class ShareAdmin(admin.ModelAdmin):
         "borrow_limit_percent",
         "in_share_preemption",
         "reclaim",
+        "fair_weight",
         "position",
     ]
     list_filter = ["strategy", "in_share_preemption", "reclaim", "policy__pool", "policy"]

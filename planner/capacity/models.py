@@ -6,6 +6,10 @@ valid is decided by ``scheduling.model.parse_policy`` alone: ``Policy.validate_w
 policy as it would be after an edit and maps the engine's field path back to the field of
 the model, form or API payload being edited. Model ``clean()`` methods, admin formsets and
 API serializers all call it.
+
+A policy's calendar (SEMANTICS.md section 9) is one ``CalendarChange`` row per instant, target
+(the pool, or one share) and instance type; the policy JSON groups the rows of one instant and
+target into one change.
 """
 
 from __future__ import annotations
@@ -16,9 +20,26 @@ from dataclasses import dataclass, field
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models, transaction
+from django.db.models import F
 
+from planner.validators import (
+    validate_borrow_limit_percent,
+    validate_gpus_per_instance,
+    validate_hourly_price,
+    validate_instance_count,
+    validate_name,
+    validate_startup_seconds,
+)
+from scheduling.capacity_plans import TrainingPlan, add_training_plan
 from scheduling.errors import InputError
-from scheduling.model import InSharePreemption, Queueing, Reclaim, Strategy, parse_policy
+from scheduling.model import (
+    FAIR_STRATEGY_LISTS,
+    InSharePreemption,
+    Queueing,
+    Reclaim,
+    Strategy,
+    parse_policy,
+)
 from scheduling.model import Policy as EnginePolicy
 from scheduling.model import Share as EngineShare
 
@@ -27,13 +48,29 @@ def _choices(enum) -> list[tuple[str, str]]:
     return [(member.value, member.value) for member in enum]
 
 
+def strategies_key(strategies: Iterable) -> str:
+    """A list of fair-sharing preemption strategies as the one string a model field stores."""
+    return ",".join(getattr(s, "value", s) for s in strategies)
+
+
+FAIR_STRATEGY_CHOICES = [
+    (strategies_key(strategies), " then ".join(s.value for s in strategies))
+    for strategies in FAIR_STRATEGY_LISTS
+]
+DEFAULT_FAIR_STRATEGIES = strategies_key(FAIR_STRATEGY_LISTS[2])
+
+
 class InstanceType(models.Model):
     """A kind of machine (``ml.g5.xlarge``, or ``gpu`` for traces counted in GPUs)."""
 
-    name = models.CharField(max_length=100, unique=True)
-    gpus = models.FloatField(default=1, validators=[MinValueValidator(0.001)], help_text="GPUs per instance")
+    name = models.CharField(max_length=100, unique=True, validators=[validate_name])
+    gpus = models.FloatField(
+        default=1,
+        validators=[MinValueValidator(0.001), validate_gpus_per_instance],
+        help_text="GPUs per instance",
+    )
     hourly_price = models.FloatField(
-        default=0, validators=[MinValueValidator(0)], help_text="USD per instance-hour, for finance reports"
+        default=0, validators=[validate_hourly_price], help_text="USD per instance-hour, for finance reports"
     )
     description = models.TextField(blank=True)
 
@@ -47,7 +84,7 @@ class InstanceType(models.Model):
 class Pool(models.Model):
     """A pool of machines (AWS: service environment) with a capacity per instance type."""
 
-    name = models.CharField(max_length=100, unique=True)
+    name = models.CharField(max_length=100, unique=True, validators=[validate_name])
     description = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -90,7 +127,9 @@ class PoolCapacity(models.Model):
 
     pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="capacities")
     instance_type = models.ForeignKey(InstanceType, on_delete=models.PROTECT, related_name="pool_capacities")
-    count = models.PositiveIntegerField(help_text="instances of this type in the pool")
+    count = models.PositiveIntegerField(
+        validators=[validate_instance_count], help_text="instances of this type in the pool"
+    )
 
     class Meta:
         ordering = ["pool", "instance_type__name"]
@@ -115,6 +154,7 @@ class ShareSpec:
     capacity: dict[str, int] = field(default_factory=dict)
     borrowing_limit: dict[str, int] | None = None
     lending_limit: dict[str, int] | None = None
+    fair_weight: float = 1.0
 
     @classmethod
     def from_engine(cls, share: EngineShare) -> ShareSpec:
@@ -127,7 +167,12 @@ class ShareSpec:
             capacity=dict(share.capacity),
             borrowing_limit=dict(share.borrowing_limit) if share.borrowing_limit is not None else None,
             lending_limit=dict(share.lending_limit) if share.lending_limit is not None else None,
+            fair_weight=share.fair_weight,
         )
+
+    def type_names(self) -> set[str]:
+        """Every instance type this share has a quota or a limit of."""
+        return set(self.capacity) | set(self.borrowing_limit or {}) | set(self.lending_limit or {})
 
     def to_dict(self) -> dict:
         out: dict = {
@@ -143,7 +188,85 @@ class ShareSpec:
             out["borrowing_limit"] = dict(self.borrowing_limit)
         if self.lending_limit:
             out["lending_limit"] = dict(self.lending_limit)
+        if self.fair_weight != 1:
+            out["fair_weight"] = self.fair_weight
         return out
+
+
+@dataclass(frozen=True)
+class ChangeSpec:
+    """One row of a policy's calendar as the engine sees it: from ``time`` on, the pool (``share``
+    None) or that share has ``count`` instances of ``instance_type``."""
+
+    time: float
+    share: str | None
+    instance_type: str
+    count: int
+
+    def target(self) -> str:
+        return "the pool" if self.share is None else f"share {self.share}"
+
+
+def changes_to_dicts(specs: Iterable[ChangeSpec]) -> tuple[list[dict], list[dict[str, int]]]:
+    """The section 9 ``changes`` list for calendar rows: sorted by time (stable), the rows of one
+    instant and target that follow each other grouped into one change. Also, per change, the
+    index of the row behind each of its types (an error names a change and a type; a form shows
+    it next to the row)."""
+    rows = sorted(enumerate(specs), key=lambda item: item[1].time)
+    changes: list[dict] = []
+    origins: list[dict[str, int]] = []
+    for index, spec in rows:
+        last = changes[-1] if changes else None
+        if (
+            last is not None
+            and last["time"] == spec.time
+            and last.get("share") == spec.share
+            and spec.instance_type not in last["capacity"]
+        ):
+            last["capacity"][spec.instance_type] = spec.count
+            origins[-1][spec.instance_type] = index
+            continue
+        change: dict = {"time": spec.time}
+        if spec.share is not None:
+            change["share"] = spec.share
+        change["capacity"] = {spec.instance_type: spec.count}
+        changes.append(change)
+        origins.append({spec.instance_type: index})
+    return changes, origins
+
+
+def change_specs_of(engine: EnginePolicy) -> list[ChangeSpec]:
+    """Calendar rows for an engine policy's changes; a later setting of the same instant, target
+    and type wins, as in the engine, so each of them is one row."""
+    rows: dict[tuple[float, str | None, str], ChangeSpec] = {}
+    for change in engine.changes:
+        for type_name, count in change.capacity.items():
+            key = (change.time, change.share, type_name)
+            rows.pop(key, None)
+            rows[key] = ChangeSpec(change.time, change.share, type_name, count)
+    return list(rows.values())
+
+
+def duplicate_change_rows(specs: list[ChangeSpec]) -> dict[int, int]:
+    """Rows that set the same target and type at the same instant as an earlier row, mapped to
+    that earlier row: the engine would keep the later one, a table must say which it means."""
+    first: dict[tuple[float, str | None, str], int] = {}
+    out = {}
+    for index, spec in enumerate(specs):
+        key = (spec.time, spec.share, spec.instance_type)
+        if key in first:
+            out[index] = first[key]
+        else:
+            first[key] = index
+    return out
+
+
+class CalendarError(ValidationError):
+    """A ValidationError about one calendar row: ``row`` is its index in the rows validated."""
+
+    def __init__(self, message, row: int):
+        super().__init__(message)
+        self.row = row
 
 
 # Which model field an engine field path points at (after ``shares[i].``), for messages.
@@ -156,7 +279,23 @@ SHARE_FIELD_OF = {
     "lending_limit": "lending_limit",
     "in_share_preemption": "in_share_preemption",
     "reclaim": "reclaim",
+    "fair_weight": "fair_weight",
 }
+# The policy's own fields an engine field path can name (the rest go to the whole policy).
+POLICY_FIELD_OF = {
+    "queueing": "queueing",
+    "startup_seconds": "startup_seconds",
+    "runnable_timeout_seconds": "runnable_timeout_seconds",
+    "fair_sharing": "fair_preemption_strategies",
+}
+# The policy's settings a variant copies (besides its shares and calendar).
+POLICY_SETTINGS = (
+    "queueing",
+    "startup_seconds",
+    "fair_sharing",
+    "fair_preemption_strategies",
+    "runnable_timeout_seconds",
+)
 
 
 class Policy(models.Model):
@@ -165,7 +304,7 @@ class Policy(models.Model):
     ``parent`` is the policy this one was duplicated from (a variant).
     """
 
-    name = models.CharField(max_length=100, unique=True)
+    name = models.CharField(max_length=100, unique=True, validators=[validate_name])
     pool = models.ForeignKey(Pool, on_delete=models.PROTECT, related_name="policies")
     description = models.TextField(blank=True)
     queueing = models.CharField(
@@ -173,8 +312,25 @@ class Policy(models.Model):
     )
     startup_seconds = models.FloatField(
         default=0,
-        validators=[MinValueValidator(0)],
+        validators=[validate_startup_seconds],
         help_text="seconds a started job holds capacity before work",
+    )
+    fair_sharing = models.BooleanField(
+        default=False,
+        help_text="Kueue fairSharing: admit by each share's value (borrowed GPUs / weight), "
+        "preempt to even it",
+    )
+    fair_preemption_strategies = models.CharField(
+        max_length=64,
+        choices=FAIR_STRATEGY_CHOICES,
+        default=DEFAULT_FAIR_STRATEGIES,
+        help_text="Kueue fairSharing.preemptionStrategies, tried in this order (only with fair sharing on)",
+    )
+    runnable_timeout_seconds = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="AWS jobStateTimeLimitActions: cancel a job RUNNABLE this long without a break; "
+        "empty = never",
     )
     parent = models.ForeignKey(
         "self",
@@ -200,20 +356,59 @@ class Policy(models.Model):
         shares = self.shares.prefetch_related("limits__instance_type").order_by("position", "id")
         return [share.spec() for share in shares]
 
+    def change_specs(self, renamed: Mapping[str, str] | None = None) -> list[ChangeSpec]:
+        """The stored calendar rows in their order; ``renamed`` maps a share's stored name to the
+        name it is about to get (so that an edit is checked with its calendar)."""
+        if self.pk is None:
+            return []
+        renamed = renamed or {}
+        rows = self.changes.select_related("share", "instance_type")
+        return [
+            ChangeSpec(
+                time=row.time,
+                share=None if row.share is None else renamed.get(row.share.name, row.share.name),
+                instance_type=row.instance_type.name,
+                count=row.count,
+            )
+            for row in rows
+        ]
+
+    def settings_dict(self) -> dict:
+        """Sections 8 and 10 of the policy JSON from this policy's fields (absent when off)."""
+        out: dict = {}
+        if self.fair_sharing:
+            out["fair_sharing"] = {"preemption_strategies": self.fair_preemption_strategies.split(",")}
+        if self.runnable_timeout_seconds is not None:
+            out["runnable_timeout_seconds"] = self.runnable_timeout_seconds
+        return out
+
     def to_policy_dict(
         self,
         *,
         shares: Iterable[ShareSpec] | None = None,
         capacity: Mapping[str, int] | None = None,
+        changes: Iterable[ChangeSpec] | None = None,
     ) -> dict:
-        """The SEMANTICS.md section 7 policy JSON, optionally with proposed shares or capacity."""
+        """The SEMANTICS.md policy JSON (sections 7-10), optionally with proposed shares, capacity
+        or calendar."""
+        return self._policy_dict_and_origins(shares=shares, capacity=capacity, changes=changes)[0]
+
+    def _policy_dict_and_origins(
+        self,
+        *,
+        shares: Iterable[ShareSpec] | None = None,
+        capacity: Mapping[str, int] | None = None,
+        changes: Iterable[ChangeSpec] | None = None,
+    ) -> tuple[dict, list[dict[str, int]]]:
         capacity = dict(capacity) if capacity is not None else self.pool.capacity_dict()
         specs = list(shares) if shares is not None else self.share_specs()
-        type_names = set(capacity)
+        calendar = list(changes) if changes is not None else self.change_specs()
+        type_names = set(capacity) | {row.instance_type for row in calendar}
         for spec in specs:
             type_names |= set(spec.capacity) | set(spec.borrowing_limit or {}) | set(spec.lending_limit or {})
         known = {t.name: t for t in InstanceType.objects.filter(name__in=type_names)}
-        return {
+        change_dicts, origins = changes_to_dicts(calendar)
+        data = {
             "name": self.name,
             "description": self.description,
             "instance_types": {
@@ -223,27 +418,59 @@ class Policy(models.Model):
             "queueing": self.queueing,
             "startup_seconds": self.startup_seconds,
             "shares": [spec.to_dict() for spec in specs],
+            **self.settings_dict(),
         }
+        if change_dicts:
+            data["changes"] = change_dicts
+        return data, origins
 
     def validate_with(
         self,
         *,
         shares: list[ShareSpec] | None = None,
         capacity: Mapping[str, int] | None = None,
+        changes: list[ChangeSpec] | None = None,
+        overrides: Mapping | None = None,
         edited_share: int | None = None,
         error_field: str | None = None,
     ) -> EnginePolicy:
         """Validate the policy as it would be after an edit; the engine's parser decides.
 
         ``edited_share`` is the index (in ``shares``) of the share being edited: errors about
-        it are reported on its own fields. Other errors go to ``error_field`` (or the whole
-        object when None). Raises django ValidationError.
+        it are reported on its own fields. An error about the calendar is a CalendarError naming
+        the row (in ``changes``, or the stored rows). Other errors go to ``error_field`` (or the
+        whole object when None). ``overrides`` replaces top-level keys of the policy JSON with what
+        a caller sent as is (the API's ``fair_sharing`` or ``changes``): the engine parses them.
+        Raises django ValidationError.
         """
-        data = self.to_policy_dict(shares=shares, capacity=capacity)
+        calendar = list(changes) if changes is not None else self.change_specs()
+        data, origins = self._policy_dict_and_origins(shares=shares, capacity=capacity, changes=calendar)
+        for key, value in (overrides or {}).items():
+            if value is None:
+                data.pop(key, None)
+            else:
+                data[key] = value
         try:
             return parse_policy(data)
         except InputError as error:
+            if (error.field or "").startswith("changes[") and "changes" not in (overrides or {}):
+                raise calendar_error(error, calendar, origins, error_field=error_field) from None
             raise validation_error(error, data, edited_share=edited_share, error_field=error_field) from None
+
+    @transaction.atomic
+    def add_training_plan(self, plan: TrainingPlan) -> list[ChangeSpec]:
+        """Write a training plan's changes into the calendar (``scheduling.capacity_plans``: four
+        changes, and the ones inside the plan raised); returns the new calendar. Raises
+        ValidationError naming the plan's field, or the calendar row that breaks section 1."""
+        engine = self.engine_policy()
+        try:
+            planned = add_training_plan(engine, plan)
+        except InputError as error:
+            raise ValidationError({error.field or "__all__": error.reason}) from None
+        calendar = change_specs_of(planned)
+        self.validate_with(changes=calendar)
+        self.replace_changes(calendar)
+        return calendar
 
     def engine_policy(self) -> EnginePolicy:
         """The validated engine Policy for the stored state."""
@@ -271,18 +498,26 @@ class Policy(models.Model):
                 name=instance_type.name,
                 defaults={"gpus": instance_type.gpus, "hourly_price": instance_type.hourly_price},
             )
+        fair = engine.fair_sharing
         policy = cls(
             name=name or engine.name,
             pool=pool,
             description=engine.description,
             queueing=engine.queueing.value,
             startup_seconds=engine.startup_seconds,
+            fair_sharing=fair is not None,
+            fair_preemption_strategies=(
+                strategies_key(fair.preemption_strategies) if fair is not None else DEFAULT_FAIR_STRATEGIES
+            ),
+            runnable_timeout_seconds=engine.runnable_timeout_seconds,
             parent=parent,
         )
         specs = [ShareSpec.from_engine(share) for share in engine.shares]
-        policy.validate_with(shares=specs)
+        calendar = change_specs_of(engine)
+        policy.validate_with(shares=specs, changes=calendar)
         policy.save()
         policy.replace_shares(specs)
+        policy.replace_changes(calendar)
         return policy
 
     # -- variants ------------------------------------------------------------------------
@@ -290,14 +525,16 @@ class Policy(models.Model):
     @transaction.atomic
     def duplicate(self, name: str, description: str | None = None) -> Policy:
         """A copy with every share and limit, remembering this policy as its parent."""
+        """A copy with every share, limit, setting and calendar row, remembering this policy as
+        its parent."""
         copy = Policy.objects.create(
             name=name,
             pool=self.pool,
             description=self.description if description is None else description,
-            queueing=self.queueing,
-            startup_seconds=self.startup_seconds,
             parent=self,
+            **{key: getattr(self, key) for key in POLICY_SETTINGS},
         )
+        calendar = self.change_specs()
         for share in self.shares.prefetch_related("limits").order_by("position", "id"):
             limits = list(share.limits.all())
             share.pk = None
@@ -307,22 +544,57 @@ class Policy(models.Model):
                 limit.pk = None
                 limit.share = share
                 limit.save()
+        copy.replace_changes(calendar)
         return copy
 
     @transaction.atomic
     def replace_shares(self, specs: list[ShareSpec]) -> None:
-        """Store ``specs`` as this policy's shares (call ``validate_with(shares=specs)`` first)."""
+        """Store ``specs`` as this policy's shares (call ``validate_with(shares=specs)`` first).
+
+        In two bulk inserts (shares, then their per-type rows): a policy of hundreds of shares is
+        stored in a few queries, not three per share. Calendar rows of shares that keep their name
+        stay; those of shares gone go with them."""
+        calendar = self.change_specs()
         self.shares.all().delete()
-        for position, spec in enumerate(specs):
-            Share.objects.create(
+        shares = Share.objects.bulk_create(
+            [
+                Share(
+                    policy=self,
+                    name=spec.name,
+                    strategy=spec.strategy,
+                    borrow_limit_percent=spec.borrow_limit_percent,
+                    in_share_preemption=spec.in_share_preemption,
+                    reclaim=spec.reclaim,
+                    fair_weight=spec.fair_weight,
+                    position=position,
+                )
+                for position, spec in enumerate(specs)
+            ]
+        )
+        names = {name for spec in specs for name in spec.type_names()}
+        types = {t.name: t for t in InstanceType.objects.filter(name__in=names)}
+        ShareLimit.objects.bulk_create(
+            [row for share, spec in zip(shares, specs, strict=True) for row in share.limit_rows(spec, types)]
+        )
+        kept = {spec.name for spec in specs}
+        self.replace_changes([row for row in calendar if row.share is None or row.share in kept])
+
+    @transaction.atomic
+    def replace_changes(self, specs: list[ChangeSpec]) -> None:
+        """Store ``specs`` as this policy's calendar (call ``validate_with(changes=specs)`` first)."""
+        self.changes.all().delete()
+        shares = {share.name: share for share in self.shares.all()}
+        types = {t.name: t for t in InstanceType.objects.filter(name__in={s.instance_type for s in specs})}
+        CalendarChange.objects.bulk_create(
+            CalendarChange(
                 policy=self,
-                name=spec.name,
-                strategy=spec.strategy,
-                borrow_limit_percent=spec.borrow_limit_percent,
-                in_share_preemption=spec.in_share_preemption,
-                reclaim=spec.reclaim,
-                position=position,
-            ).set_limits(spec)
+                time=spec.time,
+                share=None if spec.share is None else shares[spec.share],
+                instance_type=types[spec.instance_type],
+                count=spec.count,
+            )
+            for spec in specs
+        )
 
 
 def validation_error(
@@ -344,11 +616,46 @@ def validation_error(
     elif path.startswith("capacity") and edited_share is not None and error_field is None:
         # Quotas adding up to more than the pool: the edited share's quota is what tipped it.
         return ValidationError({"capacity": message})
+    elif path.split(".")[0] in POLICY_FIELD_OF and edited_share is None:
+        return ValidationError({POLICY_FIELD_OF[path.split(".")[0]]: message})
     elif path:
         message = f"{path}: {message}"
     if error_field:
         return ValidationError({error_field: message})
     return ValidationError(message)
+
+
+def calendar_error(
+    error: InputError, calendar: list[ChangeSpec], origins: list[dict[str, int]], *, error_field: str | None
+) -> CalendarError:
+    """An engine error about ``changes[i]...`` as a CalendarError on the calendar row behind it,
+    its message saying which row (time, target and type) in words."""
+    path = error.field or ""
+    index = int(path[len("changes[") : path.index("]")])
+    rest = path[path.index("]") + 1 :].lstrip(".")
+    type_name = rest.partition(".")[2]
+    rows = origins[index] if index < len(origins) else {}
+    row = rows.get(type_name, next(iter(rows.values()), 0))
+    spec = calendar[row] if row < len(calendar) else None
+    where = f"change at {describe_time(spec.time)}, {spec.target()}, {spec.instance_type}" if spec else path
+    message = f"{where}: {error.reason}"
+    return CalendarError({error_field: message} if error_field else message, row=row)
+
+
+def describe_time(seconds: float) -> str:
+    """A change's time as people read it: a UTC date for Unix times (from 2001 on: traces with
+    ISO-8601 timestamps), else seconds from the trace's origin, in days and hours when long
+    **(choice)**: the number alone cannot say which it is."""
+    from datetime import UTC, datetime
+
+    if seconds >= 1e9:
+        stamp = datetime.fromtimestamp(seconds, UTC)
+        return stamp.strftime("%Y-%m-%d %H:%M:%S UTC" if stamp.second else "%Y-%m-%d %H:%M UTC")
+    text = f"{seconds:,g} s"
+    if seconds >= 86400:
+        days, rest = divmod(seconds, 86400)
+        text += f" (day {int(days)} + {rest / 3600:g} h)"
+    return text
 
 
 class Share(models.Model):
@@ -358,19 +665,24 @@ class Share(models.Model):
     """
 
     policy = models.ForeignKey(Policy, on_delete=models.CASCADE, related_name="shares")
-    name = models.CharField(max_length=100)
+    name = models.CharField(max_length=100, validators=[validate_name])
     strategy = models.CharField(
         max_length=32, choices=_choices(Strategy), default=Strategy.LEND_AND_BORROW.value
     )
     borrow_limit_percent = models.FloatField(
         null=True,
         blank=True,
+        validators=[validate_borrow_limit_percent],
         help_text="AWS borrowLimit: percent of its own capacity it may borrow; empty or -1 = unlimited",
     )
     in_share_preemption = models.CharField(
         max_length=40, choices=_choices(InSharePreemption), default=InSharePreemption.NEVER.value
     )
     reclaim = models.CharField(max_length=32, choices=_choices(Reclaim), default=Reclaim.ANY.value)
+    fair_weight = models.FloatField(
+        default=1,
+        help_text="Kueue fairSharing.weight: its borrowed GPUs count divided by this (0: first to give back)",
+    )
     position = models.PositiveIntegerField(default=0, help_text="order of the share in the policy")
 
     class Meta:
@@ -396,10 +708,12 @@ class Share(models.Model):
             capacity={r.instance_type.name: r.quota for r in rows},
             borrowing_limit=borrowing or None,
             lending_limit=lending or None,
+            fair_weight=self.fair_weight,
         )
 
     def check_in_policy(self, spec: ShareSpec) -> EnginePolicy:
-        """Validate the policy with this share replaced by (or, if new, extended with) ``spec``."""
+        """Validate the policy with this share replaced by (or, if new, extended with) ``spec``
+        (its calendar rows follow it when it is renamed)."""
         siblings = (
             list(self.policy.shares.exclude(pk=self.pk).order_by("position", "id")) if self.policy_id else []
         )
@@ -407,16 +721,34 @@ class Share(models.Model):
         key = (self.position, self.pk or float("inf"))
         index = sum(1 for s in siblings if (s.position, s.pk) < key)
         specs.insert(index, spec)
-        return self.policy.validate_with(shares=specs, edited_share=index)
+        stored = Share.objects.filter(pk=self.pk).values_list("name", flat=True) if self.pk else []
+        stored_name = next(iter(stored), None)
+        renamed = {stored_name: spec.name} if stored_name else None
+        return self.policy.validate_with(
+            shares=specs, changes=self.policy.change_specs(renamed), edited_share=index
+        )
 
     def clean(self) -> None:
         if self.policy_id is None:
             return
         self.check_in_policy(self.spec())
 
+    def limit_rows(self, spec: ShareSpec, types: Mapping[str, InstanceType]) -> list[ShareLimit]:
+        """The unsaved ShareLimit rows of ``spec`` for this (saved) share."""
+        return [
+            ShareLimit(
+                share=self,
+                instance_type=types[type_name],
+                quota=spec.capacity.get(type_name, 0),
+                borrowing_limit=(spec.borrowing_limit or {}).get(type_name),
+                lending_limit=(spec.lending_limit or {}).get(type_name),
+            )
+            for type_name in sorted(spec.type_names())
+        ]
+
     def set_limits(self, spec: ShareSpec) -> None:
         """Store the per-type quota and limits of ``spec`` (instance types by name)."""
-        names = set(spec.capacity) | set(spec.borrowing_limit or {}) | set(spec.lending_limit or {})
+        names = spec.type_names()
         types = {t.name: t for t in InstanceType.objects.filter(name__in=names)}
         self.limits.exclude(instance_type__name__in=names).delete()
         for type_name in sorted(names):
@@ -439,14 +771,20 @@ class ShareLimit(models.Model):
 
     share = models.ForeignKey(Share, on_delete=models.CASCADE, related_name="limits")
     instance_type = models.ForeignKey(InstanceType, on_delete=models.PROTECT, related_name="share_limits")
-    quota = models.PositiveIntegerField(default=0, help_text="instances it may use without borrowing")
+    quota = models.PositiveIntegerField(
+        default=0, validators=[validate_instance_count], help_text="instances it may use without borrowing"
+    )
     borrowing_limit = models.PositiveIntegerField(
         null=True,
         blank=True,
+        validators=[validate_instance_count],
         help_text="at most this many instances above its quota (Kueue); empty = no limit",
     )
     lending_limit = models.PositiveIntegerField(
-        null=True, blank=True, help_text="at most this many idle quota instances lent (Kueue); empty = all"
+        null=True,
+        blank=True,
+        validators=[validate_instance_count],
+        help_text="at most this many idle quota instances lent (Kueue); empty = all",
     )
 
     class Meta:
@@ -457,3 +795,37 @@ class ShareLimit(models.Model):
 
     def __str__(self) -> str:
         return f"{self.share}: {self.quota} x {self.instance_type}"
+
+
+class CalendarChange(models.Model):
+    """One row of a policy's calendar (SEMANTICS.md section 9): from ``time`` on, the pool (no
+    share) or the share has ``count`` instances of the type. Rows are checked as a set, with the
+    policy, by ``Policy.validate_with(changes=...)``; a training plan writes four of them."""
+
+    policy = models.ForeignKey(Policy, on_delete=models.CASCADE, related_name="changes")
+    time = models.FloatField(help_text="seconds, as the trace's times (Unix seconds for ISO-8601 traces)")
+    share = models.ForeignKey(
+        Share,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="changes",
+        help_text="empty: the pool's capacity; else this share's quota",
+    )
+    instance_type = models.ForeignKey(InstanceType, on_delete=models.PROTECT, related_name="changes")
+    count = models.PositiveIntegerField(help_text="instances from this time on")
+
+    class Meta:
+        ordering = ["policy", "time", F("share__position").asc(nulls_first=True), "instance_type__name", "id"]
+
+    def __str__(self) -> str:
+        since = describe_time(self.time)
+        return f"{self.policy}: {self.spec().target()} {self.count} x {self.instance_type} from {since}"
+
+    def spec(self) -> ChangeSpec:
+        return ChangeSpec(
+            time=self.time,
+            share=None if self.share_id is None else self.share.name,
+            instance_type=self.instance_type.name,
+            count=self.count,
+        )

@@ -8,6 +8,7 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
+from planner.accounts.money import for_user, shows_money
 from planner.commons import figures
 from planner.commons.report import commons_report, default_run, runs_of
 from planner.traces.models import Trace
@@ -59,16 +60,25 @@ def priority_rows(inflation: dict[str, Any], colors: dict[str, str]) -> list[dic
 
 @reader_required
 def commons_page(request: HttpRequest) -> HttpResponse:
-    traces = list(Trace.objects.only("id", "name", "job_count").order_by("-created_at", "-id"))
+    traces = list(Trace.objects.ready().only("id", "name", "job_count").order_by("-created_at", "-id"))
     by_id = {trace.pk: trace for trace in traces}
     trace = by_id.get(_int(request, "trace") or -1, traces[0] if traces else None)
-    unit = request.GET.get("unit") if request.GET.get("unit") in ("hours", "usd") else "hours"
-    context: dict[str, Any] = {"traces": traces, "trace": trace, "unit": unit, "runs": [], "run": None}
+    money = shows_money(request.user)
+    units = ("hours", "usd") if money else ("hours",)
+    unit = request.GET.get("unit") if request.GET.get("unit") in units else "hours"
+    context: dict[str, Any] = {
+        "traces": traces,
+        "trace": trace,
+        "unit": unit,
+        "shows_money": money,
+        "runs": [],
+        "run": None,
+    }
     if trace is None:
         return render(request, "commons/report.html", context)
     runs = list(runs_of(trace))
     run = next((r for r in runs if r.pk == _int(request, "run")), None) or default_run(runs)
-    report = commons_report(trace, run)
+    report = for_user(request.user, commons_report(trace, run))
     inflation, splitting, hoarding = (
         report["priority_inflation"],
         report["job_splitting"],

@@ -12,21 +12,24 @@ from django.db import transaction
 
 from planner.capacity.models import InstanceType, Policy, Pool
 from scheduling.errors import InputError
-from scheduling.export import from_aws_batch, from_kueue_yaml
+from scheduling.export import from_aws_batch
+from scheduling.export.aws_batch_describe import from_aws_batch_describe, is_describe_output
+from scheduling.export.configuration import FORMATS, read_configuration_files
 
-FORMATS = {
-    "aws-batch": "AWS Batch quota-management documents (an exported bundle, or its documents)",
-    "kueue": "Kueue v1beta1 YAML (Cohort, ResourceFlavors, ClusterQueues, WorkloadPriorityClasses)",
-}
+__all__ = ["FORMATS", "read_configuration", "read_configuration_files", "store_imported_policy"]
 
 
-def read_configuration(kind: str, source: Any) -> dict[str, Any]:
-    """The policy dict of an AWS Batch bundle (a JSON object or list) or of Kueue YAML text."""
+def read_configuration(kind: str, source: Any, *, job_queue: str | None = None) -> dict[str, Any]:
+    """The policy dict of an AWS Batch bundle or describe outputs (a JSON object or list) or of Kueue
+    YAML text (the planner's export or live objects, v1beta1 or v1beta2, a Configuration among them)."""
     if kind == "aws-batch":
+        documents = source if isinstance(source, list) else [source]
+        if is_describe_output(documents):
+            return from_aws_batch_describe(
+                [(f"bundle[{i}]", d) for i, d in enumerate(documents)], job_queue=job_queue
+            )
         return from_aws_batch(source)
-    if kind == "kueue":
-        return from_kueue_yaml(source)
-    raise InputError(f"{kind!r} is not one of {', '.join(FORMATS)}", field="format")
+    return read_configuration_files(kind, [("yaml", source)])
 
 
 @transaction.atomic

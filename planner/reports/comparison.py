@@ -78,6 +78,11 @@ def hours(seconds: float | None) -> float | None:
     return None if seconds is None else seconds / HOUR
 
 
+def percent(fraction: float | None) -> float | None:
+    """A fraction as a percentage; a metric the replay could not compute (null) stays missing."""
+    return None if fraction is None else 100 * fraction
+
+
 def verdict(delta: float | None, better: str, digits: int = 2) -> str:
     """ "better" / "worse" / "same" for a difference, given which direction is better; a
     difference that rounds to zero at the shown precision is "same"."""
@@ -123,13 +128,19 @@ def _dist(block: Mapping[str, Any] | None, key: str) -> float | None:
 def _common_values(block: Mapping[str, Any]) -> dict[str, float | None]:
     """What the summary and every share have alike: waits, JCTs, preemptions and rerun cost."""
     preemptions = block.get("preemptions", {})
-    values: dict[str, float | None] = {"jobs": block.get("jobs"), "unschedulable": block.get("unschedulable")}
+    values: dict[str, float | None] = {
+        "jobs": block.get("jobs"),
+        "unschedulable": block.get("unschedulable"),
+        "cancelled": block.get("cancelled", 0),
+    }
     for kind in ("wait", "jct"):
         for p in ("p50", "p95", "p99"):
             values[f"{kind}_{p}"] = _dist(block.get(f"{kind}_seconds"), p)
     values.update(
         preempt_cross=preemptions.get("cross_share", 0),
         preempt_in=preemptions.get("in_share", 0),
+        preempt_fair=preemptions.get("fair_sharing", 0),
+        preempt_capacity=preemptions.get("capacity", 0),
         rerun_gpu_hours=block.get("rerun_gpu_hours", 0.0),
         rerun_usd=block.get("rerun_cost_usd", 0.0),
     )
@@ -139,8 +150,8 @@ def _common_values(block: Mapping[str, Any]) -> dict[str, float | None]:
 def summary_values(metrics: Mapping[str, Any]) -> dict[str, float | None]:
     s = metrics["summary"]
     return {
-        "utilization": 100 * s.get("utilization", 0.0),
-        "useful_utilization": 100 * s.get("useful_utilization", 0.0),
+        "utilization": percent(s.get("utilization", 0.0)),
+        "useful_utilization": percent(s.get("useful_utilization", 0.0)),
         "succeeded": s.get("succeeded"),
         **_common_values(s),
     }
@@ -175,6 +186,10 @@ POLICY_COLUMNS = [
     Column("preempt_in", "Preemptions, in-share", "", "lower", 0),
     Column("rerun_gpu_hours", "Rerun cost", "GPU-hours", "lower", 1),
     Column("rerun_usd", "Rerun cost", "$", "lower", 0),
+    # Sections 8-10, after the older columns: a shared ?sort=<table>:<index> keeps its column.
+    Column("preempt_fair", "Preemptions, fair sharing", "", "lower", 0),
+    Column("preempt_capacity", "Preemptions, capacity change", "", "lower", 0),
+    Column("cancelled", "Cancelled jobs (RUNNABLE limit)", "", "lower", 0),
 ]
 SHARE_COLUMNS = [
     Column("jobs", "Jobs", "", "", 0),
@@ -194,6 +209,10 @@ SHARE_COLUMNS = [
     Column("lent_gpu_hours", "Lent", "GPU-hours", "", 0),
     Column("idle_gpu_hours", "Idle", "GPU-hours", "lower", 0),
     Column("stranded_gpu_hours", "Stranded", "GPU-hours", "lower", 0),
+    # Sections 8-10, after the older columns: a shared ?sort=<table>:<index> keeps its column.
+    Column("preempt_fair", "Preemptions, fair sharing", "", "lower", 0),
+    Column("preempt_capacity", "Preemptions, capacity change", "", "lower", 0),
+    Column("cancelled", "Cancelled jobs (RUNNABLE limit)", "", "lower", 0),
 ]
 
 
@@ -248,8 +267,8 @@ class Card:
 
 
 def verdict_cards(runs: Sequence[RunColumn]) -> list[Card]:
-    """One card per policy: utilization (total, useful), p95 wait of each share, rerun cost in $,
-    unschedulable jobs; each with its difference to the baseline."""
+    """One card per policy: utilization (total, useful), p95 wait of each share, rerun cost in
+    GPU-hours and in $, unschedulable and cancelled jobs; each with its difference to the baseline."""
     baseline = baseline_of(runs)
     names = share_names(runs)
     base_summary = summary_values(baseline.metrics) if baseline else {}
@@ -292,6 +311,18 @@ def verdict_cards(runs: Sequence[RunColumn]) -> list[Card]:
         lines.append(
             CardLine(
                 "Rerun cost",
+                columns["rerun_gpu_hours"],
+                _cell(
+                    values["rerun_gpu_hours"],
+                    base_summary.get("rerun_gpu_hours"),
+                    columns["rerun_gpu_hours"],
+                    is_base,
+                ),
+            )
+        )
+        lines.append(  # the same in $: finance and admin only (planner.accounts.money)
+            CardLine(
+                "Rerun cost",
                 columns["rerun_usd"],
                 _cell(values["rerun_usd"], base_summary.get("rerun_usd"), columns["rerun_usd"], is_base),
             )
@@ -306,6 +337,13 @@ def verdict_cards(runs: Sequence[RunColumn]) -> list[Card]:
                     columns["unschedulable"],
                     is_base,
                 ),
+            )
+        )
+        lines.append(
+            CardLine(
+                "Cancelled jobs (RUNNABLE limit)",
+                columns["cancelled"],
+                _cell(values["cancelled"], base_summary.get("cancelled"), columns["cancelled"], is_base),
             )
         )
         cards.append(Card(run, lines))

@@ -18,6 +18,7 @@ from planner.web.charts import (
     policy_marker,
     share_colors,
     state_pattern,
+    step_line,
     time_axis,
 )
 
@@ -120,11 +121,13 @@ def usage_figures(
         epoch_times = bool(run.metrics["summary"].get("epoch_times"))
         origin = run.metrics["summary"].get("horizon", {}).get("start")
         x, x_title = time_axis(series.get("t", []), epoch_times=epoch_times, origin=origin)
+        steps = series.get("steps")
+        step_x = time_axis(steps["t"], epoch_times=epoch_times, origin=origin)[0] if steps else None
         if view:
-            traces, ceiling, title = _share_usage(series, view, x, colors)
+            traces, ceiling, title = _share_usage(series, view, x, colors, steps, step_x)
         else:
             traces, ceiling, title = _pool_usage(
-                _grouped(series, shares), x, {**colors, OTHER_SHARES: OTHER_COLOR}
+                _grouped(series, shares), x, {**colors, OTHER_SHARES: OTHER_COLOR}, steps, step_x
             )
         stack = [0.0] * len(x)
         for trace in traces:
@@ -168,13 +171,21 @@ def _grouped(series: dict[str, Any], shares: Sequence[str] | None) -> dict[str, 
     return {**series, "shares": {**kept, OTHER_SHARES: merged}}
 
 
-def _capacity_line(x: list, value: float, name: str) -> dict[str, Any]:
-    trace = line(x, [value] * len(x), name=name, color=CAPACITY_COLOR, unit="GPUs", dash="dash")
+def _capacity_line(
+    x: list, value: float, name: str, steps: list | None = None, step_x: list | None = None, color: str = ""
+) -> tuple[dict[str, Any], float]:
+    """A capacity or quota as a line, and its highest value: a step line over time when the run
+    stores the calendar's steps (``series.steps``, SEMANTICS.md section 9), else flat."""
+    if steps and step_x:
+        return step_line(step_x, steps, name=name, color=color or CAPACITY_COLOR), max(steps)
+    trace = line(x, [value] * len(x), name=name, color=color or CAPACITY_COLOR, unit="GPUs", dash="dash")
     trace["line"]["width"] = 1.5
-    return trace
+    return trace, value
 
 
-def _pool_usage(series: dict[str, Any], x: list, colors: dict[str, str]) -> tuple[list, float, str]:
+def _pool_usage(
+    series: dict[str, Any], x: list, colors: dict[str, str], steps: dict | None, step_x: list | None
+) -> tuple[list, float, str]:
     shares = series.get("shares", {})
     traces = []
     for state, label in (("own", "own use"), ("borrowed", "borrowed"), ("idle", "idle quota")):
@@ -201,12 +212,26 @@ def _pool_usage(series: dict[str, Any], x: list, colors: dict[str, str]) -> tupl
         )
         traces.append(_light(trace, UNASSIGNED_COLOR))
     capacity = float(series.get("pool_capacity", 0.0))
-    traces.append(_capacity_line(x, capacity, "pool capacity"))
+    trace, capacity = _capacity_line(x, capacity, "pool capacity", (steps or {}).get("pool"), step_x)
+    traces.append(trace)
+    if steps and any(len(set(values)) > 1 for values in steps["shares"].values()):
+        # Quotas that change over time are worth a line each; constant ones are in the areas.
+        for name, values in steps["shares"].items():
+            if name in shares:
+                quota, _ = _capacity_line(x, 0.0, f"{name}: quota", values, step_x, colors[name])
+                quota["line"]["dash"] = "dot"
+                quota["legendgroup"] = name
+                traces.append(quota)
     return traces, capacity, "Pool usage by share"
 
 
 def _share_usage(
-    series: dict[str, Any], name: str, x: list, colors: dict[str, str]
+    series: dict[str, Any],
+    name: str,
+    x: list,
+    colors: dict[str, str],
+    steps: dict | None = None,
+    step_x: list | None = None,
 ) -> tuple[list, float, str]:
     row = series.get("shares", {}).get(name)
     if row is None:
@@ -229,7 +254,10 @@ def _share_usage(
         )
         traces.append(_light(trace, color) if state == "idle" else trace)
     quota = float(row.get("quota", 0.0))
-    traces.append(_capacity_line(x, quota, f"{name}: quota"))
+    trace, quota = _capacity_line(
+        x, quota, f"{name}: quota", (steps or {}).get("shares", {}).get(name), step_x
+    )
+    traces.append(trace)
     return traces, quota, f"Usage of {name}'s quota"
 
 
@@ -336,13 +364,27 @@ def percentile_figure(
 # -- preemptions and rerun cost ------------------------------------------------------------
 
 
+# Every preemption cause of SEMANTICS.md (sections 4, 8 and 9), its words and its bar pattern.
+PREEMPTION_CAUSES = (
+    ("cross_share", "cross-share", ""),
+    ("in_share", "in-share", "/"),
+    ("fair_sharing", "fair sharing", "."),
+    ("capacity", "capacity change", "x"),
+)
+
+
 def preemption_figure(runs: Sequence[RunColumn]) -> dict[str, Any]:
-    """Preemptions per policy stacked by share and cause (cross-share plain, in-share hatched)."""
+    """Preemptions per policy stacked by share and cause (cross-share plain, in-share hatched,
+    fair sharing dotted, capacity changes crossed; a cause no run has is left out of the legend)."""
     names = share_names(runs)
     colors = colors_of(runs)
     policies = [run.name for run in runs]
     traces = []
-    for cause, label, pattern in (("cross_share", "cross-share", ""), ("in_share", "in-share", "/")):
+    for cause, label, pattern in PREEMPTION_CAUSES:
+        if cause not in ("cross_share", "in_share") and not any(
+            share.get("preemptions", {}).get(cause) for run in runs for share in run.metrics.get("shares", [])
+        ):
+            continue
         for name in names:
             counts = []
             for run in runs:
@@ -371,10 +413,12 @@ def preemption_figure(runs: Sequence[RunColumn]) -> dict[str, Any]:
 
 
 def rerun_figure(runs: Sequence[RunColumn]) -> dict[str, Any]:
-    """Rerun cost (lost work + start-up) per policy stacked by share, GPU-hours with $ labels."""
+    """Rerun cost (lost work + start-up) per policy stacked by share, GPU-hours with $ labels (only
+    when the metrics carry $ figures: not for a role without finance access)."""
     names = share_names(runs)
     colors = colors_of(runs)
     policies = [run.name for run in runs]
+    money = any("rerun_cost_usd" in s for run in runs for s in run.metrics.get("shares", []))
     traces = []
     for name in names:
         hours, labels = [], []
@@ -382,13 +426,18 @@ def rerun_figure(runs: Sequence[RunColumn]) -> dict[str, Any]:
             share = next((s for s in run.metrics.get("shares", []) if s["name"] == name), {})
             hours.append(share.get("rerun_gpu_hours", 0.0))
             labels.append(f"${share.get('rerun_cost_usd', 0.0):,.0f}")
-        trace = bar(policies, hours, name=name, color=colors[name], unit="GPU-hours", text=labels)
-        trace["customdata"] = labels
-        trace["hovertemplate"] = f"{name}<br>%{{x}}: %{{y:,.1f}} GPU-hours (%{{customdata}})<extra></extra>"
+        trace = bar(
+            policies, hours, name=name, color=colors[name], unit="GPU-hours", text=labels if money else None
+        )
+        if money:
+            trace["customdata"] = labels
+            trace["hovertemplate"] = (
+                f"{name}<br>%{{x}}: %{{y:,.1f}} GPU-hours (%{{customdata}})<extra></extra>"
+            )
         traces.append(trace)
     return figure(
         traces,
-        title="Rerun cost of preemptions by share (GPU-hours; $ on the bars)",
+        title="Rerun cost of preemptions by share (GPU-hours" + ("; $ on the bars)" if money else ")"),
         x_title="policy",
         y_title="GPU-hours lost to preemption",
         barmode="stack",

@@ -14,6 +14,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 
+from planner.accounts.money import for_user, is_money_unit, shows_money
 from planner.reports import comparison, figures
 from planner.reports.comparison import RunColumn, Table
 from planner.reports.exports import csv_response
@@ -32,14 +33,16 @@ from planner.reports.finance import (
     finance_report,
 )
 from planner.reports.window import window_note
+from planner.studies.attempts import silence_note
 from planner.studies.models import Run, RunStatus, Study
 from planner.studies.reaper import reap_stale_runs
 from planner.studies.window import ensure_study_window
 from planner.web.access import finance_required, reader_required
 
-# What the progress table and the window check read of each run (never its metrics).
-PROGRESS_FIELDS = ("id", "study", "policy", "policy_name", "status", "progress", "error", "attempts")
-PROGRESS_FIELDS += ("summary",)
+PROGRESS_FIELDS = (
+    "id", "study", "policy", "policy_name", "status", "progress", "error", "attempts", "worker", "heartbeat",
+)  # fmt: skip
+PROGRESS_FIELDS += ("summary",)  # the window check reads it (never the metrics)
 
 
 # -- study page ------------------------------------------------------------------------------
@@ -55,13 +58,16 @@ def _progress_runs(study: Study) -> list[Run]:
     if runs.filter(status=RunStatus.RUNNING).exists():
         reap_stale_runs(runs=runs)
     listed = list(runs.only(*PROGRESS_FIELDS).order_by("id"))
+    for run in listed:
+        run.note = silence_note(run)  # a worker that stopped answering, and when the run is retried
     if ensure_study_window(study, listed):  # finished, but not yet on one window
         listed = list(runs.only(*PROGRESS_FIELDS).order_by("id"))
     return listed
 
 
-def run_columns(study: Study, runs: list[Run]) -> list[RunColumn]:
-    """The succeeded runs as comparison columns; a policy's index is its position in the study."""
+def run_columns(study: Study, runs: list[Run], user) -> list[RunColumn]:
+    """The succeeded runs as comparison columns; a policy's index is its position in the study. Their
+    metrics are as ``user`` may read them: without $ figures unless finance or admin."""
     columns = []
     for index, run in enumerate(runs):
         if run.status == RunStatus.SUCCEEDED and run.metrics:
@@ -71,7 +77,7 @@ def run_columns(study: Study, runs: list[Run]) -> list[RunColumn]:
                     name=run.policy_name,
                     index=index,
                     is_baseline=run.policy_id is not None and run.policy_id == study.baseline_id,
-                    metrics=run.metrics,
+                    metrics=for_user(user, run.metrics),
                 )
             )
     return columns
@@ -90,6 +96,14 @@ def _sort_param(request: HttpRequest, table: Table) -> Table:
     except (ValueError, IndexError):
         return table
     return table.sorted(column.key, parts[2] == "desc")
+
+
+def readable_table(table: Table, user) -> Table:
+    """The table without its $ columns for a role that may not read them (``planner.accounts.money``)."""
+    if shows_money(user):
+        return table
+    columns = [c for c in table.columns if not is_money_unit(c.unit)]
+    return Table(table.slug, table.title, table.keys, columns, table.rows)
 
 
 def _table_context(table: Table) -> dict[str, Any]:
@@ -129,7 +143,7 @@ def study_detail(request: HttpRequest, pk: int) -> HttpResponse:
     }
     if finished:
         full = list(Run.objects.filter(study=study).order_by("id"))
-        columns = run_columns(study, full)
+        columns = run_columns(study, full, request.user)
         context.update(_comparison_context(request, study, columns))
     return render(request, "reports/study.html", context)
 
@@ -177,10 +191,14 @@ def _comparison_context(request: HttpRequest, study: Study, columns: list[RunCol
                         "verdict": line.cell.verdict,
                     }
                     for line in card.lines
+                    if shows_money(request.user) or not is_money_unit(line.column.unit)
                 ],
             }
         )
-    tables = [comparison.policy_table(columns), comparison.share_table(columns)]
+    tables = [
+        readable_table(t, request.user)
+        for t in (comparison.policy_table(columns), comparison.share_table(columns))
+    ]
     return {
         "columns": columns,
         "window": window_note(columns),
@@ -229,6 +247,7 @@ def study_progress(request: HttpRequest, pk: int) -> JsonResponse:
                     "status": run.status,
                     "progress": run.progress,
                     "error": run.error,
+                    "note": run.note,
                 }
                 for run in runs
             ],
@@ -243,10 +262,10 @@ def study_csv(request: HttpRequest, pk: int, table: str) -> HttpResponse:
     builders = {"policies": comparison.policy_table, "shares": comparison.share_table}
     if table not in builders:
         raise Http404(f"no table {table!r}: the study has {', '.join(builders)}")
-    columns = run_columns(study, list(Run.objects.filter(study=study).order_by("id")))
+    columns = run_columns(study, list(Run.objects.filter(study=study).order_by("id")), request.user)
     if not columns:
         raise Http404("no run of this study has succeeded yet")
-    data = _sort_param(request, builders[table](columns))
+    data = _sort_param(request, readable_table(builders[table](columns), request.user))
     header = [c.heading for c in data.keys]
     for column in data.columns:
         header += [column.heading, f"{column.heading} vs baseline"]

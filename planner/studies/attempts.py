@@ -147,6 +147,30 @@ def run_attempt(task, model: type[models.Model], pk: int, execute: Callable[[int
     return "succeeded" if recorded else "superseded"
 
 
+def silence_note(row, now=None) -> str:
+    """Words for a row still "running" whose worker has not beaten for several heartbeats: since
+    when, and when the reaper will send it again (or fail it, after the last attempt) if the
+    silence goes on. Empty while the worker answers. Pages show it so that a killed worker is not
+    two minutes of a plain "running"."""
+    if row.status != RunStatus.RUNNING or row.heartbeat is None:
+        return ""
+    now = now or timezone.now()
+    silent = (now - row.heartbeat).total_seconds()
+    if silent < max(10.0, 3 * settings.PLANNER_HEARTBEAT_SECONDS):
+        return ""
+    at = row.heartbeat + timedelta(seconds=settings.PLANNER_HEARTBEAT_STALE_SECONDS)
+    worker = row.worker or "its worker"
+    last = row.attempts >= settings.PLANNER_RUN_MAX_ATTEMPTS
+    then = (
+        f"it fails at {at:%H:%M:%S} UTC (attempt {row.attempts} was the last of "
+        f"{settings.PLANNER_RUN_MAX_ATTEMPTS})"
+        if last
+        else f"it goes back to the queue at {at:%H:%M:%S} UTC for attempt {row.attempts + 1} of "
+        f"{settings.PLANNER_RUN_MAX_ATTEMPTS}"
+    )
+    return f"{worker} stopped answering {silent:.0f} s ago; unless it answers again, {then}."
+
+
 def reap_stale(
     rows: models.QuerySet, enqueue: Callable[[Iterable[int]], None], now=None
 ) -> dict[str, list[int]]:

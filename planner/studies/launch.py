@@ -12,6 +12,18 @@ from django.db import transaction
 from planner.capacity.models import Policy
 from planner.studies.models import Run, RunStatus, Study
 from planner.traces.models import Trace
+from scheduling.binding import check_fits
+from scheduling.errors import InputError
+from scheduling.model import Policy as EnginePolicy
+
+
+def check_policy_fits(policy: EnginePolicy, trace: Trace, field: str) -> None:
+    """ValidationError on ``field`` naming the shares and instance types of ``trace`` that ``policy``
+    lacks: a study that could only fail at replay is refused when it is made."""
+    try:
+        check_fits(policy, trace.share_names(), trace.type_names())
+    except InputError as error:
+        raise ValidationError({field: f"{error.reason} (trace {trace.name})"}) from None
 
 
 def enqueue_runs(run_ids: Iterable[int]) -> None:
@@ -21,6 +33,16 @@ def enqueue_runs(run_ids: Iterable[int]) -> None:
     ids = list(run_ids)
     if ids:
         transaction.on_commit(lambda: group(replay_run.s(run_id) for run_id in ids).apply_async())
+
+
+def trace_not_ready(trace: Trace) -> str:
+    """Why a study cannot use a trace yet (choice: refused, not queued behind the parse)."""
+    if trace.state == "failed":
+        return f"the trace {trace.name!r} failed to parse ({trace.error}): upload it again"
+    return (
+        f"the trace {trace.name!r} is still being parsed ({trace.progress:.0%} read): "
+        "start the study once it is ready"
+    )
 
 
 @transaction.atomic
@@ -37,6 +59,8 @@ def launch_study(
     """Snapshot each policy (validated by the engine) and enqueue its replay (unless
     ``enqueue`` is false: the caller runs them). Raises ValidationError naming the policy
     when one is not a valid policy."""
+    if not trace.ready:
+        raise ValidationError({"trace": trace_not_ready(trace)})
     if not policies:
         raise ValidationError({"policies": "choose at least one policy"})
     if len({p.pk for p in policies}) != len(policies):
@@ -46,9 +70,11 @@ def launch_study(
     snapshots = []
     for policy in policies:
         try:
-            snapshots.append(policy.engine_policy().to_dict())
+            engine = policy.engine_policy()
         except ValidationError as error:
             raise ValidationError({"policies": f"{policy.name}: {' '.join(error.messages)}"}) from None
+        check_policy_fits(engine, trace, "policies")
+        snapshots.append(engine.to_dict())
     study = Study.objects.create(
         name=name,
         description=description,

@@ -17,12 +17,13 @@ from django.utils import timezone
 
 from planner.capacity.models import Policy
 from planner.traces.models import Trace
+from planner.validators import validate_long_name
 
 
 def run_summary(metrics: dict) -> dict:
     """What lists and headlines need: ``metrics["summary"]`` plus each share's jobs, waits,
     preemptions and rerun cost (no series, no CDFs)."""
-    keep = ("name", "strategy", "jobs", "succeeded", "failed", "unschedulable", "preemptions",
+    keep = ("name", "strategy", "jobs", "succeeded", "failed", "unschedulable", "cancelled", "preemptions",
             "wait_seconds", "jct_seconds", "rerun_cost_usd")  # fmt: skip
     return {
         **metrics.get("summary", {}),
@@ -33,7 +34,7 @@ def run_summary(metrics: dict) -> dict:
 class Study(models.Model):
     """A what-if question: the same trace under several policies, compared with a baseline."""
 
-    name = models.CharField(max_length=200)
+    name = models.CharField(max_length=200, validators=[validate_long_name])
     description = models.TextField(blank=True)
     trace = models.ForeignKey(Trace, on_delete=models.PROTECT, related_name="studies")
     policies = models.ManyToManyField(Policy, through="Run", related_name="studies")

@@ -21,6 +21,7 @@ from planner.studies.attempts import Heartbeat, claim, owned, run_attempt
 from planner.studies.jobs import write_indexes
 from planner.studies.models import Run, RunStatus, run_summary
 from planner.studies.window import apply_study_window
+from scheduling.capacity_plans import capacity_steps
 from scheduling.engine import replay
 from scheduling.model import Policy as EnginePolicy
 
@@ -48,6 +49,17 @@ def write_outcomes(result, run_id: int, attempt: int) -> str:
     return final.relative_to(Path(settings.MEDIA_ROOT)).as_posix()
 
 
+def with_capacity_steps(metrics: dict, policy: EnginePolicy) -> dict:
+    """The run's usage series with the pool's capacity and each share's quota over its window as
+    step lines (``series.steps``, SEMANTICS.md section 9), unless the engine's metrics hold them."""
+    series = metrics.get("series")
+    if series is None or "steps" in series or not series.get("t"):
+        return metrics
+    start, end = series["t"][0], series["t"][-1] + series.get("width", 0.0)
+    series["steps"] = capacity_steps(policy, start, end)
+    return metrics
+
+
 def execute(run_id: int, attempt: int) -> bool:
     """Replay the run's trace under its snapshot; True when this attempt recorded the result."""
     run = Run.objects.select_related("study__trace").get(pk=run_id)
@@ -56,7 +68,7 @@ def execute(run_id: int, attempt: int) -> bool:
     with Heartbeat(Run, run_id, attempt, settings.PLANNER_HEARTBEAT_SECONDS) as heartbeat:
         result = replay(policy, trace, progress=heartbeat.report)
     name = write_outcomes(result, run_id, attempt)
-    metrics = strict_json(result.metrics)
+    metrics = strict_json(with_capacity_steps(result.metrics, policy))
     with transaction.atomic():
         recorded = owned(Run, run_id, attempt).update(
             status=RunStatus.SUCCEEDED,

@@ -12,7 +12,7 @@ from django.core.files.uploadhandler import FileUploadHandler
 
 
 class LimitedUploadHandler(FileUploadHandler):
-    """Refuses the request (RequestDataTooBig: HTTP 400) once a file passes the limit."""
+    """Refuses the request (RequestDataTooBig: HTTP 413) once a file passes the limit."""
 
     def new_file(self, *args, **kwargs) -> None:
         super().new_file(*args, **kwargs)

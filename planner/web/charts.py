@@ -269,6 +269,27 @@ def figure(
     return {"data": list(traces), "layout": layout}
 
 
+def step_line(x: Sequence, y: Sequence, *, name: str, color: str, dash: str = "dash") -> dict[str, Any]:
+    """A capacity or quota in force over time (SEMANTICS.md section 9): a line that holds each
+    value until the next change, then steps."""
+    trace = line(x, y, name=name, color=color, unit="GPUs", dash=dash, shape="hv")
+    trace["line"]["width"] = 1.5
+    return trace
+
+
+def capacity_steps_figure(steps: dict[str, Any], *, title: str, epoch: bool) -> dict[str, Any]:
+    """The pool's capacity and each share's quota as step lines
+    (``scheduling.capacity_plans.capacity_steps``)."""
+    x, x_title = time_axis(steps["t"], epoch_times=epoch)
+    colors = share_colors(steps["shares"])
+    traces = [step_line(x, steps["pool"], name="pool capacity", color="#1f2328", dash="solid")]
+    traces += [
+        step_line(x, values, name=f"{name}: quota", color=colors[name])
+        for name, values in steps["shares"].items()
+    ]
+    return figure(traces, title=title, x_title=x_title, y_title="GPUs", height=320)
+
+
 def is_empty(fig: dict[str, Any]) -> bool:
     """True when no series of the figure has a value to draw."""
 

@@ -11,12 +11,16 @@ from collections.abc import Sequence
 from django import forms
 from django.core.exceptions import ValidationError
 
-from planner.capacity.models import Policy, ShareSpec
+from planner.capacity.models import DEFAULT_FAIR_STRATEGIES, ChangeSpec, Policy, ShareSpec
 from planner.studies.fit import split_by_fit
-from planner.traces.models import Trace
+from planner.traces.models import ParseStatus, Trace
+from planner.validators import validate_long_name, validate_name
 from planner.web.listing import listed_policies
+from scheduling.capacity_plans import TrainingPlan
+from scheduling.errors import InputError
 from scheduling.model import InSharePreemption, Reclaim, Strategy
 from scheduling.traces import FORMATS
+from scheduling.traces.fields import parse_time
 from scheduling.traces.mapping import IMPORTERS, PriorityMode
 
 
@@ -69,7 +73,7 @@ def place_errors(form: forms.Form, error: ValidationError, per_type: dict[str, S
 class ShareForm(forms.Form):
     """One share of a policy, with a quota, a borrowing limit and a lending limit per instance type."""
 
-    name = forms.CharField(max_length=100)
+    name = forms.CharField(max_length=100, validators=[validate_name])
     strategy = forms.ChoiceField(choices=_choices(Strategy))
     borrow_limit_percent = forms.FloatField(
         required=False,
@@ -79,6 +83,14 @@ class ShareForm(forms.Form):
     )
     in_share_preemption = forms.ChoiceField(choices=_choices(InSharePreemption), label="In-share preemption")
     reclaim = forms.ChoiceField(choices=_choices(Reclaim))
+    fair_weight = forms.FloatField(
+        required=False,
+        initial=1,
+        label="Fair-sharing weight",
+        widget=NumberInput(),
+        help_text="Kueue fairSharing.weight: borrowed GPUs count divided by it (with fair sharing on); "
+        "empty = 1",
+    )
 
     def __init__(self, *args, instance_types: Sequence[str], **kwargs):
         super().__init__(*args, **kwargs)
@@ -102,6 +114,7 @@ class ShareForm(forms.Form):
             "borrow_limit_percent": whole(spec.borrow_limit_percent),
             "in_share_preemption": spec.in_share_preemption,
             "reclaim": spec.reclaim,
+            "fair_weight": whole(spec.fair_weight),
         }
         for i, type_name in enumerate(instance_types):
             initial[f"quota_{i}"] = spec.capacity.get(type_name, 0)
@@ -151,10 +164,100 @@ class ShareForm(forms.Form):
             capacity=capacity,
             borrowing_limit=borrowing or None,
             lending_limit=lending or None,
+            fair_weight=1 if data.get("fair_weight") is None else whole(data["fair_weight"]),
         )
 
     def place(self, error: ValidationError) -> None:
         place_errors(self, error, self.per_type_fields())
+
+
+def parse_time_field(value: str, label: str) -> float:
+    """Seconds or an ISO-8601 timestamp, read as a trace's times are (``traces.fields.parse_time``)."""
+    try:
+        seconds, _ = parse_time(value, None, label)
+    except InputError as error:
+        raise ValidationError(error.reason) from None
+    return seconds
+
+
+def time_input_value(seconds: float) -> str:
+    """A stored time as it is typed back: ISO-8601 for Unix times (see ``describe_time``)."""
+    from datetime import UTC, datetime
+
+    if seconds >= 1e9:
+        return datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")
+    return f"{whole(seconds)}"
+
+
+POOL_TARGET = ""  # the value of "the pool" among a calendar row's targets
+
+
+class CalendarRowForm(forms.Form):
+    """One dated change: from this time on, the pool (or a share) has this many instances of a type."""
+
+    time = forms.CharField(
+        label="From (seconds or ISO-8601)",
+        help_text="as the trace's times: seconds, or a timestamp like 2024-05-01T09:00:00Z",
+    )
+    target = forms.ChoiceField(label="Applies to", required=False)
+    instance_type = forms.ChoiceField(label="Instance type")
+    count = forms.FloatField(label="Instances from then on", widget=NumberInput())
+
+    def __init__(self, *args, share_names: Sequence[str], instance_types: Sequence[str], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["target"].choices = [(POOL_TARGET, "the pool's capacity")] + [
+            (name, f"share {name}'s quota") for name in share_names
+        ]
+        self.fields["instance_type"].choices = [(name, name) for name in instance_types]
+
+    @classmethod
+    def initial_from(cls, spec: ChangeSpec) -> dict:
+        return {
+            "time": time_input_value(spec.time),
+            "target": spec.share or POOL_TARGET,
+            "instance_type": spec.instance_type,
+            "count": whole(spec.count),
+        }
+
+    def clean_time(self) -> float:
+        return parse_time_field(self.cleaned_data["time"], "time")
+
+    def clean_count(self) -> int:
+        count = self.cleaned_data["count"]
+        if count < 0 or not float(count).is_integer():
+            raise ValidationError(f"{whole(count)} is not a whole number of instances (0 or more)")
+        return int(count)
+
+    def spec(self) -> ChangeSpec:
+        data = self.cleaned_data
+        return ChangeSpec(data["time"], data["target"] or None, data["instance_type"], data["count"])
+
+
+class TrainingPlanForm(forms.Form):
+    """A training plan: more instances of a type for the pool and one share, for a while (four changes)."""
+
+    instance_type = forms.ChoiceField(label="Instance type")
+    instances = forms.IntegerField(min_value=1, label="Instances reserved", initial=1)
+    share = forms.ChoiceField(label="For share")
+    start = forms.CharField(label="From (seconds or ISO-8601)")
+    end = forms.CharField(label="To (seconds or ISO-8601)", help_text="the instances go at this time")
+
+    def __init__(self, *args, share_names: Sequence[str], instance_types: Sequence[str], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["share"].choices = [(name, name) for name in share_names]
+        self.fields["instance_type"].choices = [(name, name) for name in instance_types]
+
+    def clean_start(self) -> float:
+        return parse_time_field(self.cleaned_data["start"], "start")
+
+    def clean_end(self) -> float:
+        return parse_time_field(self.cleaned_data["end"], "end")
+
+    def plan(self) -> TrainingPlan:
+        data = self.cleaned_data
+        return TrainingPlan(
+            data["instance_type"], data["instances"], data["share"], data["start"], data["end"]
+        )
 
 
 class CapacityForm(forms.Form):
@@ -179,17 +282,45 @@ class CapacityForm(forms.Form):
 
 
 class PolicySettingsForm(forms.ModelForm):
-    """Name, description and queueing rules; ``Policy.clean`` validates with the stored shares."""
+    """Name, description, queueing rules, fair sharing and the RUNNABLE limit; ``Policy.clean``
+    validates with the stored shares and calendar."""
 
     class Meta:
         model = Policy
-        fields = ["name", "description", "queueing", "startup_seconds"]
-        widgets = {"description": forms.Textarea(attrs={"rows": 2}), "startup_seconds": NumberInput()}
-        labels = {"startup_seconds": "Start-up (seconds)"}
+        fields = [
+            "name",
+            "description",
+            "queueing",
+            "startup_seconds",
+            "fair_sharing",
+            "fair_preemption_strategies",
+            "runnable_timeout_seconds",
+        ]
+        widgets = {
+            "description": forms.Textarea(attrs={"rows": 2}),
+            "startup_seconds": NumberInput(),
+            "runnable_timeout_seconds": NumberInput(),
+        }
+        labels = {
+            "startup_seconds": "Start-up (seconds)",
+            "fair_sharing": "Fair sharing (Kueue fairSharing)",
+            "fair_preemption_strategies": "Fair-sharing preemption strategies",
+            "runnable_timeout_seconds": "Cancel jobs RUNNABLE longer than (seconds)",
+        }
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # Only read with fair sharing on: a form that leaves it out keeps Kueue's default list.
+        self.fields["fair_preemption_strategies"].required = False
+
+    def clean_fair_preemption_strategies(self) -> str:
+        return self.cleaned_data.get("fair_preemption_strategies") or (
+            self.instance.fair_preemption_strategies or DEFAULT_FAIR_STRATEGIES
+        )
 
 
 class VariantNameForm(forms.Form):
-    name = forms.CharField(max_length=100, label="Name of the variant")
+    name = forms.CharField(max_length=100, label="Name of the variant", validators=[validate_name])
 
     def clean_name(self) -> str:
         name = self.cleaned_data["name"].strip()
@@ -213,7 +344,7 @@ class TraceUploadForm(forms.Form):
     merged over the JSON mapping (which can say everything ``TraceMapping`` knows)."""
 
     file = forms.FileField(label="Trace file", help_text="CSV or JSON, gzip-compressed or not")
-    name = forms.CharField(max_length=200, label="Name")
+    name = forms.CharField(max_length=200, label="Name", validators=[validate_long_name])
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
     format = forms.ChoiceField(choices=FORMAT_CHOICES, initial="auto")
     share_column = forms.CharField(
@@ -252,7 +383,7 @@ class TraceUploadForm(forms.Form):
 
     def clean_name(self) -> str:
         name = self.cleaned_data["name"].strip()
-        if name and Trace.objects.filter(name=name).exists():
+        if name and Trace.objects.filter(name=name).exclude(status=ParseStatus.FAILED).exists():
             raise ValidationError(f"a trace named {name!r} already exists")
         return name
 
@@ -284,9 +415,11 @@ class TraceUploadForm(forms.Form):
 class StudyForm(forms.Form):
     """A study: a trace, the policies to replay it under, and the baseline they are compared with."""
 
-    name = forms.CharField(max_length=200)
+    name = forms.CharField(max_length=200, validators=[validate_long_name])
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
-    trace = forms.ModelChoiceField(queryset=Trace.objects.defer("summary"), empty_label="choose a trace")
+    trace = forms.ModelChoiceField(
+        queryset=Trace.objects.ready().defer("summary"), empty_label="choose a trace"
+    )
     policies = forms.ModelMultipleChoiceField(
         queryset=Policy.objects.select_related("pool"),
         widget=forms.CheckboxSelectMultiple,

@@ -5,18 +5,26 @@ the same root (an include here would nest it as ``web:reports``)."""
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
+from planner.accounts.forms import ThrottledAuthenticationForm
 from planner.web import views
 
 app_name = "web"
 
 urlpatterns = [
     path("", views.overview, name="overview"),
-    path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
+    path(
+        "login/",
+        auth_views.LoginView.as_view(
+            redirect_authenticated_user=True, authentication_form=ThrottledAuthenticationForm
+        ),
+        name="login",
+    ),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("policies/", views.policy_list, name="policies"),
     path("policies/<int:pk>/", views.policy_detail, name="policy"),
     path("policies/<int:pk>/duplicate/", views.policy_duplicate, name="policy-duplicate"),
     path("policies/<int:pk>/preset/", views.policy_preset, name="policy-preset"),
+    path("byos/", views.byos, name="byos"),
     path("traces/", views.trace_list, name="traces"),
     path("traces/upload/", views.trace_upload, name="trace-upload"),
     path("traces/<int:pk>/", views.trace_detail, name="trace"),

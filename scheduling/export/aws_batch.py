@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scheduling.errors import InputError
+from scheduling.export.escape import comment_text, shell_word
 from scheduling.model import (
     InSharePreemption,
     Policy,
@@ -42,6 +43,18 @@ TAG_STARTUP = "planner:startup_seconds"
 TAG_SHARE = "planner:share"  # the share's planner name when AWS needed another one
 TAG_POLICY = "planner:policy"  # the same for the policy
 
+# jobStateTimeLimitActions: the RUNNABLE reasons AWS Batch can act on for SageMaker training queues
+# (user guide, "Automatic remediation with jobStateTimeLimitActions"); the planner's limit applies
+# whatever the reason, so the export writes one action per reason. TERMINATE is the only action
+# such queues accept (CANCEL is for ECS, EKS and Fargate queues).
+RUNNABLE_LIMIT_REASONS = (
+    "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY",
+    "MISCONFIGURATION:SERVICE_ENVIRONMENT_MAX_RESOURCE",
+    "MISCONFIGURATION:QUOTA_MANAGEMENT_LIMIT_EXCEEDED",
+)
+RUNNABLE_LIMIT_ACTION = "TERMINATE"
+RUNNABLE_LIMIT_ACTIONS_READ = ("TERMINATE", "CANCEL")
+
 AWS_NAMES = "AWS names take up to 128 letters, digits, - and _"
 _AWS_NAME = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 _IN_SHARE = {"ENABLED": InSharePreemption.LOWER_PRIORITY, "DISABLED": InSharePreemption.NEVER}
@@ -59,10 +72,17 @@ class ExportBundle:
         return {"documents": self.documents, "script": self.script, "notes": list(self.notes)}
 
 
-def to_aws_batch(policy: Policy | Mapping[str, Any]) -> ExportBundle:
-    """The AWS Batch documents of ``policy`` (a Policy or its section 7 JSON)."""
+PRICES_LEFT_OUT = (
+    "hourly prices are left out of this export (the reader's role does not read $ figures): "
+    "an import takes 0 for a new instance type and keeps the planner's price of a known one"
+)
+
+
+def to_aws_batch(policy: Policy | Mapping[str, Any], *, prices: bool = True) -> ExportBundle:
+    """The AWS Batch documents of ``policy`` (a Policy or its section 7 JSON); ``prices=False`` leaves
+    the hourly prices out (tags and notes)."""
     policy = policy if isinstance(policy, Policy) else Policy.from_dict(policy)
-    notes: list[str] = []
+    notes: list[str] = [] if prices else [PRICES_LEFT_OUT]
     base = _aws_name(policy.name)
     scheduling_policy: dict[str, Any] = {
         "name": base,
@@ -72,7 +92,7 @@ def to_aws_batch(policy: Policy | Mapping[str, Any]) -> ExportBundle:
         notes.append(f"policy name {policy.name!r} is written {base!r}: {AWS_NAMES}")
         scheduling_policy["tags"] = {TAG_POLICY: policy.name}
     documents: dict[str, dict[str, Any]] = {
-        SERVICE_ENVIRONMENT: _service_environment(policy, base, notes),
+        SERVICE_ENVIRONMENT: _service_environment(policy, base, notes, prices),
         SCHEDULING_POLICY: scheduling_policy,
         JOB_QUEUE: {
             "jobQueueName": base,
@@ -82,6 +102,10 @@ def to_aws_batch(policy: Policy | Mapping[str, Any]) -> ExportBundle:
             "serviceEnvironmentOrder": [{"order": 1, "serviceEnvironment": base}],
         },
     }
+    limit = _runnable_limit_actions(policy, notes)
+    if limit:
+        documents[JOB_QUEUE]["jobStateTimeLimitActions"] = limit
+    notes += _not_in_aws_notes(policy)
     if policy.queueing is Queueing.STRICT_FIFO:
         notes.append(
             "queueing strict_fifo has no AWS Batch setting: a quota share's jobs are queued the AWS way "
@@ -102,7 +126,57 @@ def to_aws_batch(policy: Policy | Mapping[str, Any]) -> ExportBundle:
     return ExportBundle(documents=documents, script=_script(policy, base, share_files), notes=tuple(notes))
 
 
-def _service_environment(policy: Policy, base: str, notes: list[str]) -> dict[str, Any]:
+def _runnable_limit_actions(policy: Policy, notes: list[str]) -> list[dict[str, Any]]:
+    """Section 10's limit as the job queue's jobStateTimeLimitActions, one per RUNNABLE reason."""
+    timeout = policy.runnable_timeout_seconds
+    if timeout is None:
+        return []
+    seconds = math.ceil(timeout)
+    if seconds != timeout:
+        notes.append(
+            f"runnable_timeout_seconds {timeout:g} is written as maxTimeSeconds {seconds} (whole seconds)"
+        )
+    notes.append(
+        f"runnable_timeout_seconds {timeout:g} is the job queue's jobStateTimeLimitActions: state RUNNABLE, "
+        f"action {RUNNABLE_LIMIT_ACTION} (the only action for SageMaker training queues), one per reason "
+        f"({', '.join(RUNNABLE_LIMIT_REASONS)}). AWS acts on the job at the head of the queue with that "
+        "reason; the planner's replay cancels every job RUNNABLE that long, whatever the reason"
+    )
+    return [
+        {"reason": reason, "state": "RUNNABLE", "maxTimeSeconds": seconds, "action": RUNNABLE_LIMIT_ACTION}
+        for reason in RUNNABLE_LIMIT_REASONS
+    ]
+
+
+def _not_in_aws_notes(policy: Policy) -> list[str]:
+    """Sections 8 and 9 have no AWS Batch setting: said, never dropped silently."""
+    notes = []
+    if policy.fair_sharing is not None:
+        strategies = ", ".join(s.value for s in policy.fair_sharing.preemption_strategies)
+        notes.append(
+            f"fair_sharing ({strategies}) is not exported: AWS Batch quota management has no fair sharing "
+            "between quota shares (fair-share scheduling policies, fairsharePolicy, serve other job queues); "
+            "quota shares lend and reclaim by their resourceSharingConfiguration only"
+        )
+    weighted = [f"{s.name} {s.fair_weight:g}" for s in policy.shares if s.fair_weight != 1]
+    if weighted:
+        notes.append(f"fair_weight of shares ({', '.join(weighted)}) has no AWS Batch setting: not exported")
+    if policy.changes:
+        when = "; ".join(
+            f"at {change.time:g} s {'the pool' if change.share is None else 'quota share ' + change.share}: "
+            + ", ".join(f"{n} x {t}" for t, n in change.capacity.items())
+            for change in policy.changes
+        )
+        notes.append(
+            f"AWS Batch has no dated capacity or quotas: the calendar's {len(policy.changes)} changes are "
+            f"not exported ({when}); the documents hold the capacity and quotas before the first change. "
+            "Apply each change at its time with update-service-environment (capacityLimits) or "
+            "update-quota-share (capacityLimits); reserved capacity for a while is a SageMaker training plan"
+        )
+    return notes
+
+
+def _service_environment(policy: Policy, base: str, notes: list[str], prices: bool) -> dict[str, Any]:
     limits = []
     for type_name, count in policy.capacity.items():
         if not type_name.startswith("ml."):
@@ -117,6 +191,8 @@ def _service_environment(policy: Policy, base: str, notes: list[str]) -> dict[st
     tags = {}
     for instance_type in policy.instance_types.values():
         tags[TAG_GPUS + instance_type.name] = _number_text(instance_type.gpus)
+        if not prices:
+            continue
         tags[TAG_HOURLY_PRICE + instance_type.name] = _number_text(instance_type.hourly_price)
         if instance_type.hourly_price:
             notes.append(
@@ -243,10 +319,17 @@ def _largest_percent_within(share: Share, limits: Mapping[str, float]) -> int:
     return best
 
 
+def _input(file_name: str) -> str:
+    return shell_word(f"file://{file_name}")
+
+
 def _script(policy: Policy, base: str, share_files: list[str]) -> str:
+    base = shell_word(base)
+    # Every value that reaches the script is one shell word, and the comment holds the name escaped
+    # (scheduling.export.escape).
     lines = [
         "#!/bin/sh",
-        f"# AWS Batch quota management for policy {policy.name}, written by the planner.",
+        f"# AWS Batch quota management for policy {comment_text(policy.name)}, written by the planner.",
         "# Run it where the JSON files are, with the AWS CLI v2 and AWS Batch permissions.",
         "# Command-line options override the values read from --cli-input-json.",
         "set -eu",
@@ -265,15 +348,15 @@ def _script(policy: Policy, base: str, share_files: list[str]) -> str:
         "  done",
         "}",
         "",
-        f"aws batch create-service-environment --cli-input-json file://{SERVICE_ENVIRONMENT}",
-        f"wait_valid describe-service-environments --service-environments {_shell(base)} serviceEnvironments",
+        f"aws batch create-service-environment --cli-input-json {_input(SERVICE_ENVIRONMENT)}",
+        f"wait_valid describe-service-environments --service-environments {base} serviceEnvironments",
         "POLICY_ARN=$(aws batch create-scheduling-policy "
-        f"--cli-input-json file://{SCHEDULING_POLICY} --query arn --output text)",
-        f"aws batch create-job-queue --cli-input-json file://{JOB_QUEUE}"
+        f"--cli-input-json {_input(SCHEDULING_POLICY)} --query arn --output text)",
+        f"aws batch create-job-queue --cli-input-json {_input(JOB_QUEUE)}"
         ' --scheduling-policy-arn "$POLICY_ARN"',
-        f"wait_valid describe-job-queues --job-queues {_shell(base)} jobQueues",
+        f"wait_valid describe-job-queues --job-queues {base} jobQueues",
     ]
-    lines += [f"aws batch create-quota-share --cli-input-json file://{_shell(name)}" for name in share_files]
+    lines += [f"aws batch create-quota-share --cli-input-json {_input(name)}" for name in share_files]
     return "\n".join(lines) + "\n"
 
 
@@ -329,6 +412,9 @@ def from_aws_batch(documents: Mapping[str, Any] | Iterable[Any]) -> dict[str, An
         queue_type = queue.get("jobQueueType", SERVICE_TYPE)
         if queue_type != SERVICE_TYPE:
             raise InputError(f"{queue_type!r} is not {SERVICE_TYPE}", field=f"{queue_label}.jobQueueType")
+        timeout, limit_notes = _read_runnable_limit(queue, queue_label)
+    else:
+        timeout, limit_notes = None, []
     env_name = environment["serviceEnvironmentName"]
     data = {
         "name": name,
@@ -342,13 +428,59 @@ def from_aws_batch(documents: Mapping[str, Any] | Iterable[Any]) -> dict[str, An
             f" {type_name}: no {TAG_GPUS}{type_name} tag, taken as 1 GPU per instance: check it."
             for type_name in capacity
             if TAG_GPUS + type_name not in (environment.get("tags") or {})
-        ),
+        )
+        + "".join(f" {note}" for note in limit_notes),
     }
+    if timeout is not None:
+        data["runnable_timeout_seconds"] = timeout
     try:
         Policy.from_dict(data)
     except InputError as error:
         raise InputError(f"the imported policy: {error.reason}", field=error.field) from None
     return data
+
+
+def _read_runnable_limit(queue: Mapping[str, Any], label: str) -> tuple[float | None, list[str]]:
+    """The job queue's jobStateTimeLimitActions as runnable_timeout_seconds (the shortest limit:
+    the planner has one, for every reason), with notes on what it reads differently."""
+    actions = queue.get("jobStateTimeLimitActions")
+    if actions is None:
+        return None, []
+    where = f"{label}.jobStateTimeLimitActions"
+    if not isinstance(actions, list):
+        raise InputError("must be a list of {reason, state, maxTimeSeconds, action}", field=where)
+    limits, reasons = [], []
+    for i, action in enumerate(actions):
+        at = f"{where}[{i}]"
+        if not isinstance(action, Mapping):
+            raise InputError("must be an object with reason, state, maxTimeSeconds and action", field=at)
+        if action.get("state") != "RUNNABLE":
+            raise InputError(
+                f"{action.get('state')!r} is not RUNNABLE, the only state AWS acts on", field=f"{at}.state"
+            )
+        if action.get("action") not in RUNNABLE_LIMIT_ACTIONS_READ:
+            raise InputError(
+                f"{action.get('action')!r} is not {' or '.join(RUNNABLE_LIMIT_ACTIONS_READ)}",
+                field=f"{at}.action",
+            )
+        seconds = action.get("maxTimeSeconds")
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds > 0:
+            raise InputError(f"{seconds!r} is not a positive number of seconds", field=f"{at}.maxTimeSeconds")
+        limits.append(seconds)
+        reasons.append(str(action.get("reason", "")))
+    if not limits:
+        return None, []
+    notes = []
+    missing = [reason for reason in RUNNABLE_LIMIT_REASONS if reason not in reasons]
+    if len(set(limits)) > 1 or missing:
+        notes.append(
+            f"jobStateTimeLimitActions read as one limit of {min(limits):g} s for every RUNNABLE job (the "
+            "planner has one limit, whatever the reason"
+            + (f"; the queue had none for {', '.join(missing)}" if missing else "")
+            + (f"; its limits were {', '.join(f'{x:g}' for x in limits)} s" if len(set(limits)) > 1 else "")
+            + ")."
+        )
+    return min(limits), notes
 
 
 def _labelled_documents(documents: Any) -> list[tuple[str, Mapping[str, Any]]]:
@@ -507,7 +639,7 @@ def _read_quota_share(
 
 def _aws_name(text: str) -> str:
     """A name AWS Batch accepts: up to 128 letters, digits, hyphens and underscores."""
-    if _AWS_NAME.match(text):
+    if _AWS_NAME.fullmatch(text):  # not match: "$" would let a trailing line feed through
         return text
     cleaned = re.sub(r"[^A-Za-z0-9_-]+", "-", text).strip("-")[:128]
     return cleaned or "planner"
@@ -541,8 +673,3 @@ def _string(document: Mapping[str, Any], key: str, label: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise InputError("needs a name", field=f"{label}.{key}")
     return value
-
-
-def _shell(word: str) -> str:
-    """``word`` quoted for sh when it needs it (AWS names never do; file names stay readable)."""
-    return word if re.match(r"^[A-Za-z0-9_.:/=+-]+$", word) else "'" + word.replace("'", "'\\''") + "'"

@@ -7,6 +7,7 @@ Quotas are ``nvidia.com/gpu`` counts: a share's n instances of a type with g GPU
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import textwrap
@@ -17,6 +18,7 @@ from typing import Any
 import yaml
 
 from scheduling.errors import InputError
+from scheduling.export.escape import comment_text
 from scheduling.model import (
     MAX_PRIORITY,
     InSharePreemption,
@@ -26,6 +28,7 @@ from scheduling.model import (
     Share,
     Strategy,
 )
+from scheduling.nesting import check_yaml_nesting
 
 API_VERSION = "kueue.x-k8s.io/v1beta1"
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -39,6 +42,12 @@ ANNOTATION_SHARE = "planner/share-name"
 ANNOTATION_INSTANCE_TYPE = "planner/instance-type"
 ANNOTATION_GPUS = "planner/gpus-per-instance"
 ANNOTATION_HOURLY_PRICE = "planner/hourly-price"
+ANNOTATION_FAIR_SHARING = "planner/fair-sharing-strategies"
+ANNOTATION_CHANGES = "planner/changes"
+ANNOTATION_RUNNABLE_TIMEOUT = "planner/runnable-timeout-seconds"
+
+# Kueue's own configuration file (the controller manager's), where fair sharing is switched on.
+CONFIG_API_VERSION = "config.kueue.x-k8s.io/v1beta1"
 
 WITHIN_CLUSTER_QUEUE = {
     InSharePreemption.NEVER: "Never",
@@ -52,9 +61,14 @@ _DNS_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-
 
 
 def to_kueue_yaml(
-    policy: Policy | Mapping[str, Any], *, priorities: Iterable[int] = (0,), gpu_resource: str = GPU_RESOURCE
+    policy: Policy | Mapping[str, Any],
+    *,
+    priorities: Iterable[int] = (0,),
+    gpu_resource: str = GPU_RESOURCE,
+    prices: bool = True,
 ) -> str:
-    """The Kueue objects of ``policy`` as multi-document YAML, with ``kueue_notes`` as leading comments.
+    """The Kueue objects of ``policy`` as multi-document YAML, with ``kueue_notes`` as leading comments;
+    ``prices=False`` leaves the hourly prices out (annotations and notes).
 
     ``priorities`` are the job priorities to make a WorkloadPriorityClass for: ``priority-<p>`` with
     value p, so a job of planner priority p is labelled ``kueue.x-k8s.io/priority-class: priority-<p>``.
@@ -65,21 +79,26 @@ def to_kueue_yaml(
     share_names = _share_names(policy)
     cohort = _dns_name(policy.name, "planner")
     documents: list[dict[str, Any]] = [_cohort(policy, cohort, flavors, gpu_resource)]
-    documents += [_resource_flavor(policy, type_name, flavor) for type_name, flavor in flavors.items()]
+    documents += [_resource_flavor(policy, t, flavor, prices) for t, flavor in flavors.items()]
     documents += [
         _cluster_queue(policy, share, share_names[share.name], cohort, flavors, gpu_resource)
         for share in policy.shares
     ]
     documents += [_priority_class(p) for p in priorities]
-    header = [f"# Kueue ({API_VERSION}) configuration of policy {policy.name}, written by the planner."]
+    # The comments are the only text not written by the YAML emitter: names in them are escaped so
+    # that none can end the comment line and start a document of its own.
+    name = comment_text(policy.name)
+    header = [f"# Kueue ({API_VERSION}) configuration of policy {name}, written by the planner."]
     header += ["#", "# Notes:"]
-    for note in kueue_notes(policy, gpu_resource=gpu_resource):
-        header += textwrap.wrap(note, width=100, initial_indent="# - ", subsequent_indent="#   ")
+    for note in kueue_notes(policy, gpu_resource=gpu_resource, prices=prices):
+        header += textwrap.wrap(
+            comment_text(note), width=100, initial_indent="# - ", subsequent_indent="#   "
+        )
     body = yaml.safe_dump_all(documents, sort_keys=False, default_flow_style=False, explicit_start=True)
     return "\n".join(header) + "\n" + body
 
 
-def kueue_notes(policy: Policy, *, gpu_resource: str = GPU_RESOURCE) -> list[str]:
+def kueue_notes(policy: Policy, *, gpu_resource: str = GPU_RESOURCE, prices: bool = True) -> list[str]:
     """What the Kueue export changes or cannot say, in words (also the YAML's leading comments)."""
     notes = [
         f"Quotas are {gpu_resource} counts per ResourceFlavor (one flavor per instance type): a quota of n "
@@ -117,13 +136,19 @@ def kueue_notes(policy: Policy, *, gpu_resource: str = GPU_RESOURCE) -> list[str
                     f"lending_limit {lend:g} of share {share.name} for {type_name} is above its quota "
                     f"{share.quota(type_name)}: written as lendingLimit = nominalQuota (the same effect)."
                 )
+    notes += _section_8_to_10_notes(policy)
     if policy.startup_seconds:
         notes.append(
             f"startup_seconds {policy.startup_seconds:g} has no Kueue setting (it is how long a started job "
             f"holds capacity before work): kept as annotation {ANNOTATION_STARTUP} on the Cohort."
         )
     priced = [t for t in policy.instance_types.values() if t.hourly_price]
-    if priced:
+    if not prices:
+        notes.append(
+            "Hourly prices are left out of this export (the reader's role does not read $ figures): an "
+            "import takes 0 for a new instance type and keeps the planner's price of a known one."
+        )
+    elif priced:
         notes.append(
             "hourly_price has no Kueue setting: kept as annotation "
             f"{ANNOTATION_HOURLY_PRICE} on each ResourceFlavor."
@@ -135,6 +160,58 @@ def kueue_notes(policy: Policy, *, gpu_resource: str = GPU_RESOURCE) -> list[str
             f"lower case with - and keep the planner name in annotation {ANNOTATION_SHARE}."
         )
     return notes
+
+
+def _section_8_to_10_notes(policy: Policy) -> list[str]:
+    """Fair sharing lives in Kueue's Configuration, not in the objects; the calendar and the
+    RUNNABLE limit have no Kueue setting at all."""
+    notes = []
+    if policy.fair_sharing is not None:
+        strategies = ", ".join(s.value for s in policy.fair_sharing.preemption_strategies)
+        notes.append(
+            "Fair sharing is on: Kueue's Configuration (the controller manager's config file, "
+            f"apiVersion {CONFIG_API_VERSION}, kind Configuration) must enable it with the policy's "
+            f"strategies: fairSharing: {{enable: true, preemptionStrategies: [{strategies}]}}. Each "
+            "ClusterQueue carries its weight as spec.fairSharing.weight. An import reads the strategies "
+            f"back from that Configuration when it is given, else from annotation {ANNOTATION_FAIR_SHARING} "
+            "on the Cohort."
+        )
+    elif any(share.fair_weight != 1 for share in policy.shares):
+        notes.append(
+            "Fair sharing is off: the shares' weights are written as spec.fairSharing.weight but Kueue "
+            "uses them only when its Configuration enables fairSharing."
+        )
+    if policy.changes:
+        when = "; ".join(
+            f"at {change.time:g} s {'the pool' if change.share is None else change.share}: "
+            + ", ".join(f"{n} x {t}" for t, n in change.capacity.items())
+            for change in policy.changes
+        )
+        notes.append(
+            f"Kueue has no dated capacity or quotas: the calendar's {len(policy.changes)} changes are not "
+            f"applied by these objects ({when}). Change the nominalQuotas at those times (a training plan: "
+            f"up at its start, down at its end); they are kept as annotation {ANNOTATION_CHANGES} on the "
+            "Cohort, which an import reads back."
+        )
+    if policy.runnable_timeout_seconds is not None:
+        notes.append(
+            f"runnable_timeout_seconds {policy.runnable_timeout_seconds:g} (cancel a job queued that long) "
+            "has no Kueue setting (waitForPodsReady is about pods starting once admitted): kept as "
+            f"annotation {ANNOTATION_RUNNABLE_TIMEOUT} on the Cohort."
+        )
+    return notes
+
+
+def _cohort_annotations(policy: Policy) -> dict[str, str]:
+    """Sections 8-10 as Cohort annotations (JSON for the calendar: one string, emitted by YAML)."""
+    out = {}
+    if policy.fair_sharing is not None:
+        out[ANNOTATION_FAIR_SHARING] = ",".join(s.value for s in policy.fair_sharing.preemption_strategies)
+    if policy.changes:
+        out[ANNOTATION_CHANGES] = json.dumps(policy.to_dict()["changes"], separators=(",", ":"))
+    if policy.runnable_timeout_seconds is not None:
+        out[ANNOTATION_RUNNABLE_TIMEOUT] = _number_text(policy.runnable_timeout_seconds)
+    return out
 
 
 def _cohort(policy: Policy, name: str, flavors: Mapping[str, str], gpu_resource: str) -> dict[str, Any]:
@@ -161,25 +238,25 @@ def _cohort(policy: Policy, name: str, flavors: Mapping[str, str], gpu_resource:
             "annotations": {
                 ANNOTATION_POLICY: policy.name,
                 ANNOTATION_STARTUP: _number_text(policy.startup_seconds),
+                **_cohort_annotations(policy),
             },
         },
         "spec": spec,
     }
 
 
-def _resource_flavor(policy: Policy, type_name: str, flavor: str) -> dict[str, Any]:
+def _resource_flavor(policy: Policy, type_name: str, flavor: str, prices: bool) -> dict[str, Any]:
     instance_type = policy.instance_types[type_name]
+    annotations = {
+        ANNOTATION_INSTANCE_TYPE: type_name,
+        ANNOTATION_GPUS: _number_text(instance_type.gpus),
+    }
+    if prices:
+        annotations[ANNOTATION_HOURLY_PRICE] = _number_text(instance_type.hourly_price)
     return {
         "apiVersion": API_VERSION,
         "kind": "ResourceFlavor",
-        "metadata": {
-            "name": flavor,
-            "annotations": {
-                ANNOTATION_INSTANCE_TYPE: type_name,
-                ANNOTATION_GPUS: _number_text(instance_type.gpus),
-                ANNOTATION_HOURLY_PRICE: _number_text(instance_type.hourly_price),
-            },
-        },
+        "metadata": {"name": flavor, "annotations": annotations},
         "spec": {"nodeLabels": {INSTANCE_TYPE_LABEL: type_name}},
     }
 
@@ -199,11 +276,15 @@ def _cluster_queue(
             resource["lendingLimit"] = _gpus(policy, type_name, min(lend, quota))
         flavor_quotas.append({"name": flavor, "resources": [resource]})
     annotations = {ANNOTATION_SHARE: share.name}
+    fair: dict[str, Any] = {}
+    if policy.fair_sharing is not None or share.fair_weight != 1:
+        fair["fairSharing"] = {"weight": share.fair_weight}
     return {
         "apiVersion": API_VERSION,
         "kind": "ClusterQueue",
         "metadata": {"name": name, "annotations": annotations},
         "spec": {
+            **fair,
             "cohort": cohort,
             "namespaceSelector": {},
             "queueingStrategy": QUEUEING_STRATEGY[policy.queueing],
@@ -272,10 +353,13 @@ def from_kueue_yaml(text: str | bytes, *, gpu_resource: str = GPU_RESOURCE) -> d
     queues: list[tuple[str, Mapping[str, Any]]] = []
     ignored: list[str] = []
     priority_classes: list[str] = []
+    configuration: dict[str, Any] | None = None
     for label, document in documents:
         kind = document["kind"]
         name = document["metadata"]["name"]
-        if kind == "Cohort":
+        if kind == "Configuration" and document.get("apiVersion") == CONFIG_API_VERSION:
+            configuration = _read_configuration(label, document)
+        elif kind == "Cohort":
             cohorts[name] = (label, document)
         elif kind == "ResourceFlavor":
             flavors[name] = (label, document)
@@ -326,10 +410,19 @@ def from_kueue_yaml(text: str | bytes, *, gpu_resource: str = GPU_RESOURCE) -> d
         for type_name, count in share["capacity"].items():
             pool[type_name] = pool.get(type_name, 0) + count
         shares.append(share)
-    policy_name, startup = cohort_name or "kueue-import", 0
+    policy_name, startup, extras = cohort_name or "kueue-import", 0, {}
     if cohort_name in cohorts:
         label, cohort = cohorts[cohort_name]
-        policy_name, startup = _read_cohort(label, cohort, types, gpu_resource, pool, notes)
+        policy_name, startup, extras = _read_cohort(label, cohort, types, gpu_resource, pool, notes)
+    if configuration is not None:
+        extras.pop("fair_sharing", None)
+        if configuration["enable"]:
+            extras["fair_sharing"] = configuration["fair_sharing"]
+    if "fair_sharing" not in extras and any("fair_weight" in share for share in shares):
+        notes.append(
+            "ClusterQueues have fairSharing weights but no Configuration enabling fairSharing was given: "
+            "fair sharing is off (import the Configuration with them to turn it on)."
+        )
     ignored += [label for name, (label, _) in cohorts.items() if name != cohort_name]
     instance_types = {t: {"gpus": gpus, "hourly_price": price} for t, gpus, price in types.values()}
     if ignored:
@@ -346,6 +439,7 @@ def from_kueue_yaml(text: str | bytes, *, gpu_resource: str = GPU_RESOURCE) -> d
         "queueing": strategies.pop().value,
         "startup_seconds": startup,
         "shares": shares,
+        **extras,
     }
     for share in shares:
         share["capacity"] = {types[f][0]: n for f, n in share["capacity"].items() if n}
@@ -361,6 +455,7 @@ def from_kueue_yaml(text: str | bytes, *, gpu_resource: str = GPU_RESOURCE) -> d
 
 
 def _load_documents(text: str | bytes) -> list[tuple[str, Mapping[str, Any]]]:
+    check_yaml_nesting(text)  # before the loader, which builds nested collections recursively
     try:
         raw = [doc for doc in yaml.safe_load_all(text) if doc is not None]
     except yaml.YAMLError as error:
@@ -451,14 +546,19 @@ def _read_cluster_queue(
     borrow_within = preemption.get("borrowWithinCohort") or {}
     if isinstance(borrow_within, Mapping) and borrow_within.get("policy", "Never") != "Never":
         notes.append(f"{label}: borrowWithinCohort {borrow_within.get('policy')} is not modelled (Never).")
-    if spec.get("fairSharing"):
-        notes.append(f"{label}: fairSharing is not modelled.")
     share: dict[str, Any] = {
         "name": str(name),
         "capacity": {flavor: q[0] for flavor, q in quotas.items()},
         "in_share_preemption": within.value,
         "reclaim": reclaim.value,
     }
+    fair = spec.get("fairSharing")
+    if fair is not None:
+        if not isinstance(fair, Mapping):
+            raise InputError("must be an object with weight", field=f"{label}.spec.fairSharing")
+        if "weight" in fair:
+            weight = parse_quantity(fair["weight"], f"{label}.spec.fairSharing.weight")
+            share["fair_weight"] = int(weight) if weight.denominator == 1 else float(weight)
     if not _cohort_of(label, document):
         share["strategy"] = Strategy.RESERVE.value
         notes.append(f"{label} is in no cohort: imported as RESERVE (it neither lends nor borrows).")
@@ -544,8 +644,9 @@ def _read_cohort(
     gpu_resource: str,
     pool: dict[str, int],
     notes: list[str],
-) -> tuple[str, float]:
-    """Adds the Cohort's own nominalQuota (unassigned capacity) to ``pool``; its policy name and start-up."""
+) -> tuple[str, float, dict[str, Any]]:
+    """Adds the Cohort's own nominalQuota (unassigned capacity) to ``pool``; its policy name,
+    start-up and the sections 8-10 keys its planner annotations hold."""
     spec = _spec(label, document)
     if spec.get("parent") or spec.get("parentName"):
         notes.append(f"{label}: its parent cohort is not modelled (one cohort per policy).")
@@ -557,7 +658,43 @@ def _read_cohort(
     annotations = _annotations(label, document)
     name = annotations.get(ANNOTATION_POLICY) or document["metadata"]["name"]
     startup = _annotation_number(annotations, ANNOTATION_STARTUP, label, default=0)
-    return str(name), startup
+    extras: dict[str, Any] = {}
+    if ANNOTATION_FAIR_SHARING in annotations:
+        listed = str(annotations[ANNOTATION_FAIR_SHARING])
+        extras["fair_sharing"] = {
+            "preemption_strategies": [s.strip() for s in listed.split(",") if s.strip()]
+        }
+    if ANNOTATION_CHANGES in annotations:
+        try:
+            extras["changes"] = json.loads(str(annotations[ANNOTATION_CHANGES]))
+        except ValueError:
+            raise InputError(
+                "is not the JSON list of changes the export writes",
+                field=f"{label}.metadata.annotations.{ANNOTATION_CHANGES}",
+            ) from None
+    if ANNOTATION_RUNNABLE_TIMEOUT in annotations:
+        extras["runnable_timeout_seconds"] = _annotation_number(
+            annotations, ANNOTATION_RUNNABLE_TIMEOUT, label, default=0, positive=True
+        )
+    return str(name), startup, extras
+
+
+def _read_configuration(label: str, document: Mapping[str, Any]) -> dict[str, Any]:
+    """Kueue's Configuration: whether fairSharing is enabled, and its preemption strategies (the
+    engine's validator says whether the list is one Kueue accepts)."""
+    fair = document.get("fairSharing") or {}
+    if not isinstance(fair, Mapping):
+        raise InputError("must be an object", field=f"{label}.fairSharing")
+    enable = fair.get("enable", False)
+    if not isinstance(enable, bool):
+        raise InputError(f"{enable!r} is not true or false", field=f"{label}.fairSharing.enable")
+    out: dict[str, Any] = {}
+    strategies = fair.get("preemptionStrategies")
+    if strategies is not None:
+        if not isinstance(strategies, list):
+            raise InputError("must be a list", field=f"{label}.fairSharing.preemptionStrategies")
+        out["preemption_strategies"] = strategies
+    return {"enable": enable, "fair_sharing": out}
 
 
 # ---------------------------------------------------------------------------------------
@@ -655,11 +792,11 @@ def _enum_of(mapping: Mapping[Any, str], value: Any, where: str):
 
 def _dns_name(text: str, fallback: str) -> str:
     """A Kubernetes object name (RFC 1123 subdomain): lower case, digits, - and ., at most 253."""
-    if _DNS_NAME.match(text) and len(text) <= 253:
+    if _DNS_NAME.fullmatch(text) and len(text) <= 253:  # not match: "$" lets a trailing line feed through
         return text
     cleaned = re.sub(r"[^a-z0-9.-]+", "-", text.lower())
     cleaned = re.sub(r"\.{2,}", ".", cleaned).strip("-.")[:253].strip("-.")
-    return cleaned if cleaned and _DNS_NAME.match(cleaned) else fallback
+    return cleaned if cleaned and _DNS_NAME.fullmatch(cleaned) else fallback
 
 
 def _unique(name: str, used: set[str]) -> str:

@@ -11,7 +11,7 @@ from typing import Any
 
 from scheduling.errors import InputError
 from scheduling.trace import Trace
-from scheduling.traces import helios, itp, openb, pai, sacct
+from scheduling.traces import aws_batch_jobs, helios, itp, kueue_workloads, openb, pai, sacct
 from scheduling.traces.fields import TraceInput, TraceSource, open_source
 from scheduling.traces.planner import read_planner_csv, read_planner_json
 
@@ -26,6 +26,8 @@ FORMATS: dict[str, TraceReader] = {
     "helios": helios.read,
     "philly": helios.read_philly,
     "alibaba-pai-2020": pai.read,
+    "aws-batch-jobs": aws_batch_jobs.read,
+    "kueue-workloads": kueue_workloads.read,
 }
 
 

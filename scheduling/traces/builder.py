@@ -53,14 +53,30 @@ class TraceBuilder:
         self._any_name = False
         self._recorded = array("d")
         self._any_recorded = False
+        self._preempted = array("i")
+        self._any_preempted = False
         self._update_time = array("d")
         self._update_job: list[str] = []
         self._update_priority = array("i")
         self._epoch: bool | None = None
         self._epoch_row: int | None = None
+        self._jobs_before = 0
 
     def __len__(self) -> int:
-        return len(self._job_id)
+        return self._jobs_before + len(self._job_id)
+
+    def resume_after(
+        self, jobs: int, *, earlier_row_of: Mapping[str, int] = {}, epoch: tuple[bool, int] | None = None
+    ) -> TraceBuilder:
+        """Stand as if ``jobs`` valid jobs had been added, so that one more row gets exactly the
+        message a row-by-row read would give it: ``earlier_row_of`` holds the earlier rows of the
+        job ids it may repeat, ``epoch`` the kind of time seen first and its row. The columnar
+        reader (``scheduling.traces.columnar``) re-checks its first bad row this way."""
+        self._jobs_before = jobs
+        self._row_of.update(earlier_row_of)
+        if epoch is not None:
+            self._epoch, self._epoch_row = epoch
+        return self
 
     def _field(self, name: str) -> str:
         return self._field_names.get(name, name)
@@ -119,9 +135,10 @@ class TraceBuilder:
         user: str | None = None,
         name: str | None = None,
         recorded_start: float | None = None,
+        recorded_preemptions: int | None = None,
     ) -> None:
         """Check one job and append it; ``row`` is its 1-based data row for messages."""
-        if self.max_rows is not None and len(self._job_id) >= self.max_rows:
+        if self.max_rows is not None and len(self) >= self.max_rows:
             raise InputError(f"more than {self.max_rows} jobs: the limit is {self.max_rows}", row=row)
         if isinstance(job_id, int) and not isinstance(job_id, bool):
             job_id = str(job_id)
@@ -157,6 +174,12 @@ class TraceBuilder:
         user_name = self._text(user, row, "user", required=False)
         job_name = self._text(name, row, "name", required=False)
         recorded = _NAN if recorded_start is None else self._finite(recorded_start, row, "recorded_start")
+        if recorded_preemptions is None:
+            preempted = -1
+        else:
+            preempted = self._whole(recorded_preemptions, row, "recorded_preemptions")
+            if not 0 <= preempted <= 2**31 - 1:
+                raise self._fail(f"{preempted} is not a count of preemptions", row, "recorded_preemptions")
 
         self._row_of[job] = row
         self._job_id.append(job)
@@ -183,6 +206,8 @@ class TraceBuilder:
         self._any_name = self._any_name or job_name is not None
         self._recorded.append(recorded)
         self._any_recorded = self._any_recorded or recorded_start is not None
+        self._preempted.append(preempted)
+        self._any_preempted = self._any_preempted or recorded_preemptions is not None
 
     def add_priority_update(
         self, row: int | None, *, time: float, job_id: str, priority: int, field_prefix: str = ""
@@ -240,6 +265,7 @@ class TraceBuilder:
             user=list(self._user) if self._any_user else None,
             name=list(self._name) if self._any_name else None,
             recorded_start=_column(self._recorded, np.float64) if self._any_recorded else None,
+            recorded_preemptions=_column(self._preempted, np.int32) if self._any_preempted else None,
             updates=PriorityUpdates(
                 _column(self._update_time, np.float64),
                 list(self._update_job),

@@ -243,6 +243,14 @@ class TraceSource:
             return gzip.GzipFile(fileobj=self._stream, mode="rb")
         return self._stream
 
+    @property
+    def binary(self) -> bool:
+        return self._binary
+
+    def rewound(self) -> IO:
+        """The decompressed stream from the start (bytes for a binary source)."""
+        return self._rewind()
+
     def head(self, size: int = 512) -> str:
         """The first ``size`` characters or so, decompressed and decoded leniently."""
         stream = self._rewind()

@@ -471,6 +471,8 @@ IMPORTERS = {
     "helios": "scheduling.traces.helios",
     "philly": "scheduling.traces.helios",
     "alibaba-pai-2020": "scheduling.traces.pai",
+    "aws-batch-jobs": "scheduling.traces.aws_batch_jobs",
+    "kueue-workloads": "scheduling.traces.kueue_workloads",
 }
 
 
@@ -531,6 +533,9 @@ def trace_rows(trace: Trace, rows: int) -> list[dict[str, Any]]:
         if trace.recorded_start is not None:
             start = float(trace.recorded_start[i])
             item["recorded_start"] = None if math.isnan(start) else start
+        if trace.recorded_preemptions is not None:
+            count = int(trace.recorded_preemptions[i])
+            item["recorded_preemptions"] = None if count < 0 else count
         out.append(item)
     return out
 

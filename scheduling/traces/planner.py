@@ -22,6 +22,7 @@ from scheduling.errors import InputError
 from scheduling.model import MAX_PRIORITY
 from scheduling.trace import NO_TYPE, UNLIMITED_RETRIES, Trace
 from scheduling.traces.builder import TraceBuilder
+from scheduling.traces.columnar import Unsupported, read_columnar
 from scheduling.traces.fields import (
     TraceInput,
     TraceSource,
@@ -93,44 +94,62 @@ def _add_job(builder: TraceBuilder, row: int, get: Callable[[str], Any]) -> None
 
 def read_planner_csv(source: TraceInput | TraceSource, *, max_rows: int | None = None) -> Trace:
     """A planner CSV trace. Rows are numbered from 1 after the header; an empty optional
-    cell takes the default; priority updates are JSON only."""
+    cell takes the default; priority updates are JSON only.
+
+    Read by pyarrow's columnar parser (``scheduling.traces.columnar``) when the file is plain
+    CSV, else row by row (``_read_rows``, which also words every message)."""
     with open_source(source) as opened:
-        records = csv.reader(opened.lines())
-        try:
-            header = next(records)
-        except StopIteration:
-            raise InputError(f"the file is empty: a CSV trace needs a header row ({_allowed()})") from None
-        except UndecodableText as exc:
-            raise InputError(f"the header is not UTF-8 text ({exc.detail}): save the file as UTF-8") from None
-        except csv.Error as exc:
-            raise InputError(f"the header is not valid CSV: {exc}") from None
-        index = _header_index(header)
-        width = len(header)
-        builder = TraceBuilder(max_rows=max_rows, source="planner CSV")
-        row = 0
-        while True:
+        index = _header_index(_read_header(opened))
+        if opened.binary:
             try:
-                cells = next(records)
-            except StopIteration:
-                break
-            except UndecodableText as exc:
-                raise InputError(
-                    f"is not UTF-8 text ({exc.detail}): save the file as UTF-8", row=row + 1
-                ) from None
-            except csv.Error as exc:
-                raise InputError(f"is not valid CSV: {exc}", row=row + 1) from None
-            row += 1
-            if not cells or (len(cells) == 1 and not cells[0].strip()):
-                continue  # a blank line: counted as a row so numbers match the file, but no job
-            if len(cells) != width and not (len(cells) > width and not any(c.strip() for c in cells[width:])):
-                raise InputError(f"has {len(cells)} cells, but the header has {width} columns", row=row)
+                return read_columnar(opened, index, max_rows=max_rows, add_job=_add_job)
+            except Unsupported:
+                pass
+        return _read_rows(opened, max_rows=max_rows)
 
-            def get(name: str, cells: list[str] = cells) -> str | None:
-                position = index.get(name)
-                return None if position is None else cells[position]
 
-            _add_job(builder, row, get)
-        return builder.build()
+def _read_header(opened: TraceSource) -> list[str]:
+    try:
+        return next(csv.reader(opened.lines()))
+    except StopIteration:
+        raise InputError(f"the file is empty: a CSV trace needs a header row ({_allowed()})") from None
+    except UndecodableText as exc:
+        raise InputError(f"the header is not UTF-8 text ({exc.detail}): save the file as UTF-8") from None
+    except csv.Error as exc:
+        raise InputError(f"the header is not valid CSV: {exc}") from None
+
+
+def _read_rows(opened: TraceSource, *, max_rows: int | None) -> Trace:
+    """The row-by-row reader: the definition of a valid planner CSV and of its messages."""
+    records = csv.reader(opened.lines())
+    index = _header_index(_read_header(opened))
+    next(records)
+    width = len(index)
+    builder = TraceBuilder(max_rows=max_rows, source="planner CSV")
+    row = 0
+    while True:
+        try:
+            cells = next(records)
+        except StopIteration:
+            break
+        except UndecodableText as exc:
+            raise InputError(
+                f"is not UTF-8 text ({exc.detail}): save the file as UTF-8", row=row + 1
+            ) from None
+        except csv.Error as exc:
+            raise InputError(f"is not valid CSV: {exc}", row=row + 1) from None
+        row += 1
+        if not cells or (len(cells) == 1 and not cells[0].strip()):
+            continue  # a blank line: counted as a row so numbers match the file, but no job
+        if len(cells) != width and not (len(cells) > width and not any(c.strip() for c in cells[width:])):
+            raise InputError(f"has {len(cells)} cells, but the header has {width} columns", row=row)
+
+        def get(name: str, cells: list[str] = cells) -> str | None:
+            position = index.get(name)
+            return None if position is None else cells[position]
+
+        _add_job(builder, row, get)
+    return builder.build()
 
 
 def _header_index(header: list[str]) -> dict[str, int]:

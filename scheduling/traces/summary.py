@@ -68,6 +68,11 @@ def summarize(trace: Trace, *, buckets: int = 200, gpus_per_type: Mapping[str, f
         "recorded_starts": (
             int(np.count_nonzero(~np.isnan(trace.recorded_start))) if trace.recorded_start is not None else 0
         ),
+        "recorded_preemptions": (
+            int(trace.recorded_preemptions[trace.recorded_preemptions >= 0].sum())
+            if trace.recorded_preemptions is not None
+            else None
+        ),
         "priority_updates": len(trace.updates),
         "arrivals": {"t": edges[:-1].tolist(), "width": width, "shares": arrivals},
         "demand": {"t": edges[:-1].tolist(), "width": width, "shares": demand},

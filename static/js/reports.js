@@ -23,6 +23,12 @@
     if (status) { status.textContent = run.status; status.className = "status status-" + run.status; }
     if (error) {
       error.textContent = "";
+      if (run.note) {  // its worker stopped answering: when the run will be retried
+        var note = document.createElement("span");
+        note.className = "notice";
+        note.textContent = run.note + " ";
+        error.appendChild(note);
+      }
       if (run.error) {
         var span = document.createElement("span");
         span.className = "field-error";

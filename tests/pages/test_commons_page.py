@@ -38,7 +38,7 @@ def test_a_viewer_sees_every_game_with_charts(page_as, study):
 
 
 def test_choices_stay_in_the_url(page_as, study):
-    page = page_as("viewer")
+    page = page_as("finance")  # the $ unit is for finance and admin
     page.goto("/commons/")
     other = study.runs.exclude(policy=study.baseline).get()
     page.get_by_label("Run (for RESERVE hoarding)").select_option(str(other.pk))

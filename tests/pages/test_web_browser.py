@@ -100,7 +100,7 @@ def test_a_viewer_sees_the_policy_without_edit_controls(page_as, small_policy):
     look_at(page, "policy-viewer", "#quota-chart")
 
 
-def test_a_bad_upload_names_the_row_next_to_the_file_and_stores_nothing(page_as):
+def test_a_bad_upload_is_refused_on_its_page_naming_the_row(page_as, eager_celery):
     page = page_as("admin")
     page.goto("/traces/upload/")
     bad = SMALL_TRACE_CSV.replace(b"i1,600,infer,5,1,900", b"i1,600,infer,5,1,-5")
@@ -109,13 +109,14 @@ def test_a_bad_upload_names_the_row_next_to_the_file_and_stores_nothing(page_as)
     )
     page.get_by_label("Name").fill("bad week")
     page.get_by_role("button", name="Upload").click()
-    errors = page.locator('[data-errors-for="file"]')
-    assert errors.inner_text().strip().endswith("row 3, duration: -5 is negative")
-    assert Trace.objects.count() == 0
+    page.wait_for_url(re.compile(r"/traces/\d+/"))
+    assert page.locator("#trace-error").inner_text().strip() == "row 3, duration: -5 is negative"
+    trace = Trace.objects.get()
+    assert trace.state == "failed" and not trace.jobs_file and not trace.upload_file
     look_at(page, "trace-upload-error")
 
 
-def test_a_good_upload_shows_its_summary_charts(page_as):
+def test_a_good_upload_shows_its_summary_charts(page_as, eager_celery):
     page = page_as("admin")
     page.goto("/traces/upload/")
     page.get_by_label("Trace file").set_input_files(
@@ -130,7 +131,7 @@ def test_a_good_upload_shows_its_summary_charts(page_as):
     page.get_by_label("Name").fill("lab week")
     page.get_by_role("button", name="Upload").click()
     page.wait_for_url(re.compile(r"/traces/\d+/"))
-    assert "4 jobs" in page.locator(".messages").inner_text()
+    assert "a worker is reading it" in page.locator(".messages").inner_text()
     stats = page.locator(".stats").inner_text()
     assert "4\njobs" in stats and "5\nGPU-hours" in stats  # 2x1 h + 1x2 h + 1x0.25 h + 2x(1/3) h = 4.9
     for chart in ("#arrivals-chart", "#demand-chart", "#size-chart", "#duration-chart"):
@@ -138,7 +139,35 @@ def test_a_good_upload_shows_its_summary_charts(page_as):
     look_at(page, "trace")
     page.get_by_role("navigation", name="Main").get_by_role("link", name="Traces").click()
     assert page.locator("#trace-table tbody tr").first.locator("td").first.inner_text() == "lab week"
-    look_at(page, "traces")
+
+
+def test_the_parse_progress_bar_survives_a_reload_and_the_page_shows_the_trace_when_done(page_as):
+    from django.utils import timezone
+
+    from planner.traces.tasks import parse_trace
+
+    page = page_as("admin")
+    page.goto("/traces/upload/")
+    page.get_by_label("Trace file").set_input_files(
+        {"name": "week.csv", "mimeType": "text/csv", "buffer": SMALL_TRACE_CSV}
+    )
+    page.get_by_label("Name").fill("slow week")
+    page.get_by_role("button", name="Upload").click()  # no worker runs yet: the trace waits
+    page.wait_for_url(re.compile(r"/traces/\d+/"))
+    trace = Trace.objects.get(name="slow week")
+    half = len(SMALL_TRACE_CSV) // 2
+    Trace.objects.filter(pk=trace.pk).update(  # a live worker's last beat
+        status="running", progress=half / len(SMALL_TRACE_CSV), bytes_read=half, heartbeat=timezone.now()
+    )
+    page.reload()  # what a worker wrote is what the bar shows, after a reload too
+    bar = page.locator('#trace-progress progress[data-field="progress"]')
+    assert float(bar.get_attribute("value")) == pytest.approx(half / len(SMALL_TRACE_CSV), abs=1e-3)
+    assert page.locator('[data-field="bytes"]').inner_text() == f"{half} of {len(SMALL_TRACE_CSV)} bytes"
+    look_at(page, "trace-parsing")
+    Trace.objects.filter(pk=trace.pk).update(status="queued", attempts=0)
+    parse_trace.apply(args=[trace.pk])  # the worker: the page notices by itself and shows the trace
+    page.locator(".stats").wait_for(timeout=15_000)
+    assert "4\njobs" in page.locator(".stats").inner_text()
 
 
 def test_a_study_is_launched_from_the_form(page_as, small_policy, small_trace, eager_celery):

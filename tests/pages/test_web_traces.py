@@ -1,12 +1,14 @@
-"""Trace upload and the trace page through the Django test client: the reader's row/field message
-lands next to the field it is about, nothing is stored on error, and the page draws from the
-stored summary."""
+"""Trace upload and the trace page through the Django test client: a request's own mistakes (name,
+format, mapping) land next to their field; the file is then read by a worker (eager here) and a
+bad row's message is shown on the trace page, nothing else kept; the page draws from the stored
+summary."""
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from planner.traces.models import Trace
 from tests.pages.conftest import SMALL_TRACE_CSV
+from tests.uploads import eager_worker
 
 pytestmark = pytest.mark.django_db
 
@@ -15,15 +17,32 @@ SACCT_SAMPLE = "tests/scheduling/samples/sacct_parsable.txt"
 
 def upload(client, content: bytes, *, name="week", filename="jobs.csv", **fields):
     data = {"file": SimpleUploadedFile(filename, content), "name": name, "format": "auto", **fields}
-    return client.post("/traces/upload/", data)
+    with eager_worker():
+        return client.post("/traces/upload/", data)
 
 
-def test_a_bad_row_is_named_next_to_the_file_and_nothing_is_stored(client_as):
+def test_a_bad_row_is_named_on_the_trace_page_and_nothing_else_is_stored(client_as):
     bad = SMALL_TRACE_CSV.replace(b"i1,600,infer,5,1,900", b"i1,600,infer,5,1,-5")
-    response = upload(client_as("admin"), bad)
-    assert response.status_code == 400
-    assert response.context["form"].errors["file"] == ["row 3, duration: -5 is negative"]
-    assert Trace.objects.count() == 0
+    admin = client_as("admin")
+    response = upload(admin, bad)
+    assert response.status_code == 302
+    page = admin.get(response["Location"]).content.decode()
+    assert "This upload was refused" in page and "row 3, duration: -5 is negative" in page
+    trace = Trace.objects.get()
+    assert trace.state == "failed" and not trace.jobs_file and not trace.upload_file and trace.summary == {}
+    assert "week" not in client_as("viewer").get("/traces/").content.decode()  # out of everyone's list
+
+
+def test_a_trace_still_parsing_shows_its_progress_and_stays_out_of_the_lists(client_as):
+    admin = client_as("admin")
+    data = {"file": SimpleUploadedFile("jobs.csv", SMALL_TRACE_CSV), "name": "waiting", "format": "auto"}
+    response = admin.post("/traces/upload/", data)  # no worker: it stays queued
+    page = admin.get(response["Location"]).content.decode()
+    assert "A worker is reading the file" in page and 'data-parse-url="/api/traces/' in page
+    assert f"0 of {len(SMALL_TRACE_CSV):,} bytes" in page
+    assert "waiting" not in client_as("viewer").get("/traces/").content.decode()
+    assert "Uploads being read" in admin.get("/traces/").content.decode()
+    assert "waiting" not in admin.get("/studies/new/").content.decode()  # not offered to a study
 
 
 def test_a_taken_name_and_bad_mapping_are_refused_on_their_fields(client_as, small_trace):
@@ -112,20 +131,21 @@ def test_an_empty_file_is_refused_on_the_file_field(client_as):
     assert Trace.objects.count() == 0
 
 
-def test_a_mapping_column_that_is_not_in_the_file_is_named_next_to_its_field(client_as):
+def test_a_mapping_column_that_is_not_in_the_file_is_named_on_the_trace_page(client_as):
     with open(SACCT_SAMPLE, "rb") as sample:
         content = sample.read()
-    response = client_as("admin").post(
-        "/traces/upload/",
-        {
-            "file": SimpleUploadedFile("sacct.txt", content),
-            "name": "slurm week",
-            "format": "slurm-sacct",
-            "share_column": "Nope",
-            "mapping": '{"share_default": "other"}',
-        },
-    )
-    assert response.status_code == 400
-    message = response.context["form"].errors["share_column"][0]
-    assert message.startswith("mapping.share_column: 'Nope' is not a column of this trace; columns: ")
-    assert not Trace.objects.exists()
+    with eager_worker():
+        response = client_as("admin").post(
+            "/traces/upload/",
+            {
+                "file": SimpleUploadedFile("sacct.txt", content),
+                "name": "slurm week",
+                "format": "slurm-sacct",
+                "share_column": "Nope",
+                "mapping": '{"share_default": "other"}',
+            },
+        )
+    assert response.status_code == 302
+    trace = Trace.objects.get()
+    assert trace.error.startswith("mapping.share_column: 'Nope' is not a column of this trace; columns: ")
+    assert trace.error_field == "mapping.share_column" and not trace.jobs_file

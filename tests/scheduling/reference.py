@@ -1,16 +1,21 @@
-"""A deliberately naive replay written line by line from SEMANTICS.md sections 2-4, to check the engine.
+"""A deliberately naive replay written line by line from SEMANTICS.md sections 2-4 and 8-10, to check
+the engine.
 
 Slow on purpose: one loop over time instants, every round re-sorts every pending job and every
-check recomputes usage from scratch. Each rule is one function named after it.
+check recomputes usage (and capacity and quotas, from the calendar of changes) from scratch. Share
+values are exact fractions. Each rule is one function named after it.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
-from scheduling.model import Policy, Share, Strategy
+from scheduling.model import FairStrategy, Policy, Share, Strategy
 from scheduling.trace import NO_TYPE, Trace
 
 INF = math.inf
@@ -57,6 +62,7 @@ class ReferenceReplay:
         ]
         self.events: list[dict[str, Any]] = []
         self.ignored_updates = 0
+        self.now = -INF  # the instant being replayed: capacity and quotas are those in force then
 
     def _job(self, trace: Trace, i: int) -> Job:
         code = int(trace.instance_type[i])
@@ -80,10 +86,41 @@ class ReferenceReplay:
             retries=None if retries < 0 else retries,
         )
 
-    # -- section 1/3: limits and accounting ---------------------------------------------------------
+    # -- section 9: capacity and quotas in force at the current instant -----------------------------
+
+    def capacity(self, t: str) -> int:
+        """The pool's capacity of ``t`` now: the base, then every pool change dated at or before now."""
+        value = self.policy.capacity.get(t, 0)
+        for change in self.policy.changes:
+            if change.time <= self.now and change.share is None and t in change.capacity:
+                value = change.capacity[t]
+        return value
 
     def quota(self, share: str, t: str) -> int:
-        return self.shares[share].capacity.get(t, 0)
+        """A share's quota of ``t`` now: its base, then every change of that share dated at or before now."""
+        value = self.shares[share].capacity.get(t, 0)
+        for change in self.policy.changes:
+            if change.time <= self.now and change.share == share and t in change.capacity:
+                value = change.capacity[t]
+        return value
+
+    @contextmanager
+    def as_of(self, time: float) -> Iterator[None]:
+        """Look at the policy as it stands at another instant (for section 6 under a calendar)."""
+        saved, self.now = self.now, time
+        try:
+            yield
+        finally:
+            self.now = saved
+
+    def calendar_instants(self) -> list[float]:
+        """One instant per distinct state of the calendar: before any change, then each change time."""
+        return [-INF] + sorted({c.time for c in self.policy.changes})
+
+    # -- section 1/3: limits and accounting ---------------------------------------------------------
+
+    def types(self) -> list[str]:
+        return list(self.policy.instance_types)
 
     def borrow_limit(self, share: str, t: str) -> float:
         """LEND_AND_BORROW only: borrowing_limit, else floor(quota * percent / 100); -1 = unlimited."""
@@ -103,7 +140,7 @@ class ReferenceReplay:
         return s.lending_limit.get(t, INF)
 
     def unassigned(self, t: str) -> int:
-        return self.policy.capacity.get(t, 0) - sum(self.quota(name, t) for name in self.shares)
+        return self.capacity(t) - sum(self.quota(name, t) for name in self.shares)
 
     def usage(self, share: str, t: str, holding: list[Job]) -> int:
         return sum(j.count for j in holding if j.share == share and j.type == t)
@@ -127,11 +164,14 @@ class ReferenceReplay:
 
     # -- section 4: the scheduling pass --------------------------------------------------------------
 
+    def pool_usage(self, t: str, holding: list[Job]) -> int:
+        return sum(j.count for j in holding if j.type == t)
+
     def fits(self, job: Job, holding: list[Job]) -> bool:
         """Fit: admitting ``job`` on top of ``holding`` keeps pool, share limit and borrowing invariant."""
         after = holding + [job]
         t = job.type
-        if sum(j.count for j in after if j.type == t) > self.policy.capacity.get(t, 0):
+        if self.pool_usage(t, after) > self.capacity(t):
             return False
         if self.usage(job.share, t, after) > self.quota(job.share, t) + self.borrow_limit(job.share, t):
             return False
@@ -153,16 +193,15 @@ class ReferenceReplay:
     def share_order_key(self, job: Job) -> tuple:
         return (-job.priority, job.submit, self.id_key(job))
 
-    def strict_fifo_candidate(
-        self, job: Job, ordered: list[Job], started: list[Job], blocked: set[str]
-    ) -> bool:
-        """strict_fifo: a job is a candidate only if it is its share's first pending job (priority,
-        submit, job_id) when its turn in the round comes, and its share has not been blocked this round.
-        Jobs started in this round are not pending any more, even if preempted again since."""
-        if job.share in blocked:
-            return False
-        share_pending = [j for j in ordered if j.share == job.share and j not in started]
-        return min(share_pending, key=self.share_order_key) is job
+    def strict_fifo_heads(self, pending: list[Job]) -> list[Job]:
+        """strict_fifo: a round's candidates are each share's first pending job (priority, submit time,
+        job_id) as the round starts, at most one per share (Kueue's heads() per scheduling cycle). A share
+        whose head is admitted offers its next job in the next round; a head that is not admitted blocks
+        its share for this round; a job preempted during the round was not pending at its start."""
+        heads: dict[str, Job] = {}
+        for job in sorted(pending, key=self.share_order_key):
+            heads.setdefault(job.share, job)
+        return list(heads.values())
 
     def reclaim_allows(self, job: Job, victim: Job) -> bool:
         reclaim = self.shares[job.share].reclaim.value
@@ -218,7 +257,7 @@ class ReferenceReplay:
                 taken = without_v
         return taken
 
-    def preempt(self, victim: Job, now: float, by: Job) -> None:
+    def preempt(self, victim: Job, now: float, cause: str, by: str | None) -> None:
         held = now - victim.started_at
         startup = self.policy.startup_seconds
         progress = victim.saved + max(0.0, held - startup)
@@ -226,11 +265,10 @@ class ReferenceReplay:
         victim.lost += progress - saved
         victim.saved = saved
         victim.preemptions += 1
-        cause = "cross_share" if victim.share != by.share else "in_share"
-        self.event(now, victim, "preempt", cause, by.job_id)
+        self.event(now, victim, "preempt", cause, by)
         if victim.retries is not None and victim.preemptions > victim.retries:
             victim.state, victim.end = "FAILED", now
-            self.event(now, victim, "fail", cause, by.job_id)  # the fail repeats the preemption's cause
+            self.event(now, victim, "fail", cause, by)  # the fail repeats the preemption's cause
         else:
             victim.state, victim.runnable_since = "RUNNABLE", now
         victim.started_at = victim.end_at = None
@@ -245,28 +283,40 @@ class ReferenceReplay:
             job.first_start = now
         self.event(now, job, "start")
 
+    def consider(self, job: Job, now: float) -> bool:
+        """Steps 1-3 for one candidate: fit, else preempt (section 4's way or section 8's), else wait."""
+        if self.fits(job, self.holding()):
+            self.start(job, now)
+            return True
+        if self.fair_sharing_on():
+            chosen = self.fair_victims(job)
+        else:
+            victims = self.select_victims(job)
+            chosen = None if victims is None else [
+                (v, "in_share" if v.share == job.share else "cross_share") for v in victims
+            ]
+        if chosen is None:
+            return False
+        for victim, cause in chosen:
+            self.preempt(victim, now, cause, job.job_id)
+        self.start(job, now)
+        return True
+
     def run_round(self, now: float) -> bool:
         pending = [j for j in self.jobs if j.state == "RUNNABLE"]
-        ordered = self.round_order(pending)
-        strict = self.policy.queueing.value == "strict_fifo"
-        blocked: set[str] = set()  # strict_fifo: shares whose head could not be admitted this round
-        started: list[Job] = []
-        for job in ordered:
-            if strict and not self.strict_fifo_candidate(job, ordered, started, blocked):
-                continue
-            if self.fits(job, self.holding()):
-                self.start(job, now)
-                started.append(job)
-                continue
-            victims = self.select_victims(job)
-            if victims is not None:
-                for v in victims:
-                    self.preempt(v, now, job)
-                self.start(job, now)
-                started.append(job)
-            elif strict:
-                blocked.add(job.share)
-        return bool(started)
+        if self.policy.queueing.value == "strict_fifo":
+            pending = self.strict_fifo_heads(pending)
+        admitted = False
+        if self.fair_sharing_on():
+            remaining = list(pending)
+            while remaining:
+                job = min(remaining, key=self.fair_admission_key)  # values change as the round admits
+                remaining.remove(job)
+                admitted |= self.consider(job, now)
+        else:
+            for job in self.round_order(pending):
+                admitted |= self.consider(job, now)
+        return admitted
 
     def scheduling_pass(self, now: float) -> None:
         for _ in range(100_000):
@@ -274,11 +324,195 @@ class ReferenceReplay:
                 return
         raise AssertionError(f"rounds never stopped admitting at t={now}")
 
+    # -- section 8: fair sharing -------------------------------------------------------------------------
+
+    def fair_sharing_on(self) -> bool:
+        return self.policy.fair_sharing is not None
+
+    def lendable_gpus(self) -> Fraction:
+        """L: the pool's lendable GPUs: unassigned capacity plus every lender's quota up to its
+        lending limit, whatever is in use."""
+        total = Fraction(0)
+        for t in self.types():
+            lent = sum(
+                min(self.lending_limit(name, t), self.quota(name, t))
+                for name, s in self.shares.items()
+                if s.strategy is not Strategy.RESERVE
+            )
+            total += Fraction(self.policy.instance_types[t].gpus) * (self.unassigned(t) + lent)
+        return total
+
+    def borrowed_gpus(self, share: str, holding: list[Job]) -> Fraction:
+        """B_s: GPUs the share holds above its quota, summed over types (a request is a job in holding)."""
+        gpus = {t: Fraction(self.policy.instance_types[t].gpus) for t in self.types()}
+        return sum((gpus[t] * self.borrowed(share, t, holding) for t in self.types()), Fraction(0))
+
+    def share_value(self, share: str, holding: list[Job]) -> tuple[int, Fraction]:
+        """V_s as a comparable pair: (0, 1000 B / L / weight), or (1, 1000 B / L) for weight 0 (infinite
+        values compare by 1000 B / L); 0 when nothing is borrowed or nothing is lendable."""
+        borrowed, lendable = self.borrowed_gpus(share, holding), self.lendable_gpus()
+        if borrowed == 0 or lendable == 0:
+            return (0, Fraction(0))
+        ratio = 1000 * borrowed / lendable
+        weight = self.shares[share].fair_weight
+        if weight == 0:
+            return (1, ratio)
+        return (0, ratio / Fraction(weight))
+
+    def fair_admission_key(self, job: Job) -> tuple:
+        """The round's next candidate: its share's value were it admitted, then priority, submit, job_id."""
+        value = self.share_value(job.share, self.holding() + [job])
+        return (value, -job.priority, job.submit, self.id_key(job))
+
+    def fair_reclaim_allows(self, job: Job, victim: Job) -> bool:
+        reclaim = self.shares[job.share].reclaim.value
+        return reclaim == "any" or (reclaim == "lower_priority" and victim.priority < job.priority)
+
+    def fair_candidates(self, job: Job) -> dict[str, list[Job]]:
+        """Per share, in section 4's victim order: the job's own share's jobs that in-share preemption
+        allows, and other borrowing shares' jobs that its reclaim allows; only of the job's type."""
+        holding = self.holding()
+        out: dict[str, list[Job]] = {}
+        for v in holding:
+            if v.type != job.type:
+                continue
+            if v.share == job.share:
+                allowed = self.in_share_preemption_allows(job, v)
+            else:
+                allowed = self.borrowed_gpus(v.share, holding) > 0 and self.fair_reclaim_allows(job, v)
+            if allowed:
+                out.setdefault(v.share, []).append(v)
+        return {share: self.victim_order(job, jobs) for share, jobs in out.items()}
+
+    def victim_key(self, v: Job) -> tuple:
+        """Section 4's victim order without the share: lowest priority, most recently started, job_id desc."""
+        return (v.priority, -v.started_at, _Descending(self.id_key(v)))
+
+    @staticmethod
+    def strategy_passes(strategy: FairStrategy, new: tuple, old: tuple, after: tuple) -> bool:
+        if strategy is FairStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE:
+            return new <= after
+        return new < old
+
+    def fair_victims(self, job: Job) -> list[tuple[Job, str]] | None:
+        """Section 8's preemption: the two-phase search over target shares, then the backwards walk."""
+        holding = self.holding()
+        own = job.share
+        strategies = self.policy.fair_sharing.preemption_strategies
+        within_quota = self.usage(own, job.type, holding) + job.count <= self.quota(own, job.type)
+        candidates = self.fair_candidates(job)
+        taken: list[Job] = []
+
+        def remaining() -> list[Job]:
+            return [h for h in holding if h not in taken]
+
+        def value(share: str, without: Job | None = None) -> tuple:
+            # the job counts as admitted in its share throughout the search
+            return self.share_value(share, [h for h in remaining() if h is not without] + [job])
+
+        def fits() -> bool:
+            return self.fits(job, remaining())
+
+        def target(pool: dict[str, list[Job]]) -> str | None:
+            """The share with the highest value (ties: its next candidate first in victim order); other
+            shares whose value is 0 are out."""
+            live = [y for y, jobs in pool.items() if jobs and (y == own or value(y) > (0, 0))]
+            if not live:
+                return None
+            return min(live, key=lambda y: (_negated(value(y)), self.victim_key(pool[y][0])))
+
+        set_aside: dict[str, list[Job]] = {}
+        pool = {share: list(jobs) for share, jobs in candidates.items()}
+        while not fits():
+            y = target(pool)
+            if y is None:
+                break
+            if y == own:
+                taken.append(pool[own].pop(0))
+                continue
+            new, old = value(own), value(y)
+            while pool[y]:
+                v = pool[y].pop(0)
+                if self.strategy_passes(strategies[0], new, old, value(y, without=v)):
+                    taken.append(v)
+                    break
+                set_aside.setdefault(y, []).append(v)
+            # a share whose candidates all failed has none left in pool: target() skips it from now on
+        if not fits() and len(strategies) > 1:
+            pool = {share: list(jobs) for share, jobs in set_aside.items()}
+            while not fits():
+                y = target(pool)
+                if y is None:
+                    break
+                if value(own) < value(y):  # LessThanInitialShare
+                    taken.append(pool[y][0])
+                del pool[y]  # dropped either way
+        if not fits():
+            return None  # never fits: preempt nobody
+        for v in reversed(list(taken)):
+            without_v = [x for x in taken if x is not v]
+            if self.fits(job, [h for h in holding if h not in without_v]):
+                taken = without_v
+        return [(v, self.fair_cause(job, v, within_quota)) for v in taken]
+
+    @staticmethod
+    def fair_cause(job: Job, victim: Job, within_quota: bool) -> str:
+        """in_share for the job's own share; for other shares cross_share when the job is within its
+        quota once admitted (Kueue InCohortReclamation), else fair_sharing (InCohortFairSharing)."""
+        if victim.share == job.share:
+            return "in_share"
+        return "cross_share" if within_quota else "fair_sharing"
+
+    # -- section 9: preemptions when capacity or a quota goes down ------------------------------------
+
+    def capacity_broken(self, t: str, holding: list[Job]) -> bool:
+        return self.pool_usage(t, holding) > self.capacity(t) or not self.borrowing_invariant(t, holding)
+
+    def capacity_victim_key(self, v: Job, holding: list[Job]) -> tuple:
+        """Jobs of borrowing shares (u > q of that type) first, then lowest priority, most recently
+        started, job_id descending."""
+        borrowing = self.borrowed(v.share, v.type, holding) > 0
+        return (not borrowing, v.priority, -v.started_at, _Descending(self.id_key(v)))
+
+    def capacity_victims(self, t: str) -> list[Job]:
+        holding = self.holding()
+        taken: list[Job] = []
+        while self.capacity_broken(t, [h for h in holding if h not in taken]):
+            remaining = [h for h in holding if h not in taken]
+            of_type = [h for h in remaining if h.type == t]
+            taken.append(min(of_type, key=lambda v: self.capacity_victim_key(v, remaining)))  # taken anew
+        for v in reversed(list(taken)):
+            without_v = [x for x in taken if x is not v]
+            if not self.capacity_broken(t, [h for h in holding if h not in without_v]):
+                taken = without_v  # not needed: it keeps running
+        return taken
+
+    def apply_capacity_changes(self, now: float) -> None:
+        for t in self.types():
+            for victim in self.capacity_victims(t):
+                self.preempt(victim, now, "capacity", None)
+
+    # -- section 10: time limit in RUNNABLE ----------------------------------------------------------------
+
+    def runnable_deadline(self, job: Job) -> float | None:
+        timeout = self.policy.runnable_timeout_seconds
+        if timeout is None or job.state != "RUNNABLE":
+            return None
+        return job.runnable_since + timeout
+
+    def cancel_if_over_limit(self, job: Job, now: float) -> None:
+        deadline = self.runnable_deadline(job)
+        if deadline is not None and deadline <= now:
+            job.queued += now - job.runnable_since
+            job.state, job.end = "CANCELLED", now
+            self.event(now, job, "cancel")
+
     # -- section 2/6: submission, unschedulable jobs, priority updates -------------------------------
 
-    def unschedulable_reason(self, job: Job) -> str | None:
+    def unschedulable_reason_now(self, job: Job) -> str | None:
+        """Section 6 under the policy as it stands at the current instant."""
         t, share = job.type, job.share
-        if job.count > self.policy.capacity.get(t, 0):
+        if job.count > self.capacity(t):
             return "SERVICE_ENVIRONMENT_MAX_RESOURCE"
         q = self.quota(share, t)
         if self.shares[share].strategy is not Strategy.LEND_AND_BORROW:
@@ -291,6 +525,20 @@ class ReferenceReplay:
         if job.count > q + min(self.borrow_limit(share, t), borrowable):
             return "QUOTA_MANAGEMENT_LIMIT_EXCEEDED"
         return None
+
+    def unschedulable_reason(self, job: Job) -> str | None:
+        """Section 9: unschedulable only if section 6 finds it so at every instant of the calendar (before
+        or after its submission: a job waits for a training plan to come). The pool's limit is the reason
+        when the pool is too small at every instant, else the quota's."""
+        reasons = []
+        for instant in self.calendar_instants():
+            with self.as_of(instant):
+                reasons.append(self.unschedulable_reason_now(job))
+        if None in reasons:
+            return None
+        if all(r == "SERVICE_ENVIRONMENT_MAX_RESOURCE" for r in reasons):
+            return "SERVICE_ENVIRONMENT_MAX_RESOURCE"
+        return "QUOTA_MANAGEMENT_LIMIT_EXCEEDED"
 
     def submit(self, job: Job, now: float) -> None:
         job.reason = self.unschedulable_reason(job)
@@ -320,23 +568,31 @@ class ReferenceReplay:
         times = [j.submit for j in self.jobs if j.state == "PENDING_SUBMIT"]
         times += [u[0] for i, u in enumerate(self.updates) if i not in self.applied_updates]
         times += [j.end_at for j in self.jobs if j.holds_capacity]
+        times += [c.time for c in self.policy.changes if c.time > self.now]
+        times += [d for d in map(self.runnable_deadline, self.jobs) if d is not None]
         return min(times) if times else None
 
     def run(self) -> dict[str, Any]:
         self.applied_updates: set[int] = set()
         now = self.next_instant()
         while now is not None:
+            changes_due = any(self.now < c.time <= now for c in self.policy.changes)
+            self.now = now
             for job in self.jobs:  # 1. finishes
                 if job.holds_capacity and job.end_at <= now:
                     self.finish(job, now)
-            for job in self.jobs:  # 2. submissions
+            if changes_due:  # 2. changes: capacity and quotas now in force; preempt where capacity is gone
+                self.apply_capacity_changes(now)
+            for job in self.jobs:  # 3. submissions
                 if job.state == "PENDING_SUBMIT" and job.submit <= now:
                     self.submit(job, now)
-            for i, (time, job_id, priority) in enumerate(self.updates):  # 3. priority updates
+            for i, (time, job_id, priority) in enumerate(self.updates):  # 4. priority updates
                 if i not in self.applied_updates and time <= now:
                     self.applied_updates.add(i)
                     self.apply_priority_update(job_id, priority)
-            self.scheduling_pass(now)  # 4. one pass
+            for job in self.jobs:  # 5. cancellations
+                self.cancel_if_over_limit(job, now)
+            self.scheduling_pass(now)  # 6. one pass
             now = self.next_instant()
         return {
             "jobs": [self.job_record(j) for j in self.jobs],
@@ -366,6 +622,24 @@ class ReferenceReplay:
 def reference_replay(policy: Policy, trace: Trace) -> dict[str, Any]:
     """Replay ``trace`` under ``policy``: {"jobs": [...], "events": [...], "ignored_priority_updates": n}."""
     return ReferenceReplay(policy, trace).run()
+
+
+class _Descending:
+    """Wraps a job_id key (a number or a string) so that sorting ascending puts larger ids first."""
+
+    def __init__(self, key: Any):
+        self.key = key
+
+    def __lt__(self, other: _Descending) -> bool:
+        return self.key > other.key
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Descending) and self.key == other.key
+
+
+def _negated(value: tuple[int, Fraction]) -> tuple[int, Fraction]:
+    """A share value's pair negated, so that ``min`` picks the highest value."""
+    return (-value[0], -value[1])
 
 
 def _is_int(text: str) -> bool:

@@ -196,3 +196,44 @@ def test_point_from_metrics_takes_the_worst_urgent_share():
     urgent = point_from_metrics(1, metrics, ["train", "infer"])
     assert (urgent.utilization, urgent.urgent_p95_wait_seconds, urgent.rerun_gpu_hours) == (0.8, 900.0, 3.5)
     assert point_from_metrics(1, metrics, []).urgent_p95_wait_seconds == 86400.0  # none named: all shares
+
+
+def test_the_advisor_sweeps_fair_weights_and_fair_sharing_on_and_off():
+    from scheduling.advisor import variants as make_variants
+    from scheduling.model import Policy as EnginePolicy
+
+    base = {
+        "name": "two",
+        "capacity": {"gpu": 4},
+        "shares": [{"name": "a", "capacity": {"gpu": 2}}, {"name": "b", "capacity": {"gpu": 2}}],
+    }
+    knobs = {
+        "shares": ["a"],
+        "strategy": ["LEND_AND_BORROW"],
+        "borrow_limit_percent": [-1],
+        "lending_limit": [None],
+        "in_share_preemption": ["never"],
+        "fair_weight": [1, 3],
+        "fair_sharing": [False, True],
+    }
+    made = make_variants(base, knobs, size=10)
+    # 2 weights x 2 fair-sharing settings = 4 points, one of them the base (weight 1, off)
+    assert sorted(v.label for v in made) == [
+        "a: LEND_AND_BORROW, borrow unlimited, lend all, no in-share preemption, fair weight 3",
+        "fair sharing on",
+        "fair sharing on; a: LEND_AND_BORROW, borrow unlimited, lend all, no in-share preemption, "
+        "fair weight 3",
+    ]
+    on = next(v for v in made if v.label == "fair sharing on")
+    policy = EnginePolicy.from_dict(on.policy)
+    assert policy.fair_sharing is not None and [s.fair_weight for s in policy.shares] == [1, 1]
+    assert on.fair_sharing is True
+
+
+def test_a_negative_fair_weight_knob_is_named():
+    from scheduling.advisor import parse_knobs
+    from scheduling.errors import InputError
+
+    with pytest.raises(InputError) as caught:
+        parse_knobs({"fair_weight": [-1]}, ["a"])
+    assert caught.value.field == "knobs.fair_weight"

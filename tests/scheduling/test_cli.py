@@ -52,7 +52,9 @@ def test_replay_writes_result_json(tmp_path):
     result = json.loads(out.read_text())
     assert result["summary"]["jobs"] == 4
     assert result["summary"]["succeeded"] == 4
-    assert result["summary"]["preemptions"] == {"cross_share": 1, "in_share": 0}  # no priority update in CSV
+    assert result["summary"]["preemptions"] == {  # no priority update in CSV
+        "cross_share": 1, "in_share": 0, "fair_sharing": 0, "capacity": 0,
+    }
     assert [s["name"] for s in result["shares"]] == ["QS1", "QS2", "QS3"]
     assert {j["job_id"]: j["end"] for j in result["jobs"]} == {"p3": 1000, "p2": 1600, "p1": 1300, "q2": 600}
     assert not result.get("events")  # only with --events

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from dataclasses import replace
 
 import numpy as np
@@ -27,11 +28,34 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def source_engine():
-    """scheduling/engine.py run as Python, beside the compiled module of the same name."""
-    spec = importlib.util.spec_from_file_location("scheduling_engine_source", compiled.PACKAGE / "engine.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    """scheduling/engine.py and the modules compiled with it, run as Python, beside the compiled
+    ones: each is loaded from its source under its own name while the compiled modules are set
+    aside, so the source engine's imports bind the source modules, then the compiled ones are
+    put back."""
+    names = [f"scheduling.{name.removesuffix('.py')}" for name in compiled.COMPILED]
+    kept = {name: sys.modules.pop(name) for name in names if name in sys.modules}
+    loaded = {}
+    try:
+        # Leaves first: each module's imports of the others then find the source ones.
+        for name in sorted(names, key=lambda n: n == "scheduling.engine"):
+            loaded[name] = _load_source(name)
+    finally:
+        for name in names:
+            sys.modules.pop(name, None)
+        sys.modules.update(kept)
+    module = loaded["scheduling.engine"]
     assert module.__file__.endswith(".py") and not engine.__file__.endswith(".py")
+    return module
+
+
+def _load_source(name: str):
+    if name in sys.modules:
+        return sys.modules[name]
+    path = compiled.PACKAGE / f"{name.split('.')[-1]}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
     return module
 
 

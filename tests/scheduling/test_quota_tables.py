@@ -104,3 +104,32 @@ def test_bad_tables_name_row_and_field():
     with pytest.raises(InputError, match="twice") as caught:
         quota_tables.gpus_per_vc_from_nodes(b",num\na,4\na,2\n")
     assert caught.value.row == 2
+
+
+TRACE_CSV = b"job_id,submit_time,share,priority,instance_count,duration\nt1,0,train,1,2,3600\n"
+
+
+def test_a_trace_read_as_a_nodes_table_is_refused_naming_its_columns():
+    # Read before as 1 team "t1" of 0 nodes (job_id as team, submit_time as node count).
+    with pytest.raises(InputError) as caught:
+        quota_tables.gpus_per_vc_from_nodes(TRACE_CSV)
+    assert caught.value.field == "header"
+    assert caught.value.reason == (
+        "expected two columns, a VC and its number of nodes (like 'vc,node num' or ',num'); the file has 6: "
+        "'job_id', 'submit_time', 'share', 'priority', 'instance_count', 'duration'"
+    )
+    # two columns, but not a VC and a count
+    with pytest.raises(InputError, match="the file has 'job_id', 'submit_time'"):
+        quota_tables.gpus_per_vc_from_nodes(b"job_id,submit_time\nt1,0\n")
+
+
+def test_a_trace_read_as_a_helios_table_names_the_missing_date_column():
+    with pytest.raises(InputError) as caught:
+        quota_tables.gpus_per_vc_on_day(TRACE_CSV)
+    assert caught.value.field == "date" and "the file has: job_id, submit_time" in caught.value.reason
+
+
+def test_a_table_of_400_million_nodes_is_refused_by_the_validator():
+    # 400,000,000 nodes x 8 GPUs: far past any pool (a DataError on PostgreSQL before)
+    with pytest.raises(InputError, match="above the maximum 1,000,000"):
+        quota_tables.nodes_policy_dict(b"vc,node num\nhuge,400000000\n", name="huge")

@@ -61,7 +61,7 @@ def test_aws_example_metrics(engine_run):
     summary = engine_run(AWS_POLICY, AWS_JOBS, AWS_UPDATES).raw["summary"]
     assert (summary["jobs"], summary["succeeded"], summary["failed"], summary["unschedulable"]) == (
         4, 4, 0, 0)
-    assert summary["preemptions"] == {"cross_share": 1, "in_share": 1}
+    assert summary["preemptions"] == {"cross_share": 1, "in_share": 1, "fair_sharing": 0, "capacity": 0}
     assert summary["lost_instance_seconds"] == pytest.approx(300)
     assert summary["rerun_instance_seconds"] == pytest.approx(300)  # no start-up time
     assert summary["horizon"]["seconds"] == pytest.approx(1600)

@@ -169,3 +169,45 @@ def test_strict_fifo_priority_update_changes_the_head_at_once(run):
         (150, "big", "start", None, None),
         (250, "big", "finish", None, None),
     ]
+
+
+def test_strict_fifo_takes_one_head_per_share_per_round(run):
+    # Pool 2; A and B (quota 1 each) lend and borrow; all three jobs come at 0. Round 1's candidates are
+    # the heads as it starts: a1 (A) and b1 (B), in that order (both within quota, a1 of higher priority):
+    # both fit. a2 only becomes A's head in round 2, when nothing is free and A (in-share preemption
+    # never) may not preempt: it waits for a1. Had a2 been a candidate in round 1 as soon as a1 was
+    # admitted (the old reading), it would have borrowed B's idle instance ahead of b1, and b1 would
+    # have reclaimed it at once: a preempt event at 0.
+    pol = policy(2, share("A", 1), share("B", 1), queueing="strict_fifo")
+    r = run(pol, """
+        job_id submit_time share duration priority
+        a1     0           A     100      5
+        a2     0           A     100      4
+        b1     0           B     300      0
+    """)
+    assert r.events == [
+        (0, "a1", "start", None, None),  # round 1
+        (0, "b1", "start", None, None),  # round 1: B's head, before A's second job
+        (100, "a1", "finish", None, None),
+        (100, "a2", "start", None, None),  # A's quota is free again
+        (200, "a2", "finish", None, None),
+        (300, "b1", "finish", None, None),
+    ]
+    assert r.preempts() == []
+
+
+def test_strict_fifo_second_job_of_a_share_waits_for_the_next_round(run):
+    # Pool 2, all A's quota; C (quota 0) borrows; A never reclaims. At 0 round 1's heads are a1 (A,
+    # within quota, so first) and c1 (C, needs to borrow): a1 takes one of A's instances and c1 borrows
+    # the other, idle. a2 is A's head only in round 2: nothing is free and A may not reclaim, so it
+    # waits for a1 to end at 100. Read the old way, a2 would have been taken right after a1 in round 1,
+    # and c1 would have waited until 100.
+    pol = policy(2, share("A", 2, reclaim="never"), share("C", 0), queueing="strict_fifo")
+    r = run(pol, """
+        job_id submit_time share duration priority
+        a1     0           A     100      9
+        a2     0           A     100      0
+        c1     0           C     150      5
+    """)
+    assert r.starts() == [(0, "a1"), (0, "c1"), (100, "a2")]
+    assert r.preempts() == []

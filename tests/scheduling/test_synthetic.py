@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 
@@ -155,8 +153,7 @@ def test_synthetic_trace_bad_arguments(kwargs, field):
     assert caught.value.field == field
 
 
-def test_a_million_job_synthetic_trace_is_fast():
-    started = time.perf_counter()
+def test_a_million_job_synthetic_trace_is_generated():
+    # how fast is the benchmark's business (benchmarks/replay_benchmark.py), not a timed test's
     trace = generate(1_000_000, seed=3)
     assert len(trace) == 1_000_000
-    assert time.perf_counter() - started < 6  # about 1 s on one core; generous for a shared machine

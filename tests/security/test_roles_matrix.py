@@ -28,6 +28,7 @@ PAGES: dict[str, tuple[set[str] | str, set[str] | None]] = {
     "web:policy-preset": (ADMINS, ADMINS),
     "web:traces": (READERS, None),
     "web:trace-upload": (ADMINS, ADMINS),
+    "web:byos": (ADMINS, ADMINS),
     "web:trace": (READERS, None),
     "web:studies": (READERS, None),
     "web:study-new": (ADMINS, ADMINS),
@@ -45,9 +46,19 @@ PAGES: dict[str, tuple[set[str] | str, set[str] | None]] = {
     "advisor:keep": (ADMINS, ADMINS),
     "advisor:delete": (ADMINS, ADMINS),
     "commons:report": (READERS, None),
+    "curves:list": (READERS, ADMINS),
+    "curves:curve": (READERS, None),
+    "curves:curve-csv": (READERS, None),
+    "curves:curve-delete": (ADMINS, ADMINS),
+    "curves:search": (READERS, None),
+    "curves:search-csv": (READERS, None),
+    "curves:search-delete": (ADMINS, ADMINS),
 }
 # Pages that only take a POST: a GET is 405 for everyone (it shows nothing); the POST test covers them.
-POST_ONLY = {"web:policy-duplicate", "web:policy-preset", "advisor:keep", "advisor:delete"}
+POST_ONLY = {
+    "web:policy-duplicate", "web:policy-preset", "advisor:keep", "advisor:delete", "curves:curve-delete",
+    "curves:search-delete",
+}  # fmt: skip
 PUBLIC_PAGES = {"web:login", "rest_framework:login", "web:logout", "rest_framework:logout"}
 # Slugs of routes that take one (a real table, so the allowed roles get a 200).
 SLUGS = {"reports:study-csv": "policies", "reports:finance-csv": "report"}
@@ -208,3 +219,114 @@ def test_the_schema_lists_what_the_matrix_covers():
     paths = {path for path, _ in api_operations()}
     assert {"/api/policies/{id}/", "/api/shares/{id}/", "/api/runs/{id}/finance/", "/api/tokens/"} <= paths
     assert all(re.fullmatch(r"/api/[a-z\-{}/]+", path) for path in paths)
+
+
+# -- $ figures: which fields each role reads (planner.accounts.money) --------------------------
+
+# Text that is a $ figure in an answer: an amount, a *_usd field, an hourly price (also as the
+# planner:hourly_price tag or planner/hourly-price annotation of the exports).
+MONEY_NAMES = re.compile(r"_usd\b|\busd\b|hourly_price|hourly-price")
+MONEY_AMOUNT = re.compile(r"\$\s?[0-9]")
+
+
+def money_fields(value, where: str = "") -> list[str]:
+    """Paths of every $ field in a JSON value (the viewer must get none)."""
+    found = []
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            path = f"{where}.{key}" if where else str(key)
+            if MONEY_NAMES.search(str(key)):
+                found.append(path)
+            found += money_fields(inner, path)
+    elif isinstance(value, list):
+        for i, inner in enumerate(value):
+            found += money_fields(inner, f"{where}[{i}]")
+    return found
+
+
+def test_finance_reads_the_dollar_fields_a_viewer_does_not(world):
+    # The fields exist: finance reads them, so the viewer checks below can fail.
+    run = world.study.runs.get()
+    finance = world.api("finance").get(f"/api/runs/{run.pk}/metrics/").json()
+    viewer = world.api("viewer").get(f"/api/runs/{run.pk}/metrics/").json()
+    assert {"own_usd", "borrowed_usd", "lent_usd", "idle_usd", "stranded_usd", "rerun_cost_usd"} <= set(
+        finance["shares"][0]
+    )
+    assert "usd" in finance["periods"]["shares"]["train"]
+    assert money_fields(viewer) == []
+    # GPU-hours stay readable for the viewer
+    assert viewer["shares"][0]["rerun_gpu_hours"] == finance["shares"][0]["rerun_gpu_hours"]
+    assert viewer["periods"]["shares"]["train"]["own"] == finance["periods"]["shares"]["train"]["own"]
+    name = world.instance_type.name
+    prices = {t["name"]: t for t in world.api("finance").get("/api/instance-types/").json()["results"]}
+    assert prices[name]["hourly_price"] == 1.5
+    listed = {t["name"]: t for t in world.api("viewer").get("/api/instance-types/").json()["results"]}
+    assert "hourly_price" not in listed[name]
+
+
+@pytest.mark.parametrize("path", [p for p, method in api_operations() if method == "get"])
+def test_no_api_answer_gives_a_viewer_a_dollar_figure(world, path):
+    url = concrete(path.lstrip("/"), world, "")
+    response = world.api("viewer").get(url)
+    if response.status_code != 200:
+        return  # refused (finance reports), or not found: nothing to leak
+    if response["Content-Type"].startswith("application/json"):
+        assert money_fields(response.json()) == [], url
+    assert not MONEY_NAMES.search(response.content.decode()), url
+
+
+@pytest.mark.parametrize("name, route", [r for r in page_routes() if r[0] in PAGES])
+def test_no_page_or_csv_gives_a_viewer_a_dollar_figure(world, name, route):
+    readers, _ = PAGES[name]
+    if "viewer" not in readers or name in POST_ONLY:
+        return
+    path = concrete(route, world, name)
+    queries = [""]
+    if name == "commons:report":
+        queries.append(f"?trace={world.trace.pk}&unit=usd")  # the $ unit is not offered to a viewer
+    if name == "reports:study-csv":
+        queries = ["", "?sort=policies:13:desc"]
+    for query in queries:
+        response = world.session("viewer").get(path + query)
+        if response.status_code != 200:
+            continue
+        text = response.content.decode("utf-8-sig")
+        assert not MONEY_AMOUNT.search(text), (path + query, MONEY_AMOUNT.search(text).group())
+        assert not MONEY_NAMES.search(text), (path + query, MONEY_NAMES.search(text).group())
+
+
+def test_the_study_page_and_csv_show_finance_its_dollar_figures(world):
+    # The same page for finance has them: the viewer test above is not vacuous.
+    client = world.session("finance")
+    page = client.get(f"/studies/{world.study.pk}/").content.decode()
+    assert "Rerun cost ($)" in page and MONEY_AMOUNT.search(page)
+    csv = client.get(f"/studies/{world.study.pk}/shares.csv").content.decode("utf-8-sig")
+    assert "Rerun cost ($)" in csv.splitlines()[0]
+    viewer_csv = (
+        world.session("viewer").get(f"/studies/{world.study.pk}/shares.csv").content.decode("utf-8-sig")
+    )
+    assert "Rerun cost (GPU-hours)" in viewer_csv.splitlines()[0]
+    assert "$" not in viewer_csv
+
+
+def test_the_advisor_page_and_api_give_a_viewer_no_dollar_figure(world, django_capture_on_commit_callbacks):
+    from planner.advisor.launch import start_sweep
+    from planner.celery import app as celery_app
+
+    eager = celery_app.conf.task_always_eager
+    celery_app.conf.task_always_eager = True
+    try:
+        with django_capture_on_commit_callbacks(execute=True):
+            sweep = start_sweep(
+                trace=world.trace, base_policy=world.policy, size=2, knobs={"shares": ["train"]}
+            )
+    finally:
+        celery_app.conf.task_always_eager = eager
+    finance_page = world.session("finance").get(f"/advisor/{sweep.pk}/").content.decode()
+    assert "Rerun ($)" in finance_page  # the column exists for finance
+    page = world.session("viewer").get(f"/advisor/{sweep.pk}/").content.decode()
+    assert "Rerun (GPU-hours)" in page
+    assert not MONEY_AMOUNT.search(page) and not MONEY_NAMES.search(page)
+    finance_api = world.api("finance").get(f"/api/sweeps/{sweep.pk}/").json()
+    assert "rerun_cost_usd" in finance_api["points"][0]
+    assert money_fields(world.api("viewer").get(f"/api/sweeps/{sweep.pk}/").json()) == []

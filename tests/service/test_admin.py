@@ -39,7 +39,7 @@ def test_a_share_quota_beyond_the_pool_is_refused_in_the_admin(admin_browser, aw
     limit = qs3.limits.get()
     form = {
         "policy": aws_policy.pk, "name": "QS3", "strategy": "RESERVE", "borrow_limit_percent": "",
-        "in_share_preemption": "never", "reclaim": "any", "position": 2,
+        "in_share_preemption": "never", "reclaim": "any", "fair_weight": 1, "position": 2,
         "limits-TOTAL_FORMS": 1, "limits-INITIAL_FORMS": 1, "limits-MIN_NUM_FORMS": 0,
         "limits-MAX_NUM_FORMS": 1000,
         "limits-0-id": limit.pk, "limits-0-share": qs3.pk, "limits-0-instance_type": limit.instance_type_id,
@@ -69,3 +69,27 @@ def test_shrinking_a_pool_below_its_quotas_is_refused_in_the_admin(admin_browser
     assert response.status_code == 200
     assert "more than the pool&#x27;s 2" in response.content.decode()
     assert pool.capacity == {row.instance_type.name: 3}
+
+
+def test_the_calendar_inline_refuses_a_pool_too_small_for_the_quotas(admin_browser, aws_policy):
+    from planner.capacity.models import CalendarChange
+
+    # quotas 1 + 1 + 1 = 3: a pool of 2 from t=60 cannot hold them; the row says so
+    type_id = aws_policy.pool.capacities.get().instance_type_id
+    form = {
+        "name": aws_policy.name, "pool": aws_policy.pool_id, "description": "",
+        "queueing": "best_effort_fifo", "startup_seconds": 0, "runnable_timeout_seconds": "",
+        "fair_preemption_strategies": "LessThanOrEqualToFinalShare,LessThanInitialShare",
+        "shares-TOTAL_FORMS": 0, "shares-INITIAL_FORMS": 0, "shares-MIN_NUM_FORMS": 0,
+        "shares-MAX_NUM_FORMS": 1000,
+        "changes-TOTAL_FORMS": 1, "changes-INITIAL_FORMS": 0, "changes-MIN_NUM_FORMS": 0,
+        "changes-MAX_NUM_FORMS": 1000,
+        "changes-0-time": 60, "changes-0-share": "", "changes-0-instance_type": type_id, "changes-0-count": 2,
+    }  # fmt: skip
+    response = admin_browser.post(f"/admin/capacity/policy/{aws_policy.pk}/change/", form)
+    assert response.status_code == 200
+    assert "change at 60 s, the pool, ml.g5.xlarge: at 60 s share quotas" in response.content.decode()
+    assert not CalendarChange.objects.exists()
+    form["changes-0-count"] = 3
+    assert admin_browser.post(f"/admin/capacity/policy/{aws_policy.pk}/change/", form).status_code == 302
+    assert aws_policy.engine_policy().capacity_at(60) == {"ml.g5.xlarge": 3}

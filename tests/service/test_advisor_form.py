@@ -57,3 +57,14 @@ def test_a_limit_that_is_no_number_is_refused_on_its_field(aws_policy, aws_trace
                       "in_share_preemption": ["never"], "mode": "grid", "size": 5, "seed": 0})  # fmt: skip
     assert not form.is_valid()
     assert form.errors["borrow_limit_percent"] == ["'lots' is not a number"]
+
+
+def test_fair_weights_and_fair_sharing_from_the_form(aws_policy, aws_trace):
+    form = SweepForm({"trace": aws_trace.pk, "base_policy": aws_policy.pk, "strategy": ["LEND"],
+                      "borrow_limit_percent": "unlimited", "lending_limit": "all",
+                      "in_share_preemption": ["never"], "fair_weight": "0.5, 1, 2", "fair_sharing": "both",
+                      "mode": "grid", "size": 5, "seed": 0})  # fmt: skip
+    assert form.is_valid(), form.errors
+    knobs = form.knobs()
+    # the weights go to every varied share; "both" makes fair sharing one more grid dimension
+    assert (knobs["fair_weight"], knobs["fair_sharing"]) == ([0.5, 1, 2], [False, True])

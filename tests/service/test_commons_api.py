@@ -26,9 +26,11 @@ from tests.service.test_reports_views import VARIANTS, signed_in
 pytestmark = pytest.mark.django_db
 
 # Alice submits 8 one-instance jobs in 8 s; bob one job of 16 instances. Priorities 1 then 9.
-BURSTY_CSV = b"job_id,submit_time,share,priority,instance_count,duration,user\n" + b"".join(
-    f"a{i},{i},team,1,1,3600,alice\n".encode() for i in range(8)
-) + b"big,100,other,9,16,3600,bob\n"
+BURSTY_CSV = (
+    b"job_id,submit_time,share,priority,instance_count,duration,user\n"
+    + b"".join(f"a{i},{i},team,1,1,3600,alice\n".encode() for i in range(8))
+    + b"big,100,other,9,16,3600,bob\n"
+)
 
 
 def with_burst(columns: TraceColumns, *, user: str, share: str, at: float, jobs: int = 12) -> TraceColumns:
@@ -159,11 +161,15 @@ def test_the_page_keeps_its_choices_in_the_url_and_refuses_no_role(db):
     assert "Priority inflation" in page and "Job splitting" in page and "RESERVE hoarding" in page
     assert page.count("data-plotly=") == 5  # two priority charts, two of bursts, stranded quota
     assert "1 burst holding 12 jobs" in page
-    chosen = viewer.get("/commons/", {"trace": study.trace_id, "run": runs[1].pk, "unit": "usd"})
-    html = chosen.content.decode()
+    choices = {"trace": study.trace_id, "run": runs[1].pk, "unit": "usd"}
+    html = signed_in("finance").get("/commons/", choices).content.decode()
     assert f'<option value="{runs[1].pk}" selected>' in html
     assert '<option value="usd" selected>' in html
     assert "Stranded quota per day ($)" in html
+    # a viewer reads no $ figure: the unit is not offered, the page shows GPU-hours
+    html = viewer.get("/commons/", choices).content.decode()
+    assert f'<option value="{runs[1].pk}" selected>' in html
+    assert '<option value="usd"' not in html and "Stranded quota per day (GPU-hours)" in html
     assert signed_in(None).get("/commons/").status_code == 403
     anonymous = APIClient().get("/commons/")
     assert anonymous.status_code == 302 and anonymous["Location"].startswith("/login/")

@@ -33,6 +33,20 @@ def test_a_viewer_exports_the_aws_example_as_aws_batch_inputs(viewer_api, aws_po
         {"maxCapacity": 3, "capacityUnit": AWS_TYPE}
     ]
     assert "create-quota-share --cli-input-json file://create-quota-share-QS3.json" in body["script"]
+    # a viewer reads no $ figure: the hourly price is left out, and the notes say so
+    assert body["notes"][0].startswith("hourly prices are left out of this export")
+    assert (
+        "planner:hourly_price:ml.g5.xlarge"
+        not in body["documents"]["create-service-environment.json"]["tags"]
+    )
+
+
+def test_finance_exports_the_hourly_prices_as_tags(client_for, aws_policy):
+    body = aws_export(client_for("finance"), aws_policy).json()
+    assert (
+        body["documents"]["create-service-environment.json"]["tags"]["planner:hourly_price:ml.g5.xlarge"]
+        == "1.41"
+    )
     assert any("hourly_price of ml.g5.xlarge" in note for note in body["notes"])
 
 
@@ -122,8 +136,9 @@ def test_imports_that_cannot_be_stored_say_why_and_store_nothing(admin_api, aws_
     bundle["documents"]["create-service-environment.json"]["capacityLimits"][0]["maxCapacity"] = 5
     response = imported(admin_api, format="aws-batch", pool="aws-example", bundle=bundle, name="five")
     assert response.status_code == 400 and response.json()["error"]["field"] == "pool"
-    assert "pool aws-example has 3 x ml.g5.xlarge but the imported configuration has 5" in (
-        response.json()["error"]["message"]
+    assert (
+        "pool aws-example has 3 x ml.g5.xlarge but the imported configuration has 5"
+        in (response.json()["error"]["message"])
     )
     # A document that is wrong is named with its field.
     bundle["documents"]["create-quota-share-QS2.json"]["resourceSharingConfiguration"]["strategy"] = "SHARE"

@@ -84,9 +84,15 @@ def test_verdict_cards_carry_every_share_p95_and_the_rerun_cost():
         "p95 wait, a",
         "p95 wait, b",
         "Rerun cost",
+        "Rerun cost",
         "Unschedulable jobs",
+        "Cancelled jobs (RUNNABLE limit)",
     ]
-    rerun = cards[1].lines[4]
+    # in GPU-hours for every role (20 against the baseline's 50), then in $ (finance and admin)
+    hours = cards[1].lines[4]
+    assert format_value(hours.cell, hours.column, with_unit=True) == "20.0 GPU-hours"
+    assert format_delta(hours.cell, hours.column) == "−30.0 GPU-hours, better"
+    rerun = cards[1].lines[5]
     assert format_value(rerun.cell, rerun.column) == "$40"
     assert format_delta(rerun.cell, rerun.column) == "−$60, better"
     wait = cards[1].lines[2]

@@ -3,16 +3,41 @@ API token. Tokens can also be made with a password (HTTP Basic) so scripts can b
 
 from __future__ import annotations
 
+from drf_spectacular.authentication import BasicScheme
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.authentication import BasicAuthentication, SessionAuthentication, TokenAuthentication
 from rest_framework.authtoken.models import Token
+from rest_framework.exceptions import AuthenticationFailed, Throttled
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from planner.accounts.api.serializers import MeSerializer, TokenSerializer
 from planner.accounts.permissions import can_edit, can_read_finance, role_of
+from planner.accounts.throttle import client_address, locked_for, wait_text
+
+
+class ThrottledBasicAuthentication(BasicAuthentication):
+    """HTTP Basic whose repeated wrong passwords answer 429 with Retry-After once the username or
+    address is locked (``planner.accounts.throttle``), instead of a 401 that invites the next guess."""
+
+    def authenticate_credentials(self, userid, password, request=None):
+        try:
+            return super().authenticate_credentials(userid, password, request)
+        except AuthenticationFailed:
+            wait = locked_for(userid, client_address(request))
+            if wait:
+                raise Throttled(
+                    wait=wait, detail=f"Too many wrong passwords: try again in {wait_text(wait)}."
+                ) from None
+            raise
+
+
+class ThrottledBasicScheme(BasicScheme):
+    """The OpenAPI security scheme of ThrottledBasicAuthentication: HTTP Basic, as DRF's."""
+
+    target_class = ThrottledBasicAuthentication
 
 
 class MeView(APIView):
@@ -34,7 +59,7 @@ class MeView(APIView):
 class TokenView(APIView):
     """Each user manages only their own token."""
 
-    authentication_classes = [TokenAuthentication, BasicAuthentication, SessionAuthentication]
+    authentication_classes = [TokenAuthentication, ThrottledBasicAuthentication, SessionAuthentication]
     permission_classes = [IsAuthenticated]
 
     @extend_schema(responses={200: TokenSerializer, 404: OpenApiResponse(description="no token yet")})

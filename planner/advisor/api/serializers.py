@@ -8,6 +8,7 @@ from rest_framework import serializers
 from planner.advisor.models import Sweep, SweepMode
 from planner.capacity.models import Policy
 from planner.traces.models import Trace
+from planner.validators import validate_name
 from scheduling.advisor import MAX_VARIANTS
 
 
@@ -91,5 +92,9 @@ class SweepDetailSerializer(SweepSerializer):
 
 class KeepSerializer(serializers.Serializer):
     name = serializers.CharField(
-        max_length=100, required=False, allow_blank=True, help_text="new policy name"
+        max_length=100,
+        required=False,
+        allow_blank=True,
+        help_text="new policy name",
+        validators=[validate_name],
     )

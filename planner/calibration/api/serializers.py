@@ -9,6 +9,7 @@ from planner.calibration.models import Calibration
 from planner.calibration.quota_import import KINDS, STRATEGIES
 from planner.capacity.models import Policy
 from planner.traces.models import Trace
+from planner.validators import validate_name
 from scheduling.quota_tables import DEFAULT_GPUS_PER_NODE
 
 
@@ -56,7 +57,7 @@ class QuotaTableUploadSerializer(serializers.Serializer):
 
     file = serializers.FileField()
     kind = serializers.ChoiceField(choices=list(KINDS), help_text="helios-day or nodes")
-    name = serializers.CharField(max_length=100)
+    name = serializers.CharField(max_length=100, validators=[validate_name])
     day = serializers.CharField(
         required=False, allow_blank=True, default="", help_text="helios-day: YYYY-MM-DD"
     )

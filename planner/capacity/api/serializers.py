@@ -1,5 +1,6 @@
 """Instance types, pools, policies and shares as JSON. Per-type numbers are objects keyed by
-instance type name (``{"ml.g5.xlarge": 2}``), as in the policy JSON of SEMANTICS.md; every
+instance type name (``{"ml.g5.xlarge": 2}``), as in the policy JSON of SEMANTICS.md; so are a
+policy's ``fair_sharing``, ``changes`` and ``runnable_timeout_seconds`` (sections 8-10). Every
 write is checked by the engine's validator through the models (``Policy.validate_with``)."""
 
 from __future__ import annotations
@@ -9,11 +10,38 @@ from django.db import transaction
 from rest_framework import serializers
 
 from planner.api.errors import as_drf
-from planner.capacity.models import InstanceType, Policy, Pool, Share, ShareSpec
+from planner.capacity.models import (
+    DEFAULT_FAIR_STRATEGIES,
+    InstanceType,
+    Policy,
+    Pool,
+    Share,
+    ShareSpec,
+    change_specs_of,
+    strategies_key,
+)
+from planner.validators import validate_borrow_limit_percent, validate_name
+from scheduling.capacity_plans import TrainingPlan
+from scheduling.errors import InputError
+from scheduling.model import MAX_INSTANCES, parse_instance_count
+from scheduling.traces.fields import parse_time
+
+
+class InstanceCountField(serializers.IntegerField):
+    """A number of instances, as the engine's validator takes it (0 to MAX_INSTANCES, whole)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(min_value=0, max_value=MAX_INSTANCES, **kwargs)
+
+    def to_internal_value(self, data) -> int:
+        try:
+            return parse_instance_count(data, "count")
+        except InputError as error:
+            raise serializers.ValidationError(error.reason) from None
 
 
 def counts_field(**kwargs) -> serializers.DictField:
-    return serializers.DictField(child=serializers.IntegerField(min_value=0), **kwargs)
+    return serializers.DictField(child=InstanceCountField(), **kwargs)
 
 
 def check_type_names(names, field: str) -> None:
@@ -71,11 +99,13 @@ class PoolSerializer(serializers.ModelSerializer):
 class ShareFieldsSerializer(serializers.Serializer):
     """The knobs of one share, as in the policy JSON."""
 
-    name = serializers.CharField(max_length=100)
+    name = serializers.CharField(max_length=100, validators=[validate_name])
     strategy = serializers.ChoiceField(
         choices=Share._meta.get_field("strategy").choices, default="LEND_AND_BORROW"
     )
-    borrow_limit_percent = serializers.FloatField(required=False, allow_null=True, default=None)
+    borrow_limit_percent = serializers.FloatField(
+        required=False, allow_null=True, default=None, validators=[validate_borrow_limit_percent]
+    )
     in_share_preemption = serializers.ChoiceField(
         choices=Share._meta.get_field("in_share_preemption").choices, default="never"
     )
@@ -83,6 +113,9 @@ class ShareFieldsSerializer(serializers.Serializer):
     capacity = counts_field(default=dict, help_text="quota: instances per instance type name")
     borrowing_limit = counts_field(required=False, allow_null=True, default=None)
     lending_limit = counts_field(required=False, allow_null=True, default=None)
+    fair_weight = serializers.FloatField(
+        default=1, help_text="Kueue fairSharing.weight (>= 0); only used with the policy's fair sharing on"
+    )
 
 
 def share_representation(share: Share) -> dict:
@@ -115,13 +148,28 @@ class PolicyShareSerializer(ShareFieldsSerializer):
             "borrow_limit_percent": share.borrow_limit_percent,
             "in_share_preemption": share.in_share_preemption,
             "reclaim": share.reclaim,
+            "fair_weight": share.fair_weight,
             **share_representation(share),
         }
+
+
+# The keys of sections 8 and 9 the API takes as in the policy JSON; the engine parses them.
+RAW_POLICY_KEYS = ("fair_sharing", "changes")
 
 
 class PolicySerializer(serializers.ModelSerializer):
     shares = PolicyShareSerializer(many=True, required=False, help_text="replaces every share when given")
     parent = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True)
+    fair_sharing = serializers.JSONField(
+        required=False,
+        allow_null=True,
+        help_text='Kueue fairSharing: {"preemption_strategies": [...]} (SEMANTICS.md section 8); null: off',
+    )
+    changes = serializers.JSONField(
+        required=False,
+        help_text="the calendar (SEMANTICS.md section 9): [{time, capacity}, {time, share, capacity}]; "
+        "times in seconds or ISO-8601; replaces every change when given",
+    )
 
     class Meta:
         model = Policy
@@ -132,8 +180,11 @@ class PolicySerializer(serializers.ModelSerializer):
             "description",
             "queueing",
             "startup_seconds",
+            "fair_sharing",
+            "runnable_timeout_seconds",
             "parent",
             "shares",
+            "changes",
             "created_at",
             "updated_at",
         ]
@@ -145,6 +196,9 @@ class PolicySerializer(serializers.ModelSerializer):
             PolicyShareSerializer().to_representation(share)
             for share in policy.shares.order_by("position", "id").prefetch_related("limits__instance_type")
         ]
+        exported = policy.to_policy_dict()
+        data["fair_sharing"] = exported.get("fair_sharing")
+        data["changes"] = exported.get("changes", [])
         return data
 
     def validate(self, attrs: dict) -> dict:
@@ -156,40 +210,152 @@ class PolicySerializer(serializers.ModelSerializer):
             check_type_names(
                 set(spec.capacity) | set(spec.borrowing_limit or {}) | set(spec.lending_limit or {}), "shares"
             )
+        raw = {key: attrs.pop(key) for key in RAW_POLICY_KEYS if key in attrs}
+        if raw.get("changes") is not None:
+            check_type_names(_change_type_names(raw["changes"]), "changes")
         policy = Policy(pk=self.instance.pk if self.instance else None)
         if self.instance is not None:
-            for field in ("name", "pool_id", "description", "queueing", "startup_seconds"):
+            for field in (
+                "name",
+                "pool_id",
+                "description",
+                "queueing",
+                "startup_seconds",
+                "runnable_timeout_seconds",
+            ):
                 setattr(policy, field, getattr(self.instance, field))
+            policy.fair_sharing = self.instance.fair_sharing
+            policy.fair_preemption_strategies = self.instance.fair_preemption_strategies
         for key, value in attrs.items():
             if key != "shares":
                 setattr(policy, key, value)
         if policy.pool_id is None:
             return attrs
+        overrides = {key: raw[key] for key in raw}
+        if "fair_sharing" not in raw:
+            overrides["fair_sharing"] = policy.settings_dict().get("fair_sharing")
         try:
-            if specs is not None or policy.pk is not None:
-                policy.validate_with(shares=specs, error_field="shares")
+            engine = policy.validate_with(shares=specs, overrides=overrides, error_field="shares")
         except DjangoValidationError as error:
-            raise as_drf(error) from None
+            raise as_drf(_on_raw_field(error, raw)) from None
+        if "fair_sharing" in raw:
+            fair = engine.fair_sharing
+            attrs["fair_sharing"] = fair is not None
+            attrs["fair_preemption_strategies"] = (
+                strategies_key(fair.preemption_strategies) if fair is not None else DEFAULT_FAIR_STRATEGIES
+            )
+        if "changes" in raw:
+            attrs["calendar"] = change_specs_of(engine)
         return attrs
 
     @transaction.atomic
     def create(self, validated: dict) -> Policy:
         shares = validated.pop("shares")
+        calendar = validated.pop("calendar", [])
         policy = Policy.objects.create(**validated)
         policy.replace_shares([spec_of(share) for share in shares])
+        policy.replace_changes(calendar)
         return policy
 
     @transaction.atomic
     def update(self, policy: Policy, validated: dict) -> Policy:
         shares = validated.pop("shares", None)
+        calendar = validated.pop("calendar", None)
         policy = super().update(policy, validated)
         if shares is not None:
             policy.replace_shares([spec_of(share) for share in shares])
+        if calendar is not None:
+            policy.replace_changes(calendar)
         return policy
 
 
+class PolicyListSerializer(serializers.ModelSerializer):
+    """A policy in a list: its settings and how many shares it has, not the shares themselves (a list
+    of 50 policies of hundreds of shares each would be megabytes); they are at ``shares_url``."""
+
+    parent = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True)
+    share_count = serializers.IntegerField(read_only=True, help_text="how many shares it has")
+    shares_url = serializers.SerializerMethodField(help_text="its shares: /api/shares/?policy=<id>")
+
+    class Meta:
+        model = Policy
+        fields = [
+            "id",
+            "name",
+            "pool",
+            "description",
+            "queueing",
+            "startup_seconds",
+            "runnable_timeout_seconds",
+            "parent",
+            "share_count",
+            "shares_url",
+            "created_at",
+            "updated_at",
+        ]
+        read_only_fields = fields
+
+    def get_shares_url(self, policy: Policy) -> str:
+        return f"/api/shares/?policy={policy.pk}"
+
+
+def _change_type_names(changes) -> set[str]:
+    """The instance types a raw ``changes`` list names (the engine says what else is wrong)."""
+    names: set[str] = set()
+    for change in changes if isinstance(changes, list) else []:
+        capacity = change.get("capacity") if isinstance(change, dict) else None
+        if isinstance(capacity, dict):
+            names |= {name for name in capacity if isinstance(name, str)}
+    return names
+
+
+def _on_raw_field(error: DjangoValidationError, raw: dict) -> DjangoValidationError:
+    """An engine error about ``fair_sharing...`` or ``changes[i]...`` that went to ``shares`` (the
+    serializer's catch-all) moved to the field the caller sent it in."""
+    if not hasattr(error, "error_dict"):
+        return error
+    moved: dict[str, list[str]] = {}
+    for field, messages in error.message_dict.items():
+        for message in messages:
+            target = field
+            for key in raw:
+                if field == "shares" and message.startswith(key):
+                    target = key
+            if field == "fair_preemption_strategies":
+                target = "fair_sharing"
+            moved.setdefault(target, []).append(message)
+    return DjangoValidationError(moved)
+
+
+class TrainingPlanSerializer(serializers.Serializer):
+    """A training plan (SEMANTICS.md section 9): ``instances`` more of a type in the pool and in a
+    share's quota from ``start`` to ``end`` (seconds or ISO-8601, like the trace's times)."""
+
+    instance_type = serializers.CharField(max_length=100)
+    instances = serializers.IntegerField(min_value=1)
+    share = serializers.CharField(max_length=100)
+    start = serializers.CharField(help_text="seconds or an ISO-8601 timestamp")
+    end = serializers.CharField(help_text="seconds or an ISO-8601 timestamp")
+
+    def validate(self, attrs: dict) -> dict:
+        times = {}
+        for key in ("start", "end"):
+            try:
+                times[key], _ = parse_time(attrs[key], None, key)
+            except InputError as error:
+                raise serializers.ValidationError({key: error.reason}) from None
+        attrs["plan"] = TrainingPlan(
+            instance_type=attrs["instance_type"],
+            instances=attrs["instances"],
+            share=attrs["share"],
+            start=times["start"],
+            end=times["end"],
+        )
+        return attrs
+
+
 class PolicyDuplicateSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=100)
+    name = serializers.CharField(max_length=100, validators=[validate_name])
     description = serializers.CharField(required=False, allow_blank=True)
 
     def validate_name(self, name: str) -> str:
@@ -215,6 +381,7 @@ class ShareSerializer(ShareFieldsSerializer, serializers.ModelSerializer):
             "capacity",
             "borrowing_limit",
             "lending_limit",
+            "fair_weight",
         ]
 
     def to_representation(self, share: Share) -> dict:
@@ -233,6 +400,7 @@ class ShareSerializer(ShareFieldsSerializer, serializers.ModelSerializer):
                 "borrow_limit_percent",
                 "in_share_preemption",
                 "reclaim",
+                "fair_weight",
             ):
                 setattr(share, field, getattr(self.instance, field))
         for key in (
@@ -243,6 +411,7 @@ class ShareSerializer(ShareFieldsSerializer, serializers.ModelSerializer):
             "borrow_limit_percent",
             "in_share_preemption",
             "reclaim",
+            "fair_weight",
         ):
             if key in attrs:
                 setattr(share, key, attrs[key])
@@ -270,6 +439,7 @@ class ShareSerializer(ShareFieldsSerializer, serializers.ModelSerializer):
             borrow_limit_percent=spec.borrow_limit_percent,
             in_share_preemption=spec.in_share_preemption,
             reclaim=spec.reclaim,
+            fair_weight=spec.fair_weight,
         )
         share.set_limits(spec)
         return share
@@ -282,6 +452,7 @@ class ShareSerializer(ShareFieldsSerializer, serializers.ModelSerializer):
         share.borrow_limit_percent = spec.borrow_limit_percent
         share.in_share_preemption = spec.in_share_preemption
         share.reclaim = spec.reclaim
+        share.fair_weight = spec.fair_weight
         share.position = validated.get("position", share.position)
         share.save()
         share.set_limits(spec)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from planner.exports.importing import FORMATS
+from planner.validators import validate_name
 
 
 class AwsBatchBundleSerializer(serializers.Serializer):
@@ -28,6 +29,7 @@ class PolicyImportSerializer(serializers.Serializer):
     )
     name = serializers.CharField(
         max_length=100,
+        validators=[validate_name],
         required=False,
         allow_blank=True,
         help_text="the new policy's name (default: the imported)",
@@ -36,4 +38,11 @@ class PolicyImportSerializer(serializers.Serializer):
         required=False, help_text="aws-batch: the JSON of /export/aws-batch/, or only its documents"
     )
     yaml = serializers.CharField(required=False, trim_whitespace=False, help_text="kueue: the YAML text")
-    file = serializers.FileField(required=False, help_text="instead of bundle or yaml: a JSON or YAML file")
+    file = serializers.FileField(
+        required=False,
+        help_text="instead of bundle or yaml: a JSON or YAML file; repeat the field for several (the four "
+        "aws batch describe outputs; kubectl's List and the Kueue Configuration)",
+    )
+    job_queue = serializers.CharField(
+        required=False, allow_blank=True, help_text="aws-batch: the job queue, when several are described"
+    )

@@ -15,16 +15,19 @@ from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
-from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.renderers import BaseRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from planner.accounts.money import shows_money
 from planner.api.errors import as_drf, input_error
+from planner.api.parsers import BoundedJSONParser
+from planner.api.renderers import RoleJSONRenderer
 from planner.capacity.api.serializers import PolicySerializer
 from planner.capacity.models import Policy
 from planner.exports.api.serializers import AwsBatchBundleSerializer, PolicyImportSerializer
-from planner.exports.importing import read_configuration, store_imported_policy
+from planner.exports.importing import read_configuration, read_configuration_files, store_imported_policy
 from scheduling.errors import InputError
 from scheduling.export import to_aws_batch, to_kueue_yaml
 from scheduling.model import Policy as EnginePolicy
@@ -69,14 +72,14 @@ class AwsBatchExportView(APIView):
         share), keyed by file name; ``script``: the shell script running them with
         ``--cli-input-json file://...``; ``notes``: every knob AWS Batch lacks and what was written
         instead. POST the same object to /api/policy-imports/ (format aws-batch) to read it back."""
-        bundle = to_aws_batch(engine_policy_of(pk))
+        bundle = to_aws_batch(engine_policy_of(pk), prices=shows_money(request.user))
         return Response({"policy": pk, **bundle.to_dict()})
 
 
 class KueueExportView(APIView):
     """The policy as Kueue YAML."""
 
-    renderer_classes = [YAMLRenderer, JSONRenderer]
+    renderer_classes = [YAMLRenderer, RoleJSONRenderer]
 
     @extend_schema(
         operation_id="policies_export_kueue",
@@ -98,7 +101,11 @@ class KueueExportView(APIView):
         preemption, and WorkloadPriorityClasses. Leading comments say what Kueue cannot express."""
         policy = engine_policy_of(pk)
         try:
-            text = to_kueue_yaml(policy, priorities=_priorities(request.query_params.get("priorities", "0")))
+            text = to_kueue_yaml(
+                policy,
+                priorities=_priorities(request.query_params.get("priorities", "0")),
+                prices=shows_money(request.user),
+            )
         except InputError as error:
             return _json_error(error)
         return HttpResponse(text, content_type="text/yaml; charset=utf-8")
@@ -107,7 +114,7 @@ class KueueExportView(APIView):
 class PolicyImportView(APIView):
     """Import an AWS Batch bundle or Kueue YAML as a new policy."""
 
-    parser_classes = [JSONParser, MultiPartParser, FormParser]
+    parser_classes = [BoundedJSONParser, MultiPartParser, FormParser]
 
     @extend_schema(
         operation_id="policy_imports_create",
@@ -120,39 +127,40 @@ class PolicyImportView(APIView):
     )
     def post(self, request):
         """Admin only. ``format`` aws-batch (``bundle``: the JSON of /export/aws-batch/ or just its
-        documents) or kueue (``yaml``: the YAML text); or ``file`` with either. The policy goes on pool
-        ``pool``: an existing pool must have the imported capacity, a new one is created with it.
+        documents, or live describe outputs) or kueue (``yaml``: the YAML text, the planner's export or
+        ``kubectl get ... -o yaml``); or one or more ``file`` parts with either (AWS: the outputs of
+        describe-service-environments, describe-scheduling-policies, list-quota-shares and
+        describe-job-queues; Kueue: the List and, optionally, the Kueue Configuration). The policy goes
+        on pool ``pool``: an existing pool must have the imported capacity, a new one is created with it.
         What the planner does not model is listed in the new policy's description."""
         form = PolicyImportSerializer(data=request.data)
         if not form.is_valid():
             return Response(form.errors, status=status.HTTP_400_BAD_REQUEST)
         values = form.validated_data
+        job_queue = values.get("job_queue") or None
         try:
-            source = _source(values)
-            data = read_configuration(values["format"], source)
+            uploads = request.FILES.getlist("file")
+            if uploads:
+                data = read_configuration_files(values["format"], _files(uploads), job_queue=job_queue)
+            else:
+                data = read_configuration(values["format"], _source(values), job_queue=job_queue)
             policy = store_imported_policy(data, pool_name=values["pool"], name=values.get("name") or None)
         except InputError as error:
             return input_error(error)
         return Response(PolicySerializer(policy, context={"request": request}).data, status=201)
 
 
+def _files(uploads) -> list[tuple[str, bytes]]:
+    """(name, content) of each uploaded configuration file."""
+    return [(upload.name or f"file {i + 1}", upload.read()) for i, upload in enumerate(uploads)]
+
+
 def _source(values: dict):
-    """The bundle (JSON) or YAML text of the import, from the payload or the uploaded file."""
-    upload = values.get("file")
+    """The bundle (JSON) or YAML text of the import, from the payload."""
     if values["format"] == "aws-batch":
-        if upload is not None:
-            try:
-                return json.loads(upload.read().decode("utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError) as error:
-                raise InputError(f"not a JSON file: {error}", field="file") from None
         if values.get("bundle") is None:
             raise InputError("give the bundle (JSON) or a file", field="bundle")
         return values["bundle"]
-    if upload is not None:
-        try:
-            return upload.read().decode("utf-8")
-        except UnicodeDecodeError:
-            raise InputError("not a UTF-8 text file", field="file") from None
     if not values.get("yaml"):
         raise InputError("give the YAML text or a file", field="yaml")
     return values["yaml"]

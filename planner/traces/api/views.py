@@ -1,4 +1,4 @@
-"""Trace upload (streamed through ``scheduling.traces``), list, detail and delete."""
+"""Trace upload (kept on disk, parsed by a worker: ``planner.traces.tasks``), list, detail and delete."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from rest_framework.response import Response
 
 from planner.api.errors import input_error
 from planner.traces.api.serializers import TraceSerializer, TraceUploadSerializer
-from planner.traces.models import Trace, read_upload
+from planner.traces.models import ParseStatus, Trace, check_options, receive_upload
+from planner.traces.tasks import reap_stale_parses
 from scheduling.errors import InputError
 
 
@@ -31,44 +32,70 @@ class TraceViewSet(
     search_fields = ["name", "description", "source_name"]
     ordering_fields = ["name", "created_at", "job_count"]
 
+    def get_queryset(self):
+        traces = super().get_queryset()
+        wanted = self.request.query_params.get("status")
+        if wanted in STATES:
+            traces = traces.filter(status__in=STATES[wanted])
+        return traces
+
+    def retrieve(self, request, *args, **kwargs):
+        trace = self.get_object()
+        if not trace.finished:
+            reap_stale_parses(Trace.objects.filter(pk=trace.pk))  # its worker may have died
+            trace.refresh_from_db()
+        return Response(self.get_serializer(trace).data)
+
     @extend_schema(
         request={"multipart/form-data": TraceUploadSerializer},
+        parameters=[],
         responses={
-            201: TraceSerializer,
+            202: TraceSerializer,
             400: OpenApiResponse(
                 description='{"error": {"row": int|null, "field": str|null, "message": str}}'
             ),
+            413: OpenApiResponse(description='{"error": {"row": null, "field": "file", "message": str}}'),
         },
     )
     def create(self, request, *args, **kwargs):
-        """Upload a trace: it is parsed and validated as a whole; on any error nothing is stored."""
+        """Upload a trace: the file is kept on disk and the answer comes at once (202, status
+        ``parsing``); a worker parses it (``parse.bytes_read`` of ``parse.bytes_total``) and the
+        trace becomes ``ready``, or ``failed`` with the error naming row and field (nothing else
+        is kept). Poll ``url``. A body over the size limit is answered 413."""
         limit = settings.PLANNER_MAX_UPLOAD_BYTES
         declared = int(request.META.get("CONTENT_LENGTH") or 0)
         if declared > limit + 64 * 1024:
-            return input_error(
-                InputError(f"the upload is {declared:,} bytes: the limit is {limit:,}", field="file")
-            )
+            return too_large(f"the upload is {declared:,} bytes: the limit is {limit:,}")
         form = TraceUploadSerializer(data=request.data)
         if not form.is_valid():
             return input_error(first_error(form.errors))
         upload = form.validated_data["file"]
         if upload.size > limit:
-            return input_error(
-                InputError(f"the file is {upload.size:,} bytes: the limit is {limit:,}", field="file")
-            )
+            return too_large(f"the file is {upload.size:,} bytes: the limit is {limit:,}")
         fmt = form.validated_data["format"]
         mapping = form.validated_data["mapping"]
         try:
-            columns = read_upload(upload, format=fmt, mapping=mapping)
+            check_options(fmt, mapping)
         except InputError as error:
             return input_error(error)
-        trace = Trace.store(
-            columns,
+        trace = receive_upload(
+            upload,
             name=form.validated_data["name"],
             description=form.validated_data["description"],
             format=fmt,
-            source_name=upload.name or "",
             mapping=mapping,
             created_by=request.user,
         )
-        return Response(TraceSerializer(trace).data, status=status.HTTP_201_CREATED)
+        body = TraceSerializer(trace, context={"request": request}).data
+        return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["url"]})
+
+
+STATES = {
+    "parsing": [ParseStatus.QUEUED, ParseStatus.RUNNING],
+    "ready": [ParseStatus.SUCCEEDED],
+    "failed": [ParseStatus.FAILED],
+}
+
+
+def too_large(message: str) -> Response:
+    return input_error(InputError(message, field="file"), status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)

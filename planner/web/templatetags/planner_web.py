@@ -99,6 +99,12 @@ def duration(seconds) -> str:
 
 
 @register.filter
+def humanize_key(key: str) -> str:
+    """An importer's count key in words: ``pending_at_export`` -> ``pending at export``."""
+    return str(key).replace("_", " ")
+
+
+@register.filter
 def share_color(name: str) -> str:
     """The share's chart colour, for a swatch next to its name in tables."""
     return charts.share_color(str(name))

@@ -1,5 +1,6 @@
 """The pages, one module per subject: overview, policies (and the shares editor), traces, studies."""
 
+from planner.web.views.byos import byos
 from planner.web.views.overview import overview
 from planner.web.views.policies import (
     policy_detail,
@@ -11,6 +12,7 @@ from planner.web.views.studies import study_list, study_new
 from planner.web.views.traces import trace_detail, trace_list, trace_upload
 
 __all__ = [
+    "byos",
     "overview",
     "policy_detail",
     "policy_duplicate",

@@ -31,7 +31,7 @@ def overview(request):
         for pool in pools
     ]
     studies = listed_studies(Study.objects.select_related("trace").defer("trace__summary"))[:LATEST_STUDIES]
-    traces = Trace.objects.values("id", "name", "job_count", "created_at", "summary__gpu_hours")[
+    traces = Trace.objects.ready().values("id", "name", "job_count", "created_at", "summary__gpu_hours")[
         :LATEST_TRACES
     ]
     return render(
@@ -41,7 +41,7 @@ def overview(request):
             "pools": pool_rows,
             "headlines": headlines(studies),
             "traces": traces,
-            "trace_count": Trace.objects.count(),
+            "trace_count": Trace.objects.ready().count(),
             "study_count": listed_studies(Study.objects.all()).count(),
         },
     )

@@ -1,5 +1,6 @@
 """Policies: the list, and the policy page with its shares editor (one table: the pool's capacity,
-then one row per share, a row turned into a form in place for admins), the quota chart, the
+then one row per share, a row turned into a form in place for admins), its calendar of dated
+changes (a table edited the same way, and the training-plan helper), the quota charts, the
 studies that used it, "duplicate as variant" and the one-click presets."""
 
 from __future__ import annotations
@@ -13,17 +14,38 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from planner.accounts.permissions import can_edit
-from planner.capacity.models import InstanceType, Policy, Pool, PoolCapacity, Share, ShareLimit, ShareSpec
+from planner.capacity.models import (
+    CalendarError,
+    ChangeSpec,
+    InstanceType,
+    Policy,
+    Pool,
+    PoolCapacity,
+    Share,
+    ShareLimit,
+    ShareSpec,
+    describe_time,
+    duplicate_change_rows,
+)
 from planner.studies.models import Study
 from planner.web import charts
 from planner.web.access import EDIT_DENIED, editor_required, reader_required
-from planner.web.forms import CapacityForm, PolicySettingsForm, ShareForm, VariantNameForm
+from planner.web.forms import (
+    CalendarRowForm,
+    CapacityForm,
+    PolicySettingsForm,
+    ShareForm,
+    TrainingPlanForm,
+    VariantNameForm,
+)
 from planner.web.listing import listed_policies
 from planner.web.variants import PRESETS, make_variant
 from planner.web.views.headline import study_url
+from scheduling.capacity_plans import capacity_steps
 
 SHARE_FORM_ID = "share-form"
 CAPACITY_FORM_ID = "capacity-form"
+CHANGE_FORM_ID = "change-form"
 
 
 @reader_required
@@ -172,7 +194,33 @@ def policy_context(request, policy: Policy, *, edit: str = "", **bound) -> dict:
             instance_types=type_names,
             prefix="capacity",
         )
-    for form, form_id in ((share_form, SHARE_FORM_ID), (capacity_form, CAPACITY_FORM_ID)):
+    calendar = list(policy.changes.select_related("share", "instance_type"))
+    share_names = [share.name for share in shares]
+    change_form = bound.get("change_form")
+    if editable and edit.startswith("change-") and change_form is None:
+        change = next((c for c in calendar if f"change-{c.pk}" == edit), None)
+        if change is not None:
+            change_form = CalendarRowForm(
+                initial=CalendarRowForm.initial_from(change.spec()),
+                share_names=share_names,
+                instance_types=type_names,
+                prefix="change",
+            )
+    if editable and edit == "new-change" and change_form is None:
+        change_form = CalendarRowForm(
+            initial={"instance_type": type_names[0] if type_names else ""},
+            share_names=share_names,
+            instance_types=type_names,
+            prefix="change",
+        )
+    plan_form = bound.get("plan_form")
+    if editable and plan_form is None:
+        plan_form = TrainingPlanForm(share_names=share_names, instance_types=type_names, prefix="plan")
+    for form, form_id in (
+        (share_form, SHARE_FORM_ID),
+        (capacity_form, CAPACITY_FORM_ID),
+        (change_form, CHANGE_FORM_ID),
+    ):
         if form is not None:
             for field in form.fields.values():
                 field.widget.attrs["form"] = form_id
@@ -199,6 +247,11 @@ def policy_context(request, policy: Policy, *, edit: str = "", **bound) -> dict:
         "pool_gpus": sum(capacity_counts.get(t.name, 0) * t.gpus for t in types),
         "quota_totals": [sum(s.spec().capacity.get(t, 0) for s in shares) for t in type_names],
         "rows": rows,
+        "calendar_rows": calendar_rows(calendar, edit, bound.get("row_errors", {}), change_form),
+        "change_form": change_form,
+        "change_form_id": CHANGE_FORM_ID,
+        "plan_form": plan_form,
+        "calendar_chart": calendar_figure(policy, calendar),
         "editable": editable,
         "edit": edit,
         "share_form": share_form,
@@ -214,6 +267,39 @@ def policy_context(request, policy: Policy, *, edit: str = "", **bound) -> dict:
         "duplicate_form": bound.get("duplicate_form")
         or VariantNameForm(initial={"name": f"{policy.name} variant"}),
     }
+
+
+def calendar_rows(calendar: list, edit: str, row_errors: dict[int, list[str]], change_form) -> list[dict]:
+    """The calendar table's rows, in time order; ``row_errors`` holds, per row id, the errors
+    the engine found in it after an edit of another row."""
+    return [
+        {
+            "change": change,
+            "time": describe_time(change.time),
+            "target": "the pool" if change.share is None else f"share {change.share.name}",
+            "editing": change_form is not None and edit == f"change-{change.pk}",
+            "errors": row_errors.get(change.pk, []),
+        }
+        for change in calendar
+    ]
+
+
+def calendar_figure(policy: Policy, calendar: list) -> dict:
+    """The pool's capacity and each share's quota in GPUs as step lines over the calendar (from an
+    hour before its first change to an hour after its last, so that both ends show)."""
+    if not calendar:
+        return charts.figure([], title="Capacity and quotas over time", x_title="", y_title="GPUs")
+    try:
+        engine = policy.engine_policy()
+    except ValidationError:
+        return charts.figure([], title="Capacity and quotas over time", x_title="", y_title="GPUs")
+    times = [c.time for c in calendar]
+    margin = max(3600.0, (max(times) - min(times)) * 0.1)
+    start, end = max(0.0, min(times) - margin), max(times) + margin
+    steps = capacity_steps(engine, start, end)
+    return charts.capacity_steps_figure(
+        steps, title="Capacity and quotas over time (GPUs)", epoch=min(times) >= 1e9
+    )
 
 
 def policy_page(policy: Policy, anchor: str = "shares") -> str:
@@ -238,6 +324,10 @@ def policy_detail(request, pk: int):
         "delete-share": delete_share,
         "save-capacity": save_capacity,
         "save-settings": save_settings,
+        "add-change": save_change,
+        "save-change": save_change,
+        "delete-change": delete_change,
+        "add-training-plan": add_training_plan,
     }
     if action not in handlers:
         messages.error(request, f"Unknown action {action!r}: reload the page and try again.")
@@ -260,6 +350,7 @@ def store_share(share: Share, spec: ShareSpec) -> None:
         share.borrow_limit_percent = spec.borrow_limit_percent
         share.in_share_preemption = spec.in_share_preemption
         share.reclaim = spec.reclaim
+        share.fair_weight = spec.fair_weight
         share.save()
         share.set_limits(spec)
 
@@ -306,6 +397,122 @@ def delete_share(request, policy: Policy):
     share.delete()
     messages.success(request, f"Share {share.name} deleted.")
     return redirect(policy_page(policy))
+
+
+def calendar_of(policy: Policy) -> tuple[list, list[ChangeSpec]]:
+    rows = list(policy.changes.select_related("share", "instance_type"))
+    return rows, [row.spec() for row in rows]
+
+
+def check_calendar(policy: Policy, rows: list, specs: list[ChangeSpec], edited: int | None):
+    """Validate a proposed calendar; ``(None, {})`` when it holds, else the message for the edited
+    row (``edited``: its index in ``specs``) and, per stored row id, the errors of other rows."""
+    duplicates = duplicate_change_rows(specs)
+    for row, earlier in duplicates.items():
+        if edited in (row, earlier):
+            spec = specs[row]
+            return f"{spec.target()} already has {spec.instance_type} set at this time: edit that row", {}
+    try:
+        policy.validate_with(changes=specs)
+    except CalendarError as error:
+        # The engine names the last row of the instant that breaks section 1: when that instant
+        # is the edited row's own, the edit is what broke it and the message goes there.
+        same_instant = edited is not None and specs[error.row].time == specs[edited].time
+        if error.row == edited or error.row >= len(rows) or same_instant:
+            return " ".join(error.messages), {}
+        return (
+            "another change is no longer valid with this one: see the message under it",
+            {rows[error.row].pk: error.messages},
+        )
+    return None, {}
+
+
+def save_change(request, policy: Policy):
+    """Add a calendar row, or save an edited one; an error goes next to the row that caused it."""
+    editing = request.POST.get("action") == "save-change"
+    rows, specs = calendar_of(policy)
+    change = None
+    if editing:
+        change = next((row for row in rows if str(row.pk) == request.POST.get("change", "")), None)
+        if change is None:
+            messages.error(request, "That change is gone: reload the page.")
+            return redirect(policy_page(policy, "calendar"))
+    share_names = list(policy.shares.order_by("position", "id").values_list("name", flat=True))
+    form = CalendarRowForm(
+        request.POST, share_names=share_names, instance_types=type_names_of(policy), prefix="change"
+    )
+    edit = f"change-{change.pk}" if change else "new-change"
+    row_errors: dict[int, list[str]] = {}
+    if form.is_valid():
+        spec = form.spec()
+        if change is not None:
+            edited = rows.index(change)
+            specs[edited] = spec
+        else:
+            edited = len(specs)
+            specs.append(spec)
+        problem, row_errors = check_calendar(policy, rows, specs, edited)
+        if problem is None:
+            with transaction.atomic():
+                policy.replace_changes(specs)
+            messages.success(request, f"Change at {describe_time(spec.time)} saved.")
+            return redirect(policy_page(policy, "calendar"))
+        form.add_error(None, problem)
+    context = policy_context(request, policy, edit=edit, change_form=form, row_errors=row_errors)
+    return render(request, "web/policy_detail.html", context, status=400)
+
+
+def delete_change(request, policy: Policy):
+    rows, specs = calendar_of(policy)
+    change = next((row for row in rows if str(row.pk) == request.POST.get("change", "")), None)
+    if change is None:
+        return redirect(policy_page(policy, "calendar"))
+    index = rows.index(change)
+    remaining_rows = rows[:index] + rows[index + 1 :]
+    problem, row_errors = check_calendar(policy, remaining_rows, specs[:index] + specs[index + 1 :], None)
+    if problem is not None or row_errors:
+        messages.error(
+            request,
+            f"The change at {describe_time(change.time)} was not deleted: without it, "
+            "the change marked below would not be valid.",
+        )
+        context = policy_context(request, policy, row_errors=row_errors)
+        return render(request, "web/policy_detail.html", context, status=400)
+    change.delete()
+    messages.success(request, f"Change at {describe_time(change.time)} deleted.")
+    return redirect(policy_page(policy, "calendar"))
+
+
+def add_training_plan(request, policy: Policy):
+    share_names = list(policy.shares.order_by("position", "id").values_list("name", flat=True))
+    form = TrainingPlanForm(
+        request.POST, share_names=share_names, instance_types=type_names_of(policy), prefix="plan"
+    )
+    if form.is_valid():
+        plan = form.plan()
+        try:
+            policy.add_training_plan(plan)
+        except ValidationError as error:
+            place_plan_errors(form, error)
+        else:
+            messages.success(
+                request,
+                f"Training plan added: {plan.instances} x {plan.instance_type} for {plan.share} "
+                f"from {describe_time(plan.start)} to {describe_time(plan.end)}.",
+            )
+            return redirect(policy_page(policy, "calendar"))
+    context = policy_context(request, policy, plan_form=form)
+    return render(request, "web/policy_detail.html", context, status=400)
+
+
+def place_plan_errors(form: TrainingPlanForm, error: ValidationError) -> None:
+    """The plan's own fields get their errors; the calendar's (a row it would break) go on top."""
+    if not hasattr(error, "error_dict"):
+        form.add_error(None, error.messages)
+        return
+    for key, messages_ in error.message_dict.items():
+        for message in messages_:
+            form.add_error(key if key in form.fields else None, message)
 
 
 def save_capacity(request, policy: Policy):

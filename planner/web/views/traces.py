@@ -10,9 +10,12 @@ from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import RequestDataTooBig
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 
+from planner.accounts.permissions import can_edit
 from planner.studies.models import Study
-from planner.traces.models import Trace, read_upload
+from planner.traces.models import ParseStatus, Trace, check_options, read_upload, receive_upload
+from planner.traces.tasks import reap_stale_parses
 from planner.web import charts
 from planner.web.access import editor_required, reader_required
 from planner.web.forms import MAPPING_FIELDS, TraceUploadForm
@@ -27,8 +30,12 @@ FORM_FIELDS = {"format": "format", "mapping": "mapping", "name": "name"}
 
 @reader_required
 def trace_list(request):
-    traces = Trace.objects.select_related("created_by").defer("summary")
-    return render(request, "web/trace_list.html", {"traces": traces})
+    traces = Trace.objects.ready().select_related("created_by").defer("summary")
+    # uploads still parsing, or failed, are listed apart and only for those who upload
+    uploads = Trace.objects.exclude(status=ParseStatus.SUCCEEDED).defer("summary")
+    if not can_edit(request.user):
+        uploads = uploads.none()
+    return render(request, "web/trace_list.html", {"traces": traces, "uploads": uploads})
 
 
 def error_field(error: InputError) -> str:
@@ -42,11 +49,24 @@ def error_field(error: InputError) -> str:
     return FORM_FIELDS.get(top, "file")
 
 
+class TooLarge(InputError):
+    """A body or file past PLANNER_MAX_UPLOAD_BYTES: HTTP 413."""
+
+
 def size_error(upload) -> InputError | None:
     limit = settings.PLANNER_MAX_UPLOAD_BYTES
     if upload.size > limit:
-        return InputError(f"the file is {upload.size:,} bytes: the limit is {limit:,}", field="file")
+        return TooLarge(f"the file is {upload.size:,} bytes: the limit is {limit:,}", field="file")
     return None
+
+
+def refused_form(message: str, status: int):
+    """The upload form showing only why the request was refused (its fields were not read)."""
+    form = TraceUploadForm(data={}, files={})
+    form.is_valid()
+    form.errors.clear()
+    form.add_error("file", f"{message}: nothing was stored")
+    return form
 
 
 def preview_of(upload, fmt: str, mapping: dict | None) -> dict:
@@ -71,15 +91,18 @@ def trace_upload(request):
     if request.method != "POST":
         form = TraceUploadForm()
         return render(request, "web/trace_upload.html", {"form": form, "importers": IMPORTERS})
+    limit = settings.PLANNER_MAX_UPLOAD_BYTES
+    declared = int(request.META.get("CONTENT_LENGTH") or 0)
+    if declared > limit + 64 * 1024:  # refused before reading the body
+        form = refused_form(f"the upload is {declared:,} bytes: the limit is {limit:,}", 413)
+        return render(request, "web/trace_upload.html", {"form": form, "importers": IMPORTERS}, status=413)
     try:
         wants_preview = request.POST.get("action") == "preview"
         form = TraceUploadForm(request.POST, request.FILES, preview=wants_preview)
     except RequestDataTooBig as error:  # stopped while streaming in (planner.traces.uploads)
-        form = TraceUploadForm(data={}, files={})  # the request's fields are not readable: only this error
-        form.is_valid()
-        form.errors.clear()
-        form.add_error("file", f"{error}: nothing was stored")
-        return render(request, "web/trace_upload.html", {"form": form, "importers": IMPORTERS}, status=400)
+        form = refused_form(str(error), 413)
+        return render(request, "web/trace_upload.html", {"form": form, "importers": IMPORTERS}, status=413)
+    too_large = False
     if form.is_valid():
         upload = form.cleaned_data["file"]
         fmt = form.cleaned_data["format"]
@@ -91,21 +114,23 @@ def trace_upload(request):
             if wants_preview:
                 preview_result = preview_of(upload, fmt, mapping)
             else:
-                columns_read = read_upload(upload, format=fmt, mapping=mapping)
-                trace = Trace.store(
-                    columns_read,
+                check_options(fmt, mapping)
+                trace = receive_upload(
+                    upload,
                     name=form.cleaned_data["name"],
                     description=form.cleaned_data["description"],
                     format=fmt,
-                    source_name=upload.name or "",
                     mapping=mapping,
                     created_by=request.user,
                 )
-                messages.success(request, f"Trace {trace.name} stored: {trace.job_count:,} jobs.")
+                messages.success(
+                    request, f"Trace {trace.name} uploaded: a worker is reading it; this page follows it."
+                )
                 return redirect("web:trace", pk=trace.pk)
         except InputError as error:
+            too_large = isinstance(error, TooLarge)
             form.add_error(error_field(error), error.describe())
-    status = 200 if form.is_valid() else 400
+    status = 200 if form.is_valid() else (413 if too_large else 400)
     return render(
         request,
         "web/trace_upload.html",
@@ -242,6 +267,15 @@ def span_text(summary: dict) -> str:
 @reader_required
 def trace_detail(request, pk: int):
     trace = get_object_or_404(Trace.objects.select_related("created_by"), pk=pk)
+    if not trace.finished:
+        reap_stale_parses(Trace.objects.filter(pk=trace.pk))  # its worker may have died
+        trace.refresh_from_db()
+    if not trace.ready:
+        return render(
+            request,
+            "web/trace_parsing.html",
+            {"trace": trace, "api_url": reverse("trace-detail", args=[trace.pk])},
+        )
     summary = trace.summary or {}
     studies = Study.objects.filter(trace=trace).order_by("-created_at")
     share_rows = sorted(summary.get("shares", []), key=lambda share: -share.get("gpu_hours", 0))

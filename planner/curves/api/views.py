@@ -1,0 +1,130 @@
+"""Curves and worth searches over the API: admins create (the replays go to the workers) and
+delete; every role reads, viewers without $ (``planner.curves.dollars.visible``, applied to every
+answer here)."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, viewsets
+from rest_framework.exceptions import ValidationError as ApiValidationError
+from rest_framework.response import Response
+
+from planner.accounts.permissions import can_read_finance
+from planner.curves.api.serializers import (
+    CurveDetailSerializer,
+    CurveSerializer,
+    WorthSearchDetailSerializer,
+    WorthSearchSerializer,
+)
+from planner.curves.dollars import visible
+from planner.curves.figures import search_view
+from planner.curves.launch import reap_curves, reap_searches, start_curve, start_search
+from planner.curves.models import CapacityCurve, WorthSearch
+
+
+class _DollarsHidden:
+    """Every answer of the view set without $ for readers who may not see them."""
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        if isinstance(response, Response) and isinstance(response.data, (dict, list)):
+            response.data = visible(response.data, request.user)
+        return super().finalize_response(request, response, *args, **kwargs)
+
+
+class _Base(
+    _DollarsHidden,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    mixins.DestroyModelMixin,
+    viewsets.GenericViewSet,
+):
+    pass
+
+
+class CurveViewSet(_Base):
+    """Capacity curves: the trace replayed under each policy at each pool size. Poll the detail for
+    progress, then read ``rows`` (one per policy and size)."""
+
+    queryset = CapacityCurve.objects.select_related("trace", "created_by")
+    filterset_fields = ["trace", "mode"]
+    search_fields = ["name"]
+    ordering_fields = ["created_at"]
+
+    def get_serializer_class(self):
+        return CurveDetailSerializer if self.action == "retrieve" else CurveSerializer
+
+    def get_object(self) -> CapacityCurve:
+        curve = super().get_object()
+        reap_curves(curve.points.all())
+        return curve
+
+    def perform_create(self, serializer: CurveSerializer) -> None:
+        data = serializer.validated_data
+        try:
+            serializer.instance = start_curve(
+                trace=data["trace"],
+                policies=data["policies"],
+                name=data.get("name", ""),
+                mode=data.get("mode", "proportional"),
+                instance_type=data.get("instance_type", ""),
+                factors=data.get("factors") or [],
+                sizes=data.get("sizes") or [],
+                urgent_shares=data.get("urgent_shares") or [],
+                created_by=self.request.user,
+            )
+        except ValidationError as error:
+            raise ApiValidationError(error.message_dict) from None
+
+
+class WorthSearchViewSet(_Base):
+    """What policy A is worth in GPUs against policy B: the smallest pool at which A matches B at
+    today's size, found step by step (each step's sizes replayed in parallel). Poll the detail."""
+
+    queryset = WorthSearch.objects.select_related("trace", "created_by")
+    filterset_fields = ["trace", "status", "metric"]
+    search_fields = ["name", "policy_a_name", "policy_b_name"]
+    ordering_fields = ["created_at", "finished_at"]
+
+    def get_serializer_class(self):
+        return WorthSearchDetailSerializer if self.action == "retrieve" else WorthSearchSerializer
+
+    def get_queryset(self):
+        queryset = super().get_queryset()
+        return (
+            queryset
+            if self.action == "retrieve"
+            else queryset.defer("policy_a_snapshot", "policy_b_snapshot")
+        )
+
+    @extend_schema(responses={200: WorthSearchDetailSerializer})
+    def retrieve(self, request, *args, **kwargs):
+        search = self.get_object()
+        reap_searches(WorthSearch.objects.filter(pk=search.pk))
+        search.refresh_from_db()
+        view = search_view(search, money=can_read_finance(request.user))
+        search.sentence = view.sentence
+        search.answer_gpus = view.answer.gpus if view.answer is not None else None
+        return Response(WorthSearchDetailSerializer(search, context=self.get_serializer_context()).data)
+
+    def perform_create(self, serializer: WorthSearchSerializer) -> None:
+        data = serializer.validated_data
+        try:
+            serializer.instance = start_search(
+                trace=data["trace"],
+                policy_a=data["policy_a"],
+                policy_b=data["policy_b"],
+                name=data.get("name", ""),
+                metric=data.get("metric", "share_p95"),
+                urgent_shares=data.get("urgent_shares") or [],
+                tolerance_seconds=data.get("tolerance_seconds", 60),
+                tolerance_percent=data.get("tolerance_percent", 2),
+                mode=data.get("mode", "proportional"),
+                instance_type=data.get("instance_type", ""),
+                upper=data.get("upper", 0),
+                parallel=data.get("parallel", 3),
+                created_by=self.request.user,
+            )
+        except ValidationError as error:
+            raise ApiValidationError(error.message_dict) from None

@@ -1,0 +1,330 @@
+"""Starting curves and worth searches, moving a search on, and recovering points whose worker died.
+
+Every point is one Celery task, sent once the transaction that made it commits. A search moves on
+in ``advance_search`` (under a row lock, idempotent): when every replay of its step is in, it
+judges them and plans the next step or concludes. It runs after each of its points' tasks, and
+again whenever the search is read, so a worker that died between recording a point and moving the
+search on delays it, never stalls it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from planner.capacity.models import Policy
+from planner.curves.models import CapacityCurve, CurvePoint, PointRole, SearchPoint, WorthSearch
+from planner.studies.attempts import reap_stale
+from planner.studies.models import RunStatus
+from planner.traces.models import Trace
+from scheduling.capacity_curve import MAX_POLICIES, curve_sizes
+from scheduling.errors import InputError
+from scheduling.model import parse_policy
+from scheduling.scaling import SizeMode, capacity_at, pool_gpus, scale_policy, sized_type
+from scheduling.worth import Criterion, SearchRange, conclusion, matches, next_sizes, parse_metric
+
+
+def enqueue_curve_points(ids: Iterable[int]) -> None:
+    from planner.curves.tasks import replay_curve_point
+
+    for pk in list(ids):
+        transaction.on_commit(lambda pk=pk: replay_curve_point.delay(pk))
+
+
+def enqueue_search_points(ids: Iterable[int]) -> None:
+    from planner.curves.tasks import replay_search_point
+
+    for pk in list(ids):
+        transaction.on_commit(lambda pk=pk: replay_search_point.delay(pk))
+
+
+def _snapshot(policy: Policy, field: str) -> dict:
+    try:
+        return policy.engine_policy().to_dict()
+    except ValidationError as error:
+        raise ValidationError({field: f"{policy.name}: {' '.join(error.messages)}"}) from None
+
+
+def _check_trace_shares(trace: Trace, snapshot: dict, policy_name: str, field: str) -> None:
+    """The trace's shares must all be in the policy (a replay would refuse it on a worker)."""
+    names = {share["name"] for share in snapshot["shares"]}
+    missing = [s["name"] for s in (trace.summary or {}).get("shares", []) if s["name"] not in names]
+    if missing:
+        shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
+        raise ValidationError({field: f"{policy_name} has no share for the trace's {shown}"})
+
+
+def _sizing(snapshot: dict, mode: str, instance_type: str, field: str) -> tuple[SizeMode, str]:
+    try:
+        size_mode = SizeMode(mode)
+    except ValueError:
+        raise ValidationError({"mode": f"{mode!r} is not one of proportional, one_type"}) from None
+    name = instance_type or sized_type(snapshot)
+    if not snapshot["capacity"].get(name):
+        raise ValidationError({"instance_type": f"{snapshot['name']} has no capacity of {name!r} to scale"})
+    return size_mode, name
+
+
+def _scaled(snapshot: dict, size: int, mode: SizeMode, instance_type: str, field: str) -> tuple[dict, dict]:
+    """(capacity, scaled policy) at ``size``, or a ValidationError on ``field``."""
+    try:
+        capacity = capacity_at(snapshot, size, mode=mode, instance_type=instance_type)
+        return capacity, scale_policy(snapshot, capacity)
+    except InputError as error:
+        raise ValidationError({field: f"{snapshot['name']} at {size:,}: {error.describe()}"}) from None
+
+
+def _urgent(urgent_shares: Sequence[str], snapshots: Sequence[dict]) -> list[str]:
+    known = {share["name"] for snapshot in snapshots for share in snapshot["shares"]}
+    unknown = [name for name in urgent_shares if name not in known]
+    if unknown:
+        raise ValidationError({"urgent_shares": f"{', '.join(unknown)}: not a share of these policies"})
+    return list(dict.fromkeys(urgent_shares))
+
+
+@transaction.atomic
+def start_curve(
+    *,
+    trace: Trace,
+    policies: Sequence[Policy],
+    name: str = "",
+    mode: str = SizeMode.PROPORTIONAL.value,
+    instance_type: str = "",
+    factors: Sequence[float] = (),
+    sizes: Sequence[int] = (),
+    urgent_shares: Sequence[str] = (),
+    created_by=None,
+    enqueue: bool = True,
+) -> CapacityCurve:
+    """One point per policy and size, each enqueued. Sizes count instances of the sized type (the
+    first policy's type with the most GPUs, unless ``instance_type`` names one), ``factors`` of the
+    first policy's size by default. Raises ValidationError naming the field."""
+    if not policies:
+        raise ValidationError({"policies": "choose at least one policy"})
+    if len({p.pk for p in policies}) != len(policies):
+        raise ValidationError({"policies": "a policy appears twice"})
+    if len(policies) > MAX_POLICIES:
+        raise ValidationError({"policies": f"{len(policies)} policies: a curve draws at most {MAX_POLICIES}"})
+    snapshots = [_snapshot(policy, "policies") for policy in policies]
+    for policy, snapshot in zip(policies, snapshots, strict=True):
+        _check_trace_shares(trace, snapshot, policy.name, "policies")
+    size_mode, type_name = _sizing(snapshots[0], mode, instance_type, "instance_type")
+    try:
+        chosen = curve_sizes(snapshots[0]["capacity"][type_name], factors=factors, sizes=sizes)
+    except InputError as error:
+        raise ValidationError({(error.field or "sizes").split("[")[0]: error.describe()}) from None
+    rows = []
+    for line, (policy, snapshot) in enumerate(zip(policies, snapshots, strict=True)):
+        if not snapshot["capacity"].get(type_name):
+            raise ValidationError({"policies": f"{policy.name} has no capacity of {type_name!r} to scale"})
+        for size in chosen:
+            capacity, scaled = _scaled(snapshot, size, size_mode, type_name, "sizes")
+            rows.append((line, policy, size, capacity, scaled))
+    curve = CapacityCurve.objects.create(
+        name=name or f"{trace.name}: {', '.join(p.name for p in policies)}"[:200],
+        trace=trace,
+        mode=size_mode.value,
+        instance_type=type_name,
+        sizes=chosen,
+        today=int(snapshots[0]["capacity"][type_name]),
+        lines=[{"policy": policy.pk, "name": policy.name} for policy in policies],
+        urgent_shares=_urgent(urgent_shares, snapshots),
+        created_by=created_by,
+    )
+    points = CurvePoint.objects.bulk_create(
+        CurvePoint(
+            curve=curve,
+            policy=policy,
+            policy_name=policy.name,
+            line=line,
+            size=size,
+            capacity=capacity,
+            gpus=pool_gpus(parse_policy(scaled)),
+            policy_snapshot=scaled,
+        )
+        for line, policy, size, capacity, scaled in rows
+    )
+    if enqueue:
+        enqueue_curve_points(point.pk for point in points)
+    return curve
+
+
+@transaction.atomic
+def start_search(
+    *,
+    trace: Trace,
+    policy_a: Policy,
+    policy_b: Policy,
+    name: str = "",
+    metric: str = "share_p95",
+    urgent_shares: Sequence[str] = (),
+    tolerance_seconds: float = 60.0,
+    tolerance_percent: float = 2.0,
+    mode: str = SizeMode.PROPORTIONAL.value,
+    instance_type: str = "",
+    upper: int = 0,
+    parallel: int = 3,
+    created_by=None,
+    enqueue: bool = True,
+) -> WorthSearch:
+    """The first step: B at today's size (B's own pool) and A at today's size and the first rungs
+    up. Raises ValidationError naming the field."""
+    if policy_a.pk == policy_b.pk:
+        raise ValidationError({"policy_b": "compare two different policies"})
+    snapshot_a, snapshot_b = _snapshot(policy_a, "policy_a"), _snapshot(policy_b, "policy_b")
+    _check_trace_shares(trace, snapshot_a, policy_a.name, "policy_a")
+    _check_trace_shares(trace, snapshot_b, policy_b.name, "policy_b")
+    size_mode, type_name = _sizing(snapshot_b, mode, instance_type, "instance_type")
+    if not snapshot_a["capacity"].get(type_name):
+        raise ValidationError({"policy_a": f"{policy_a.name} has no capacity of {type_name!r} to scale"})
+    try:
+        chosen_metric = parse_metric(metric)
+    except InputError as error:
+        raise ValidationError({"metric": error.describe()}) from None
+    if tolerance_seconds < 0 or tolerance_percent < 0:
+        raise ValidationError({"tolerance_seconds": "tolerances cannot be negative"})
+    today = int(snapshot_b["capacity"][type_name])
+    try:
+        search_range = SearchRange(today=today, upper=upper, parallel=parallel)
+    except InputError as error:
+        raise ValidationError({error.field or "upper": error.describe()}) from None
+    search = WorthSearch.objects.create(
+        name=name or f"{policy_a.name} against {policy_b.name} on {trace.name}"[:200],
+        trace=trace,
+        policy_a=policy_a,
+        policy_a_name=policy_a.name,
+        policy_a_snapshot=snapshot_a,
+        policy_b=policy_b,
+        policy_b_name=policy_b.name,
+        policy_b_snapshot=snapshot_b,
+        metric=chosen_metric.value,
+        urgent_shares=_urgent(urgent_shares, [snapshot_a, snapshot_b]),
+        tolerance_seconds=tolerance_seconds,
+        tolerance_percent=tolerance_percent,
+        mode=size_mode.value,
+        instance_type=type_name,
+        today=today,
+        upper=search_range.top,
+        parallel=parallel,
+        status=RunStatus.RUNNING,
+        steps=1,
+        created_by=created_by,
+    )
+    target = SearchPoint.objects.create(
+        search=search,
+        role=PointRole.TARGET,
+        step=1,
+        size=today,
+        capacity=dict(snapshot_b["capacity"]),
+        gpus=pool_gpus(parse_policy(snapshot_b)),
+        policy_snapshot=snapshot_b,
+    )
+    candidates = _candidates(search, next_sizes(search_range, {}), step=1)
+    if enqueue:
+        enqueue_search_points([target.pk, *(point.pk for point in candidates)])
+    return search
+
+
+def search_range(search: WorthSearch) -> SearchRange:
+    return SearchRange(today=search.today, lower=search.lower, upper=search.upper, parallel=search.parallel)
+
+
+def criterion(search: WorthSearch) -> Criterion:
+    return Criterion(
+        metric=parse_metric(search.metric),
+        urgent_shares=tuple(search.urgent_shares),
+        tolerance_seconds=search.tolerance_seconds,
+        tolerance_percent=search.tolerance_percent,
+    )
+
+
+def _candidates(search: WorthSearch, sizes: Sequence[int], step: int) -> list[SearchPoint]:
+    mode = SizeMode(search.mode)
+    points = []
+    for size in sizes:
+        capacity, scaled = _scaled(search.policy_a_snapshot, size, mode, search.instance_type, "policy_a")
+        points.append(
+            SearchPoint(
+                search=search,
+                role=PointRole.CANDIDATE,
+                step=step,
+                size=size,
+                capacity=capacity,
+                gpus=pool_gpus(parse_policy(scaled)),
+                policy_snapshot=scaled,
+            )
+        )
+    return SearchPoint.objects.bulk_create(points)
+
+
+def advance_search(search_id: int) -> str:
+    """Judge the finished replays of the search's step and plan the next step, or conclude.
+    Idempotent and safe to call from several workers at once (the search row is locked)."""
+    with transaction.atomic():
+        search = WorthSearch.objects.select_for_update().filter(pk=search_id).first()
+        if search is None or search.finished:
+            return "finished"
+        points = list(search.points.all())
+        failed = [point for point in points if point.status == RunStatus.FAILED]
+        if failed:
+            point = failed[0]
+            who = search.policy_b_name if point.role == PointRole.TARGET else search.policy_a_name
+            search.status = RunStatus.FAILED
+            search.error = f"the replay of {who} at {point.gpus:,.0f} GPUs failed: {point.error}"[:4000]
+            search.finished_at = timezone.now()
+            search.save(update_fields=["status", "error", "finished_at"])
+            return "failed"
+        if any(point.status != RunStatus.SUCCEEDED for point in points):
+            return "waiting"
+        target = next(point for point in points if point.role == PointRole.TARGET)
+        rule = criterion(search)
+        verdicts = {}
+        for point in points:
+            if point.role != PointRole.CANDIDATE:
+                continue
+            if point.matches is None:
+                point.matches, point.verdict = matches(point.summary, target.summary, rule)
+                point.save(update_fields=["matches", "verdict"])
+            verdicts[point.size] = point.matches
+        bounds = search_range(search)
+        sizes = next_sizes(bounds, verdicts)
+        if sizes:
+            search.steps += 1
+            search.save(update_fields=["steps"])
+            enqueue_search_points(point.pk for point in _candidates(search, sizes, step=search.steps))
+            return "next step"
+        found = conclusion(bounds, verdicts)
+        search.status = RunStatus.SUCCEEDED
+        search.answer_size = found.size
+        search.exact = found.exact
+        search.finished_at = timezone.now()
+        search.save(update_fields=["status", "answer_size", "exact", "finished_at"])
+        return "succeeded"
+
+
+def reap_curves(points=None, now=None) -> dict[str, list[int]]:
+    """Re-enqueue, or fail after the last attempt, curve points whose heartbeat is stale."""
+    rows = points if points is not None else CurvePoint.objects.all()
+    return reap_stale(rows, enqueue_curve_points, now)
+
+
+def reap_searches(searches=None, now=None) -> dict[str, list[int]]:
+    """The same for search points, then move on every unfinished search among ``searches``."""
+    searches = (
+        searches if searches is not None else WorthSearch.objects.exclude(status__in=["succeeded", "failed"])
+    )
+    outcome = reap_stale(SearchPoint.objects.filter(search__in=searches), enqueue_search_points, now)
+    for search_id in list(searches.values_list("pk", flat=True)):
+        advance_search(search_id)
+    return outcome
+
+
+def queued_points() -> tuple[list[int], list[int]]:
+    """The queued curve and search points (sent again by ``reap_runs --queued``)."""
+    return (
+        list(CurvePoint.objects.filter(status=RunStatus.QUEUED).values_list("pk", flat=True)),
+        list(SearchPoint.objects.filter(status=RunStatus.QUEUED).values_list("pk", flat=True)),
+    )

@@ -1,0 +1,133 @@
+"""Section 9: capacity and quotas over time. The policy's dated changes grouped by instant, the
+limits of section 6 at every instant of the calendar, and which running jobs go when capacity or
+a quota goes down.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from scheduling.model import Change, Policy, Share, UnschedulableReason
+from scheduling.rules import (
+    NO_LIMIT,
+    capacity_victim_key,
+    instances,
+    invariant_holds,
+    unschedulable_over_calendar,
+    unschedulable_reason,
+)
+from scheduling.state import Account, Job, TypePool
+
+
+def change_instants(policy: Policy) -> list[tuple[float, list[Change]]]:
+    """The changes grouped by instant, in time order (changes at one time apply together, a later
+    one in the list winning over an earlier one for the same share and type)."""
+    out: list[tuple[float, list[Change]]] = []
+    for change in policy.changes:
+        if out and out[-1][0] == change.time:
+            out[-1][1].append(change)
+        else:
+            out.append((change.time, [change]))
+    return out
+
+
+def borrow_limit_at(share: Share, type_name: str, quota: int) -> int:
+    """A share's borrow limit with the quota in force: AWS's borrowLimit is a percentage of the
+    share's capacity, so it follows a changed quota; Kueue's absolute limit does not."""
+    if not share.strategy.borrows:
+        return 0
+    return instances(share.borrow_limit(type_name, quota))
+
+
+def limits_over_calendar(policy: Policy, types: list[str]) -> list[list[list[tuple[int, int, int, int]]]]:
+    """For every share, type and distinct state of the calendar (before any change, then after
+    each instant with changes): (pool capacity, quota, borrow limit, everything borrowable), the
+    inputs of section 6's test."""
+    capacity = {t: int(policy.capacity.get(t, 0)) for t in types}
+    quotas = {s.name: {t: int(s.quota(t)) for t in types} for s in policy.shares}
+    states = [_limits(policy, types, capacity, quotas)]
+    for _, changes in change_instants(policy):
+        for change in changes:
+            target = capacity if change.share is None else quotas[change.share]
+            for type_name, count in change.capacity.items():
+                if type_name in target:
+                    target[type_name] = int(count)
+        states.append(_limits(policy, types, capacity, quotas))
+    # shares x types x states
+    return [[[state[s][t] for state in states] for t in range(len(types))] for s in range(len(policy.shares))]
+
+
+def _limits(policy: Policy, types: list[str], capacity: dict[str, int], quotas: dict[str, dict[str, int]]):
+    out = []
+    for share in policy.shares:
+        row = []
+        for type_name in types:
+            quota = quotas[share.name][type_name]
+            unassigned = capacity[type_name] - sum(q[type_name] for q in quotas.values())
+            borrowable = 0
+            if share.strategy.borrows:
+                borrowable = unassigned + sum(
+                    min(instances(other.lend_limit(type_name)), quotas[other.name][type_name])
+                    for other in policy.shares
+                    if other is not share and other.strategy.lends
+                )
+            row.append((capacity[type_name], quota, borrow_limit_at(share, type_name, quota), borrowable))
+        out.append(row)
+    return out
+
+
+def unschedulable_at_every_instant(
+    count: int, limits: list[tuple[int, int, int, int]]
+) -> UnschedulableReason | None:
+    """Section 9: a job is unschedulable only if section 6 finds it so at every instant."""
+    return unschedulable_over_calendar(
+        [
+            unschedulable_reason(count, capacity, quota, limit, borrowable)
+            for capacity, quota, limit, borrowable in limits
+        ]
+    )
+
+
+def capacity_victims(pool: TypePool) -> list[Job]:
+    """Section 9: while the pool holds more than its capacity or the borrowing invariant fails,
+    take the next running job in ``capacity_victim_key``'s order, chosen anew after each one (a
+    share stops borrowing as its jobs go); then walk the taken list backwards and keep running
+    every job that is not needed. Usage is left as it was: the caller preempts the victims."""
+    # Within one account the order is the same at every pick, so each account gives its jobs in
+    # victim order and only the accounts' next jobs are compared.
+    queues: list[Iterator[Job]] = [account.running.in_victim_order(NO_LIMIT) for account in pool.accounts]
+    heads: list[Job | None] = [next(queue, None) for queue in queues]
+    taken: list[Job] = []
+    while not _holds(pool):
+        best = -1
+        best_key: tuple = ()
+        for i, job in enumerate(heads):
+            if job is None:
+                continue
+            account: Account = pool.accounts[i]
+            key = capacity_victim_key(account.usage > account.quota, job.priority, job.start_time, job.rank)
+            if best < 0 or key < best_key:
+                best, best_key = i, key
+        if best < 0:
+            break  # nothing left running: only reachable with an invalid calendar
+        victim = heads[best]
+        assert victim is not None
+        victim.account.shift(-victim.count)
+        taken.append(victim)
+        heads[best] = next(queues[best], None)
+    victims: list[Job] = []
+    for index in range(len(taken) - 1, -1, -1):
+        victim = taken[index]
+        victim.account.shift(victim.count)
+        if _holds(pool):
+            continue  # not needed: it keeps running
+        victim.account.shift(-victim.count)
+        victims.append(victim)
+    for victim in victims:
+        victim.account.shift(victim.count)
+    victims.reverse()
+    return victims
+
+
+def _holds(pool: TypePool) -> bool:
+    return invariant_holds(pool.used, pool.capacity, pool.unassigned, pool.lendable, pool.borrowed)

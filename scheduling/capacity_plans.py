@@ -1,0 +1,89 @@
+"""A policy's calendar of dated changes (SEMANTICS.md section 9) the way people plan it: a training
+plan is a block of instances added to the pool and to one share's quota for a while; charts draw
+the capacity and the quotas in force over a window as step lines.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from scheduling.errors import InputError
+from scheduling.model import Change, Policy, validate_policy
+
+
+@dataclass(frozen=True)
+class TrainingPlan:
+    """``instances`` more of ``instance_type`` in the pool and in ``share``'s quota, from ``start``
+    (inclusive) to ``end`` (exclusive), as a SageMaker training plan reserves them."""
+
+    instance_type: str
+    instances: int
+    share: str
+    start: float
+    end: float
+
+
+def check_training_plan(policy: Policy, plan: TrainingPlan) -> None:
+    """InputError naming the field of the plan that cannot be applied to ``policy``."""
+    if plan.instance_type not in policy.instance_types:
+        raise InputError(f"the policy has no instance type {plan.instance_type!r}", field="instance_type")
+    if isinstance(plan.instances, bool) or not isinstance(plan.instances, int) or plan.instances < 1:
+        raise InputError(
+            f"{plan.instances!r}: a plan adds a whole number of instances, at least 1", field="instances"
+        )
+    if plan.share not in {s.name for s in policy.shares}:
+        raise InputError(f"{plan.share!r} is not a share of the policy", field="share")
+    if not plan.end > plan.start:
+        raise InputError("the plan must end after it starts", field="end")
+
+
+def add_training_plan(policy: Policy, plan: TrainingPlan) -> Policy:
+    """The policy with the plan in its calendar: its four changes (pool and share up at the start,
+    both back at the end) and, so that the plan adds on top of whatever else the calendar says,
+    every change of that type for the pool or that share inside the plan raised by the plan's
+    instances too. Validated (section 1 at every instant); InputError otherwise."""
+    check_training_plan(policy, plan)
+    type_name, n = plan.instance_type, plan.instances
+    targets: tuple[str | None, ...] = (None, plan.share)
+
+    def value_at(target: str | None, time: float) -> int:
+        counts = policy.capacity_at(time) if target is None else policy.quota_at(target, time)
+        return counts.get(type_name, 0)
+
+    def sets(change: Change, target: str | None, time: float) -> bool:
+        return change.share == target and change.time == time and type_name in change.capacity
+
+    changes: list[Change] = []
+    for change in policy.changes:
+        if change.share in targets and type_name in change.capacity and plan.start <= change.time < plan.end:
+            change = replace(change, capacity={**change.capacity, type_name: change.capacity[type_name] + n})
+        changes.append(change)
+    for target in targets:
+        if not any(sets(c, target, plan.start) for c in policy.changes):
+            changes.append(Change(plan.start, {type_name: value_at(target, plan.start) + n}, target))
+        if not any(sets(c, target, plan.end) for c in policy.changes):
+            changes.append(Change(plan.end, {type_name: value_at(target, plan.end)}, target))
+    planned = replace(policy, changes=tuple(sorted(changes, key=lambda c: c.time)))
+    validate_policy(planned)
+    return planned
+
+
+def capacity_steps(policy: Policy, start: float, end: float) -> dict[str, Any]:
+    """The pool's capacity and each share's quota in GPUs over ``[start, end]``, as step lines:
+    ``pool[i]`` and ``shares[name][i]`` hold from ``t[i]`` until ``t[i + 1]``; the last point
+    repeats the last value at ``end`` so that a chart draws the last step to the window's end."""
+    gpus = {name: instance_type.gpus for name, instance_type in policy.instance_types.items()}
+    steps = [float(start), *sorted({c.time for c in policy.changes if start < c.time < end})]
+
+    def total(counts: dict[str, int]) -> float:
+        return float(sum(count * gpus.get(type_name, 1) for type_name, count in counts.items()))
+
+    def line(values: list[float]) -> list[float]:
+        return [*values, values[-1]]
+
+    return {
+        "t": [*steps, float(max(end, start))],
+        "pool": line([total(policy.capacity_at(t)) for t in steps]),
+        "shares": {s.name: line([total(policy.quota_at(s.name, t)) for t in steps]) for s in policy.shares},
+    }

@@ -1,0 +1,217 @@
+"""Section 8: fair sharing's share values and its victim search (Kueue ``fairPreemptions``,
+``pkg/scheduler/preemption/preemption.go``), on the engine's accounts.
+
+Usage is changed tentatively with ``Account.shift`` while the search runs and put back before it
+returns: the engine then preempts the victims for real.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from scheduling.model import FairStrategy
+from scheduling.rules import (
+    NO_LIMIT,
+    final_share_passes,
+    in_share_allows,
+    in_share_levels_below,
+    initial_share_passes,
+    reclaim_allows,
+    share_value,
+    victim_key,
+)
+from scheduling.state import Account, Job, ShareState, TypePool
+
+# Causes, as scheduling.engine codes them.
+IN_SHARE = 0
+CROSS_SHARE = 1
+FAIR_SHARING = 2
+
+
+def lendable_gpus(pools: list[TypePool]) -> float:
+    """L: the pool's lendable GPUs, unassigned capacity plus every lender's quota up to its
+    lending limit, whatever is in use."""
+    total = 0.0
+    for pool in pools:
+        lent = 0
+        for account in pool.accounts:
+            lent += account.lendable(0)
+        total += pool.gpus * (pool.unassigned + lent)
+    return total
+
+
+def borrowed_gpus(share: ShareState) -> float:
+    """B_s: the GPUs a share holds above its quota, over all types (a job counted as admitted is
+    in its account's usage)."""
+    total = 0.0
+    for account in share.accounts:
+        if account.usage > account.quota:
+            total += account.pool.gpus * (account.usage - account.quota)
+    return total
+
+
+def value_of(share: ShareState, lendable: float) -> tuple[bool, float]:
+    return share_value(borrowed_gpus(share), lendable, share.fair_weight)
+
+
+def value_with(account: Account, count: int, lendable: float) -> tuple[bool, float]:
+    """V_s(r): the share's value were ``count`` more instances of the account's type admitted."""
+    account.shift(count)
+    value = value_of(account.share, lendable)
+    account.shift(-count)
+    return value
+
+
+class _Candidates:
+    """One share's candidates in victim order, read lazily (a share may run thousands of jobs),
+    with the next one at hand for the target's tie-break."""
+
+    __slots__ = ("share", "jobs", "next")
+
+    def __init__(self, share: ShareState, jobs: Iterator[Job]) -> None:
+        self.share = share
+        self.jobs = jobs
+        self.next: Job | None = next(jobs, None)
+
+    def pop(self) -> Job:
+        job = self.next
+        assert job is not None
+        self.next = next(self.jobs, None)
+        return job
+
+
+def _own_candidates(job: Job, account: Account) -> Iterator[Job]:
+    share = account.share
+    below = in_share_levels_below(share.preempts_equal_too, job.priority)
+    preempts, equal_too = share.preempts_in_share, share.preempts_equal_too
+    for other in account.running.in_victim_order(below):
+        if in_share_allows(preempts, equal_too, job.priority, job.submit, other.priority, other.submit):
+            yield other
+
+
+def _reclaim_candidates(job: Job, other: Account) -> Iterator[Job]:
+    share = job.account.share
+    for victim in other.running.in_victim_order(NO_LIMIT if share.reclaims_any else job.priority):
+        if reclaim_allows(share.may_reclaim, share.reclaims_any, job.priority, victim.priority):
+            yield victim
+
+
+def _fits(account: Account, count: int) -> bool:
+    """Section 4's fit for the job counted as admitted in ``account``."""
+    account.shift(-count)
+    fits = count <= account.headroom()
+    account.shift(count)
+    return fits
+
+
+def _target(pools: list[_Candidates], own: ShareState, lendable: float) -> _Candidates | None:
+    """The share with the highest value among those with candidates left (ties: its next
+    candidate first in victim order); other shares whose value is 0 are out."""
+    best: _Candidates | None = None
+    best_value = (False, 0.0)
+    for pool in pools:
+        job = pool.next
+        if job is None:
+            continue
+        value = value_of(pool.share, lendable)
+        if pool.share is not own and value <= (False, 0.0):
+            continue
+        if best is None or value > best_value:
+            best, best_value = pool, value
+        elif value == best_value:
+            first = best.next
+            assert first is not None
+            if victim_key(job.priority, job.start_time, job.rank) < victim_key(
+                first.priority, first.start_time, first.rank
+            ):
+                best = pool
+    return best
+
+
+def fair_victims(
+    job: Job, strategies: tuple[FairStrategy, ...], lendable: float
+) -> list[tuple[Job, int]] | None:
+    """Section 8's preemption for a job that does not fit: the victims and each one's cause, or
+    None when no choice makes it fit (then nobody is preempted)."""
+    account = job.account
+    own = account.share
+    n = job.count
+    within_quota = account.usage + n <= account.quota
+    pools: list[_Candidates] = []
+    if own.preempts_in_share:
+        pools.append(_Candidates(own, _own_candidates(job, account)))
+    if own.may_reclaim:
+        for other in account.pool.accounts:
+            if other.share is not own and other.running and borrowed_gpus(other.share) > 0:
+                pools.append(_Candidates(other.share, _reclaim_candidates(job, other)))
+    if not pools:
+        return None
+
+    account.shift(n)  # the job counts as admitted in its share throughout the search
+    taken: list[Job] = []
+    set_aside: list[_Candidates] = []
+    aside: dict[int, list[Job]] = {}
+    first = strategies[0]
+    while not _fits(account, n):
+        target = _target(pools, own, lendable)
+        if target is None:
+            break
+        if target.share is own:
+            victim = target.pop()
+            victim.account.shift(-victim.count)
+            taken.append(victim)
+            continue
+        new = value_of(own, lendable)
+        old = value_of(target.share, lendable)
+        while target.next is not None:
+            victim = target.pop()
+            victim.account.shift(-victim.count)
+            after = value_of(target.share, lendable)
+            if (
+                final_share_passes(new, after)
+                if first is FairStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE
+                else initial_share_passes(new, old)
+            ):
+                taken.append(victim)
+                break
+            victim.account.shift(victim.count)
+            if target.share.index not in aside:
+                aside[target.share.index] = []
+                set_aside.append(_Candidates(target.share, iter(())))
+            aside[target.share.index].append(victim)
+    if not _fits(account, n) and len(strategies) > 1:
+        # LessThanInitialShare over the set-aside candidates: at most one per share.
+        second = [_Candidates(pool.share, iter(aside[pool.share.index])) for pool in set_aside]
+        while not _fits(account, n):
+            target = _target(second, own, lendable)
+            if target is None:
+                break
+            if initial_share_passes(value_of(own, lendable), value_of(target.share, lendable)):
+                victim = target.pop()
+                victim.account.shift(-victim.count)
+                taken.append(victim)
+            second.remove(target)
+    fits = _fits(account, n)
+    account.shift(-n)
+    if not fits:
+        for victim in taken:
+            victim.account.shift(victim.count)
+        return None
+    needed = [True] * len(taken)
+    for index in range(len(taken) - 1, -1, -1):
+        victim = taken[index]
+        victim.account.shift(victim.count)
+        if n <= account.headroom():
+            needed[index] = False
+        else:
+            victim.account.shift(-victim.count)
+    out: list[tuple[Job, int]] = []
+    for victim, keep in zip(taken, needed):
+        if keep:
+            victim.account.shift(victim.count)  # the engine applies the release for real
+            if victim.account.share is own:
+                cause = IN_SHARE
+            else:
+                cause = CROSS_SHARE if within_quota else FAIR_SHARING
+            out.append((victim, cause))
+    return out

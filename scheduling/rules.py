@@ -1,0 +1,195 @@
+"""Every rule of SEMANTICS.md as one small named function: what a newcomer looks for first.
+
+The engine (``scheduling.engine``) keeps the state and the indexes that make it fast; the
+decisions it takes (does a job fit, may it preempt that one, which job comes first, why does it
+wait) are these functions. Each **(choice)** of SEMANTICS.md lives in exactly one of them.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Final
+
+from mypy_extensions import i64
+
+from scheduling.model import UnschedulableReason, WaitReason
+
+# A limit of "unlimited" in the per-(share, type) tables: more instances than any pool has, so
+# integer arithmetic (and the compiled engine's native ints) give the same answers as infinity.
+NO_LIMIT: Final = 1 << 60
+
+# Wait reasons as native ints (WaitReason is an IntEnum: these are its values).
+POOL_FULL: Final[int] = int(WaitReason.POOL_FULL)
+NOTHING_LENDABLE: Final[int] = int(WaitReason.NOTHING_LENDABLE)
+BORROW_LIMIT: Final[int] = int(WaitReason.BORROW_LIMIT)
+OVER_QUOTA_NO_BORROWING: Final[int] = int(WaitReason.OVER_QUOTA_NO_BORROWING)
+BEHIND_QUEUE_HEAD: Final[int] = int(WaitReason.BEHIND_QUEUE_HEAD)
+
+
+def instances(limit: float) -> int:
+    """A borrow or lend limit as whole instances (limits are already whole or unlimited)."""
+    return NO_LIMIT if math.isinf(limit) else int(limit)
+
+
+# --- section 3: accounting -----------------------------------------------------------------------
+
+
+def lendable(lends: bool, quota: int, usage: int, lend_limit: int) -> int:
+    """What a share lends right now: min(lending_limit, idle quota) for a lender, 0 for RESERVE."""
+    if not lends:
+        return 0
+    idle = quota - usage
+    return 0 if idle <= 0 else min(lend_limit, idle)
+
+
+def headroom(
+    quota: int, usage: int, borrow_limit: int, unlendable: int, free: int, unassigned: int, lendable_sum: int,
+    borrowed_sum: int,
+) -> int:
+    """Section 4's fit, as the most instances a share could start now without preemption.
+
+    Three limits: the pool's free capacity; its quota plus borrow limit; and the borrowing
+    invariant (sum of borrowed <= unassigned + sum of lendable), which in closed form says a
+    share may take its idle quota that it cannot lend plus the invariant's current slack: every
+    further instance either stops being lendable or is borrowed, costing one unit."""
+    slack = unassigned + lendable_sum - borrowed_sum
+    # Two-argument min()s: the compiled engine turns them into plain comparisons.
+    return min(min(free, quota - usage + borrow_limit), unlendable + slack)
+
+
+def invariant_holds(used: int, capacity: int, unassigned: int, lendable_sum: int, borrowed_sum: int) -> bool:
+    """Section 3 for one type: the pool holds no more than its capacity, and the borrowed sum is
+    covered by unassigned plus lendable capacity (section 9 preempts until it holds again)."""
+    return used <= capacity and borrowed_sum <= unassigned + lendable_sum
+
+
+# --- section 4: who may preempt whom (one predicate for the victim search and the reopening) ----
+
+
+def reclaim_allows(may_reclaim: bool, reclaims_any: bool, priority: int, victim_priority: int) -> bool:
+    """Cross-share reclaim: ``any`` takes every borrowing job, ``lower_priority`` only jobs of a
+    lower priority than the preemptor's, ``never`` none."""
+    return may_reclaim and (reclaims_any or victim_priority < priority)
+
+
+def in_share_allows(
+    preempts: bool, equal_too: bool, priority: int, submit: float, victim_priority: int, victim_submit: float
+) -> bool:
+    """In-share preemption: a lower priority, or (``lower_or_newer_equal_priority``) the same
+    priority and a later submit time."""
+    if not preempts:
+        return False
+    if victim_priority < priority:
+        return True
+    return equal_too and victim_priority == priority and victim_submit > submit
+
+
+def in_share_levels_below(equal_too: bool, priority: int) -> int:
+    """The priority below which in-share victims are looked for (``in_share_allows`` then picks
+    among the equal ones)."""
+    return priority + 1 if equal_too else priority
+
+
+# --- section 4: the three orderings ------------------------------------------------------------
+
+
+def queue_key(priority: i64, arrival: i64, n_jobs: i64) -> i64:
+    """A share's queue order: priority (higher first), then submit time, then job_id, as one
+    integer. ``arrival`` is the job's place in (submit time, job_id) order, so comparing keys
+    compares (-priority, submit time, job_id) without a tuple; the job is
+    ``by_arrival[key % n_jobs]``. (i64: priorities are 0-9999, so the key fits, and the compiled
+    engine multiplies natively.)"""
+    return -priority * n_jobs + arrival
+
+
+def round_key(needs_borrow: bool, queue: int) -> tuple:
+    """A round's order: jobs that need not borrow first, then the queue order."""
+    return (needs_borrow, queue)
+
+
+def victim_key(priority: int, start: float, rank: int) -> tuple:
+    """Victim order within one side (other shares / own share): lowest priority, then most
+    recently started, then job_id descending. (``indexes.Running`` keeps each account's running
+    jobs in this order without building keys; they are built to merge several shares'.)"""
+    return (priority, -start, -rank)
+
+
+def capacity_victim_key(borrowing: bool, priority: int, start: float, rank: int) -> tuple:
+    """Section 9: who goes first when capacity or a quota goes down: jobs of shares that borrow
+    that type, then section 4's victim order."""
+    return (not borrowing, priority, -start, -rank)
+
+
+# --- section 8: fair sharing ------------------------------------------------------------------------
+
+
+def share_value(borrowed_gpus: float, lendable_gpus: float, weight: float) -> tuple[bool, float]:
+    """Kueue's dominant resource share, as a pair that compares like the value: 0 when nothing
+    is borrowed or nothing is lendable, 1000 x B / L / weight, and for weight 0 infinity (two
+    infinite values compare by 1000 x B / L: the pair's first item says infinite)."""
+    if borrowed_gpus <= 0 or lendable_gpus <= 0:
+        return (False, 0.0)
+    if weight == 0:
+        return (True, 1000.0 * (borrowed_gpus / lendable_gpus))
+    # One division, of B by L x weight (exact for whole GPUs and weights): a correctly rounded
+    # quotient, so values that are equal as fractions are equal floats and tie as they should.
+    return (False, 1000.0 * (borrowed_gpus / (lendable_gpus * weight)))
+
+
+def final_share_passes(new: tuple[bool, float], after: tuple[bool, float]) -> bool:
+    """LessThanOrEqualToFinalShare: the preemptor's share, with the job, is at most the target's
+    share without the victim."""
+    return new <= after
+
+
+def initial_share_passes(new: tuple[bool, float], old: tuple[bool, float]) -> bool:
+    """LessThanInitialShare: the preemptor's share, with the job, is below the target's share as
+    it is now."""
+    return new < old
+
+
+def fair_round_key(value: tuple[bool, float], queue: int) -> tuple:
+    """A fair-sharing round's order: the value the job's share would have with it admitted, then
+    the queue order (priority, submit time, job_id)."""
+    return (value, queue)
+
+
+# --- sections 4 and 6: why a job waits, and when it never runs ------------------------------------
+
+
+def unschedulable_reason(
+    count: int, pool_capacity: int, quota: int, borrow_limit: float, borrowable: float
+) -> UnschedulableReason | None:
+    """Section 6: the AWS reason why a job can never run, or None. ``borrowable`` is everything
+    the share could ever borrow (0 when it may not borrow)."""
+    if count > pool_capacity:
+        return UnschedulableReason.SERVICE_ENVIRONMENT_MAX_RESOURCE
+    if count > quota + min(borrow_limit, borrowable):
+        return UnschedulableReason.QUOTA_MANAGEMENT_LIMIT_EXCEEDED
+    return None
+
+
+def unschedulable_over_calendar(reasons: list[UnschedulableReason | None]) -> UnschedulableReason | None:
+    """Section 9: unschedulable only if it is so under the policy at every instant of the
+    calendar **(choice: the pool's reason when the pool is too small at every instant, else the
+    quota's)**."""
+    if any(reason is None for reason in reasons):
+        return None
+    if all(reason is UnschedulableReason.SERVICE_ENVIRONMENT_MAX_RESOURCE for reason in reasons):
+        return UnschedulableReason.SERVICE_ENVIRONMENT_MAX_RESOURCE
+    return UnschedulableReason.QUOTA_MANAGEMENT_LIMIT_EXCEEDED
+
+
+def wait_reason(
+    count: int, usage: int, quota: int, borrow_limit: float, borrows: bool, used: int, capacity: int
+) -> int:
+    """The first limit of section 4's fit test that a refused job runs into **(choice: the
+    share's own limits first, then the pool, then the borrowing invariant)**, as a WaitReason
+    value."""
+    if usage + count > quota and not borrows:
+        return OVER_QUOTA_NO_BORROWING
+    if usage + count > quota + borrow_limit:
+        return BORROW_LIMIT
+    if used + count > capacity:
+        return POOL_FULL
+    return NOTHING_LENDABLE

@@ -1,0 +1,215 @@
+"""The replay's state as small classes whose fields the compiled engine keeps unboxed: each job,
+each (share, type) account, each type's pool and each share, with the section-3 sums kept
+incrementally as usage changes.
+
+Jobs, accounts and shares are ``__slots__`` classes: mypyc compiles them to C structs, so reading
+or writing a field costs no list lookup and no new float object.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Final
+
+from scheduling.indexes import Group, Running
+from scheduling.model import Cause, InSharePreemption, Reclaim, Share, WaitReason
+from scheduling.result import State
+from scheduling.rules import POOL_FULL, headroom, lendable
+
+# Job states as module constants: the compiled engine reads these as native ints instead of
+# looking up enum members on every use.
+PENDING_SUBMIT: Final[int] = int(State.PENDING_SUBMIT)
+RUNNABLE: Final[int] = int(State.RUNNABLE)
+RUNNING: Final[int] = int(State.RUNNING)
+SUCCEEDED: Final[int] = int(State.SUCCEEDED)
+FAILED: Final[int] = int(State.FAILED)
+UNSCHEDULABLE: Final[int] = int(State.UNSCHEDULABLE)
+CANCELLED: Final[int] = int(State.CANCELLED)
+
+
+class ShareState:
+    """A share's policy choices as plain booleans (the hot loop tests these, not enum members),
+    its accounts (one per instance type), and what is added up per share while the replay runs."""
+
+    __slots__ = (
+        "index", "lends", "borrows", "preempts_in_share", "preempts_equal_too", "may_reclaim",
+        "reclaims_any", "accounts", "queue", "refused", "reason", "since", "waited",
+        "cross_share_preemptions", "in_share_preemptions", "fair_sharing_preemptions", "capacity_preemptions",
+        "fair_weight",
+    )  # fmt: skip
+
+    def __init__(self, index: int, share: Share) -> None:
+        self.index = index
+        self.lends = share.strategy.lends
+        self.borrows = share.strategy.borrows
+        self.preempts_in_share = share.in_share_preemption is not InSharePreemption.NEVER
+        self.preempts_equal_too = share.in_share_preemption is InSharePreemption.LOWER_OR_NEWER_EQUAL_PRIORITY
+        self.may_reclaim = share.reclaim is not Reclaim.NEVER
+        self.reclaims_any = share.reclaim is Reclaim.ANY
+        self.accounts: list[Account] = []  # by instance type
+        # strict_fifo: the share's one queue (queue keys), whether its head was refused, and why.
+        self.queue: list[int] = []
+        self.refused = False
+        self.reason = POOL_FULL
+        self.since = 0.0
+        self.waited: list[float] = [0.0] * len(WaitReason)  # job-seconds by WaitReason
+        self.cross_share_preemptions = 0  # of its jobs
+        self.in_share_preemptions = 0
+        self.fair_sharing_preemptions = 0
+        self.capacity_preemptions = 0
+        self.fair_weight = float(share.fair_weight)
+
+
+class TypePool:
+    """One instance type's capacity and the sums of section 3 over all shares, kept incrementally."""
+
+    __slots__ = ("index", "gpus", "capacity", "unassigned", "used", "borrowed", "lendable", "accounts")
+
+    def __init__(self, index: int, gpus: float, capacity: int, unassigned: int) -> None:
+        self.index = index
+        self.gpus = gpus  # per instance: share values (section 8) are counted in GPUs
+        self.capacity = capacity
+        self.unassigned = unassigned
+        self.used = 0
+        self.borrowed = 0  # sum over shares of usage above quota
+        self.lendable = 0  # sum over shares of what they may lend now
+        self.accounts: list[Account] = []  # by share
+
+
+class Account:
+    """One share's quota and usage of one instance type (section 3), with its running jobs in
+    victim order and its queue groups."""
+
+    __slots__ = (
+        "share", "pool", "type", "key", "quota", "borrow_limit", "lend_limit", "borrowable_ever", "usage",
+        "round", "usage_at_round_start", "pending_instances", "running",
+        "groups", "startup", "lost", "rerun_startup",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        share: ShareState,
+        pool: TypePool,
+        type_: int,
+        n_types: int,
+        quota: int,
+        borrow_limit: int,
+        lend_limit: int,
+    ) -> None:
+        self.share = share
+        self.pool = pool
+        self.type = type_
+        self.key = share.index * n_types + type_  # its key in the usage logs
+        self.quota = quota
+        self.borrow_limit = borrow_limit
+        self.lend_limit = lend_limit
+        self.borrowable_ever = 0  # everything it could borrow if every other share were idle
+        self.usage = 0
+        # Its usage when the round ``round`` started; kept at its first change in a round.
+        self.round = -1
+        self.usage_at_round_start = 0
+        self.pending_instances = 0
+        self.running = Running()
+        self.groups: list[Group] = []  # its queue groups, smallest jobs first
+        # Instance-seconds of startup (every attempt), lost work, and startup of preempted attempts.
+        self.startup = 0.0
+        self.lost = 0.0
+        self.rerun_startup = 0.0
+
+    def lendable(self, usage: int) -> int:
+        return lendable(self.share.lends, self.quota, usage, self.lend_limit)
+
+    def shift(self, delta: int) -> None:
+        """Usage changes by ``delta``, with the pool's used, borrowed and lendable sums."""
+        u = self.usage
+        q = self.quota
+        new_u = u + delta
+        pool = self.pool
+        if u > q or new_u > q:
+            pool.borrowed += (new_u - q if new_u > q else 0) - (u - q if u > q else 0)
+        if self.share.lends and (u < q or new_u < q):
+            pool.lendable += self.lendable(new_u) - self.lendable(u)
+        pool.used += delta
+        self.usage = new_u
+
+    def headroom(self) -> int:
+        """The most instances the share could start now without preemption (``rules.headroom``)."""
+        idle = self.quota - self.usage
+        unlendable = idle - self.lendable(self.usage) if idle > 0 else 0
+        pool = self.pool
+        return headroom(
+            self.quota, self.usage, self.borrow_limit, unlendable, pool.capacity - pool.used, pool.unassigned,
+            pool.lendable, pool.borrowed,
+        )
+
+    def borrows_now(self) -> bool:
+        return self.usage > self.quota
+
+
+class Job:
+    """A job's description and its replay state in one object: the compiled engine keeps these
+    fields unboxed, so reading or writing one is a field access rather than a list lookup and a
+    new float object."""
+
+    __slots__ = (
+        "index", "account", "count", "submit", "duration", "checkpoint", "retries", "priority", "rank",
+        "arrival", "queue_key", "group", "state", "start_time", "saved", "first_start", "end", "queued_since",
+        "queued", "preemptions", "lost", "planned_end", "run", "deadline",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        index: int,
+        account: Account,
+        count: int,
+        submit: float,
+        duration: float,
+        checkpoint: float,
+        retries: int,
+        priority: int,
+        rank: int,
+    ) -> None:
+        self.index = index  # its row in the trace
+        self.account = account  # its share's account of its instance type
+        self.count = count
+        self.submit = submit
+        self.duration = duration
+        self.checkpoint = checkpoint  # 0: no checkpoints
+        self.retries = retries
+        self.priority = priority
+        self.rank = rank  # its place in job_id order
+        self.arrival = 0  # its place in (submit time, job_id) order
+        self.queue_key = 0  # its key in its queues, set with its arrival place and its priority
+        self.group: Group | None = None  # its queue group, found at its first submit
+        self.state = PENDING_SUBMIT
+        self.start_time = 0.0  # of the current attempt
+        self.saved = 0.0  # work kept from checkpoints
+        self.first_start = math.nan
+        self.end = math.nan
+        self.queued_since = 0.0
+        self.queued = 0.0
+        self.preemptions = 0
+        self.lost = 0.0
+        self.planned_end = math.nan  # when its current attempt will end unless preempted
+        self.run = -1  # the number of its current run in its account's Running, -1 while not running
+        self.deadline = math.inf  # section 10: cancelled at this instant if still RUNNABLE
+
+
+class Totals:
+    """Per (share, type) sums that the usage log cannot give: preemptions and rerun cost."""
+
+    def __init__(self, shares: list[ShareState]):
+        # Instance-seconds: startup of every attempt, lost work, startup of preempted attempts.
+        self.startup = [[a.startup for a in share.accounts] for share in shares]
+        self.lost = [[a.lost for a in share.accounts] for share in shares]
+        self.rerun_startup = [[a.rerun_startup for a in share.accounts] for share in shares]
+        self.preemptions = [
+            {
+                Cause.CROSS_SHARE: share.cross_share_preemptions,
+                Cause.IN_SHARE: share.in_share_preemptions,
+                Cause.FAIR_SHARING: share.fair_sharing_preemptions,
+                Cause.CAPACITY: share.capacity_preemptions,
+            }
+            for share in shares
+        ]
+        self.waited = [share.waited for share in shares]  # job-seconds by WaitReason
