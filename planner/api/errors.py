@@ -35,6 +35,9 @@ def exception_handler(exc, context):
         return input_error(InputError(str(exc), field="file"), status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
     if isinstance(exc, DjangoValidationError):
         exc = as_drf(exc)
+    if isinstance(exc, serializers.ValidationError) and isinstance(exc.detail, list):
+        # A bare list (raised outside a serializer's fields): the API's 400 is always an object.
+        exc = serializers.ValidationError({"non_field_errors": exc.detail})
     if isinstance(exc, ProtectedError):
         names = ", ".join(sorted({str(obj) for obj in exc.protected_objects})[:5])
         return Response(

@@ -19,11 +19,13 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from planner.celery import app as celery_app
+from planner.strict_json import strict_json
 from planner.studies.launch import launch_study
 from planner.studies.models import Run, Study
 from planner.studies.tasks import replay_run
 from scheduling.engine import replay
 from scheduling.model import Policy as EnginePolicy
+from scheduling.window import common_window, measure_over, span_of
 from tests.service.test_workers import (
     LONG_REPLAY_JOBS,
     ROOT,
@@ -110,9 +112,20 @@ def test_after_redis_restarts_empty_reap_runs_queued_sends_the_waiting_runs_agai
         worker.stop()
 
 
-def expected_summary(run: Run) -> dict:
-    result = replay(EnginePolicy.from_dict(run.policy_snapshot), run.study.trace.load_jobs())
-    return result.metrics["summary"]
+def expected_summaries(runs: list[Run]) -> list[dict]:
+    """Each run's summary replayed here, in this process, then measured over the common window of
+    its study's runs (SEMANTICS.md section 5), as the worker that records the last run does."""
+    metrics = {}
+    for run in runs:
+        policy = EnginePolicy.from_dict(run.policy_snapshot)
+        metrics[run.pk] = (policy, replay(policy, run.study.trace.load_jobs()).metrics)
+    expected = []
+    for run in runs:
+        same_study = [metrics[other.pk][1] for other in runs if other.study_id == run.study_id]
+        window = common_window(span_of(m) for m in same_study)
+        policy, own = metrics[run.pk]
+        expected.append(strict_json(measure_over(own, policy, window))["summary"])
+    return expected
 
 
 def test_two_studies_on_one_trace_at_once_do_not_cross_results(start_worker):
@@ -131,8 +144,8 @@ def test_two_studies_on_one_trace_at_once_do_not_cross_results(start_worker):
     runs = list(Run.objects.filter(study__in=[first, second]).select_related("study__trace").order_by("id"))
     assert [run.status for run in runs] == ["succeeded"] * 4, [run.error for run in runs]
     summaries = [run.metrics["summary"] for run in runs]
-    for run, summary in zip(runs, summaries, strict=True):
-        assert summary == expected_summary(run), f"run {run.pk} ({run.policy_name}) has another run's metrics"
+    for run, summary, expected in zip(runs, summaries, expected_summaries(runs), strict=True):
+        assert summary == expected, f"run {run.pk} ({run.policy_name}) has another run's metrics"
     assert summaries[2] != summaries[3], "the static split and full pooling should differ"
 
 

@@ -44,7 +44,7 @@ def test_the_usage_view_and_table_order_are_kept_in_the_url(page_as, study):
     page.goto(f"/studies/{study.pk}/")
     page.get_by_label("Show").select_option("vision")
     page.wait_for_url(re.compile(r"usage=vision"))
-    assert "Usage of vision's quota" in page.locator("#usage-title + form + div").inner_text()
+    assert "Usage of vision's quota" in page.locator("#usage-title ~ .reports-usage").inner_text()
     header = page.locator("#table-data-policies thead th", has_text="Wait p95 (h)")
     header.locator("button").click()
     header.locator("button").click()

@@ -38,8 +38,8 @@ def a_job_that_waited(study) -> str:
 def test_the_page_draws_a_waiting_jobs_timeline(page_as, study):
     job_id = a_job_that_waited(study)
     page = page_as("viewer")
-    page.goto(f"/studies/{study.pk}/")
-    page.get_by_role("link", name="Why did a particular job wait?").click()
+    # the job finder's rows link here (tests/pages/test_job_finder.py); an id can also be typed
+    page.goto(f"/studies/{study.pk}/why/")
     page.get_by_label("Job ID").fill(job_id)
     page.get_by_role("button", name="Show").click()
     page.wait_for_url(f"**job_id={job_id}**")

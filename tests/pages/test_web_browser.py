@@ -47,7 +47,8 @@ def test_empty_states_say_what_to_do(page_as):
     page = page_as("admin")
     page.goto("/")
     empty = page.locator(".empty")
-    assert empty.count() == 3
+    assert empty.count() == 4  # pools, studies, capacity curves, traces
+    assert "Chart a capacity curve" in page.locator("#curves-heading ~ .empty").inner_text()
     assert "upload one" in page.locator("#traces-heading ~ .empty").inner_text()
     look_at(page, "overview-empty")
 
