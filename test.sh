@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # The second command: the whole test suite.
-#   1. engine tests (tests/scheduling) without a database, on the engine compiled by mypyc and on
-#      its pure-Python source (every later step uses the compiled engine);
-#   2. service tests, then page tests, on the embedded default: SQLite + the filesystem broker;
-#   3. security, fuzzing, API schema and fault tests on the embedded default;
-#   4. service and fault tests on PostgreSQL (127.0.0.1:5432) + Redis (127.0.0.1:6379) with real
-#      celery worker processes (the services are started if they are down).
-# Steps that share nothing run two at a time (the machine has two cores); each step's output is
-# printed whole. Exits non-zero when any step fails or runs no test. Extra arguments go to every pytest.
+#   - engine tests (tests/scheduling) without a database, on the engine compiled by mypyc and on
+#     its pure-Python source (every later step uses the compiled engine);
+#   - service, page (in two shards), security, fuzzing, API schema and fault tests on the embedded
+#     default: SQLite + the filesystem broker;
+#   - service and fault tests on PostgreSQL (127.0.0.1:5432) + Redis (127.0.0.1:6379) with real
+#     celery worker processes (the services are started if they are down).
+# The steps run in three lanes side by side (see `lane` below); each step's output is printed whole
+# with its time. Exits non-zero when any step fails or runs no test. Extra arguments go to every pytest.
 set -uo pipefail
 cd "$(dirname "$0")"
 
@@ -57,32 +57,75 @@ step() {
     shift
     echo
     echo "======== $name"
+    local started=$SECONDS
     env "${envs[@]}" .venv/bin/python -m pytest "$@"
     local rc=$?
+    echo "== $name: $((SECONDS - started)) s"
     if [ $rc -ne 0 ]; then
         [ $rc -eq 5 ] && echo "$name: no test ran"
         FAILED+=("$name")
     fi
 }
 
-# Two steps at a time on a machine's two cores: step_in_background runs a step like `step`, its
-# output kept in a log; await_background prints that log and counts its failure. Only steps that
-# share nothing run side by side (no database, broker folder or worker in common, no fault
-# injection, no browser).
-BACKGROUND=()
-step_in_background() {
-    local log="var/ci-step-${#BACKGROUND[@]}.log"
-    ( FAILED=(); step "$@"; [ ${#FAILED[@]} -eq 0 ] ) >"$log" 2>&1 &
-    BACKGROUND+=("$!:$1:$log")
+# Three lanes of steps side by side: each lane runs its steps one after the other, its output in
+# a log printed whole when every lane has ended. Steps in different lanes share nothing (each has
+# its own SQLite file, broker folder, media folder and workers; only lane 3 uses PostgreSQL and
+# Redis, and only lane 3 restarts Redis). The page tests wait on the browser most of the time, so
+# two page shards beside CPU-bound steps fill the two cores instead of running alone.
+LANES=()
+lane() {
+    # lane NAME FUNCTION: run FUNCTION's steps in the background, output in var/ci-NAME.log.
+    local log="var/ci-$1.log"
+    ( FAILED=(); "$2"; printf '%s\n' "${FAILED[@]}" >"$log.failed" ) >"$log" 2>&1 &
+    LANES+=("$!:$log")
 }
-await_background() {
-    local entry pid name log
-    for entry in "${BACKGROUND[@]}"; do
-        pid=${entry%%:*}; log=${entry##*:}; name=${entry#*:}; name=${name%:*}
-        wait "$pid" || FAILED+=("$name")
+await_lanes() {
+    local entry log name
+    for entry in "${LANES[@]}"; do
+        wait "${entry%%:*}"
+        log=${entry#*:}
         cat "$log"
+        while IFS= read -r name; do [ -n "$name" ] && FAILED+=("$name"); done <"$log.failed"
     done
-    BACKGROUND=()
+    LANES=()
+}
+
+SQLITE=(DATABASE_URL= REDIS_URL=)
+POSTGRES=(DATABASE_URL=postgres://postgres@127.0.0.1:5432/planner REDIS_URL=redis://127.0.0.1:6379/15
+          PLANNER_VISIBILITY_TIMEOUT=8)
+# The heaviest page files in one shard, every other file (new ones too) in the other.
+PAGES_A=(tests/pages/test_page_goals.py tests/pages/test_study_page.py tests/pages/test_byos_page.py
+         tests/pages/test_calibration_page.py tests/pages/test_finance_page.py
+         tests/pages/test_web_charts.py tests/pages/test_web_lists_and_form.py)
+PAGES_B_IGNORE=()
+for file in "${PAGES_A[@]}"; do PAGES_B_IGNORE+=("--ignore=$file"); done
+ARGS=(-q -p no:cacheprovider "$@")
+
+lane_1() {
+    step "engine (compiled)" -- tests/scheduling "${ARGS[@]}"
+    step "service on SQLite + filesystem broker" "${SQLITE[@]}" PLANNER_BROKER_DIR=var/test-broker-service -- \
+        tests/service "${ARGS[@]}"
+    step "faults on SQLite + filesystem broker" "${SQLITE[@]}" PLANNER_BROKER_DIR=var/test-broker-faults -- \
+        tests/faults "${ARGS[@]}"
+}
+lane_2() {
+    step "engine (pure Python)" SCHEDULING_ENGINE=python -- tests/scheduling "${ARGS[@]}"
+    # Roles, CSRF and tokens; fuzzed readers and uploads; the API against its schema.
+    step "security, fuzzing, API schema on SQLite + filesystem broker" "${SQLITE[@]}" \
+        PLANNER_BROKER_DIR=var/test-broker-security -- tests/security tests/fuzz tests/api_schema "${ARGS[@]}"
+    step "pages (shard B) on SQLite + filesystem broker" "${SQLITE[@]}" PLANNER_BROKER_DIR=var/test-broker-pages-b -- \
+        tests/pages "${PAGES_B_IGNORE[@]}" "${ARGS[@]}"
+}
+lane_3() {
+    step "pages (shard A) on SQLite + filesystem broker" "${SQLITE[@]}" PLANNER_BROKER_DIR=var/test-broker-pages-a -- \
+        "${PAGES_A[@]}" "${ARGS[@]}"
+    if [ "$SERVICES" = up ]; then
+        step "service on PostgreSQL + Redis" "${POSTGRES[@]}" -- tests/service "${ARGS[@]}"
+        # The Redis restart runs here only (the fault tests skip it on the filesystem broker).
+        # ./planner.sh runs on its own SQLite whatever the environment: its test runs in lane 1.
+        step "faults on PostgreSQL + Redis" "${POSTGRES[@]}" -- tests/faults \
+            --ignore=tests/faults/test_planner_sh.py "${ARGS[@]}"
+    fi
 }
 
 mkdir -p var
@@ -93,49 +136,20 @@ echo "======== lint"
 SCHEDULING_ENGINE=auto .venv/bin/python -m scheduling.build --if-stale || FAILED+=("engine build")
 export SCHEDULING_ENGINE=compiled  # fail rather than fall back to the source unnoticed
 
-step_in_background "engine (pure Python)" SCHEDULING_ENGINE=python -- tests/scheduling -q -p no:cacheprovider "$@"
-step "engine (compiled)" -- tests/scheduling -q -p no:cacheprovider "$@"
-
-rm -rf var/test-broker var/test-broker-security
-step "service on SQLite + filesystem broker" \
-    DATABASE_URL= REDIS_URL= PLANNER_BROKER_DIR=var/test-broker -- \
-    tests/service -q -p no:cacheprovider "$@"
-await_background
-
-# The browser pages in a pytest of their own: a database of their own, nothing left over.
-if [ -d tests/pages ]; then
-    step "pages on SQLite + filesystem broker" \
-        DATABASE_URL= REDIS_URL= PLANNER_BROKER_DIR=var/test-broker -- \
-        tests/pages -q -p no:cacheprovider "$@"
-fi
-
+SERVICES=down
 if start_postgresql && start_redis; then
-    # Roles, CSRF and tokens; fuzzed readers and uploads; the API against its schema (SQLite and a
-    # broker folder of their own), beside the service tests on PostgreSQL + Redis.
-    step_in_background "security, fuzzing, API schema on SQLite + filesystem broker" \
-        DATABASE_URL= REDIS_URL= PLANNER_BROKER_DIR=var/test-broker-security -- \
-        tests/security tests/fuzz tests/api_schema -q -p no:cacheprovider "$@"
-    step "service on PostgreSQL + Redis" \
-        DATABASE_URL=postgres://postgres@127.0.0.1:5432/planner REDIS_URL=redis://127.0.0.1:6379/15 \
-        PLANNER_VISIBILITY_TIMEOUT=8 -- \
-        tests/service -q -p no:cacheprovider "$@"
-    await_background
-    # Faults with real workers, one step at a time (the Redis restart is skipped on the
-    # filesystem broker: it runs in the PostgreSQL + Redis step).
-    step "faults on SQLite + filesystem broker" \
-        DATABASE_URL= REDIS_URL= PLANNER_BROKER_DIR=var/test-broker -- \
-        tests/faults -q -p no:cacheprovider "$@"
-    step "faults on PostgreSQL + Redis" \
-        DATABASE_URL=postgres://postgres@127.0.0.1:5432/planner REDIS_URL=redis://127.0.0.1:6379/15 \
-        PLANNER_VISIBILITY_TIMEOUT=8 -- \
-        tests/faults -q -p no:cacheprovider "$@"
+    SERVICES=up
 else
     echo "PostgreSQL or Redis could not be started"
     FAILED+=("services")
-    step "security, fuzzing, API schema, faults on SQLite + filesystem broker" \
-        DATABASE_URL= REDIS_URL= PLANNER_BROKER_DIR=var/test-broker -- \
-        tests/security tests/fuzz tests/api_schema tests/faults -q -p no:cacheprovider "$@"
 fi
+rm -rf var/test-broker-*
+STARTED=$SECONDS
+lane lane-1 lane_1
+lane lane-2 lane_2
+lane lane-3 lane_3
+await_lanes
+echo "== the three lanes: $((SECONDS - STARTED)) s"
 
 echo
 if [ ${#FAILED[@]} -ne 0 ]; then

@@ -2,8 +2,10 @@
 
 The line: every role reads GPU-hours, instances, waits and preemptions; only finance and admin read
 $ figures. A $ figure is a key ending in ``_usd`` (``rerun_cost_usd``, ``stranded_usd``...), a ``usd``
-block (``periods.shares.<name>.usd``) or an instance type's ``hourly_price``; on the pages, a table
-column or a card line whose unit is ``$``. The API (``planner.api.renderers``), the page views and
+block (``periods.shares.<name>.usd``), a unit inside a name (a curve's ``rerun_usd_per_month``) or a
+price (an instance type's ``hourly_price``); on the pages, a table column or a card line whose unit
+is ``$``. Keys that only start with ``usd`` are kept: dicts keyed by share names hold user-chosen
+keys, and a share may be called ``usd_team``. The API (``planner.api.renderers``), the page views and
 the CSV downloads all ask this module, so a new $ field is hidden everywhere by its name alone.
 """
 
@@ -14,12 +16,18 @@ from typing import Any
 from planner.accounts.permissions import can_read_finance
 
 MONEY_UNIT = "$"
-MONEY_SUFFIX = "_usd"
-MONEY_KEYS = frozenset({"usd", "hourly_price"})
+MONEY_KEYS = frozenset({"usd", "price"})
 
 
 def is_money_key(key: object) -> bool:
-    return isinstance(key, str) and (key in MONEY_KEYS or key.endswith(MONEY_SUFFIX))
+    if not isinstance(key, str):
+        return False
+    return (
+        key in MONEY_KEYS
+        or key.endswith(("_usd", "_price"))
+        or "_usd_" in key
+        or "_price_" in key
+    )
 
 
 def is_money_unit(unit: str) -> bool:
