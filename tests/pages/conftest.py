@@ -150,7 +150,11 @@ def page_as(browser, live_server, users):
                 [{"name": settings.SESSION_COOKIE_NAME, "value": cookie.value, "url": live_server.url}]
             )
         page = context.new_page()
-        page.set_default_timeout(10_000)
+        # Generous: CI runs the page shards beside CPU-bound steps on two cores, and a first visit
+        # may put a study on its common window or write the job finder's indexes. A waiting test
+        # still ends as soon as what it waits for is there.
+        page.set_default_timeout(30_000)
+        page.set_default_navigation_timeout(60_000)
         page.on("pageerror", lambda error: errors.append(str(error)))
         return page
 

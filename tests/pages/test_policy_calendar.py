@@ -136,7 +136,6 @@ def test_a_viewer_sees_the_calendar_without_controls(client_as, small_policy):
 
 def test_the_calendar_in_chromium(page_as, small_policy):
     page = page_as("admin")
-    page.set_default_timeout(30_000)  # two cores shared by many: the first load serves plotly.js
     page.goto(f"/policies/{small_policy.pk}/")
     # the training plan: 2 more instances for infer from 1 h to 2 h
     plan = page.locator("#training-plan")

@@ -193,8 +193,14 @@ def test_a_killed_worker_does_not_lose_its_run(start_worker, settings):
     if not USES_REDIS:
         # The filesystem broker forgets a message its consumer took: the reaper re-enqueues the
         # run once its heartbeat is stale (reap_runs, a worker's start, or reading the study).
-        # (The rescuer reaps when it starts, if the heartbeat is stale by then.)
-        requeued = lambda: reap_stale_runs()["requeued"] or Run.objects.get(pk=run.pk).attempts > 1  # noqa: E731
+        # (The rescuer reaps when it starts, if the heartbeat is stale by then: the run is then
+        # queued, or already claimed again, whoever reaped it.)
+        def requeued() -> bool:
+            if reap_stale_runs()["requeued"]:
+                return True
+            again = Run.objects.get(pk=run.pk)
+            return again.status == "queued" or again.attempts > 1
+
         wait_for(requeued, STALE + 30, "the reaper to requeue", poll=0.5)
     # With Redis, the unacknowledged task is redelivered after the visibility timeout.
     wait_for(lambda: Run.objects.get(pk=run.pk).finished, 180, "the run to finish", poll=0.5)
