@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from scheduling.calibration import wait_text
 from scheduling.capacity_plans import TrainingPlan
 from scheduling.errors import InputError
 from scheduling.model import Policy
@@ -27,6 +28,7 @@ from scheduling.scaling import HOURS_PER_MONTH, monthly_list_price, pool_gpus
 DEFAULT_FACTORS = (0.75, 0.875, 1.0, 1.125, 1.25, 1.5, 1.75, 2.0)  # 8 sizes around today's
 MAX_SIZES = 40
 MAX_POLICIES = 8
+MAX_PLANS = 8  # training plans on one curve, each one more replay
 MONTH_SECONDS = HOURS_PER_MONTH * 3600
 
 
@@ -197,8 +199,10 @@ def plan_label(plan: TrainingPlan) -> str:
     if plan.start >= 1e9:
         start, end = (datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d") for t in (plan.start, plan.end))
         when = f"{start} to {end}"
-    else:
+    elif plan.start % 86400 == 0 and plan.end % 86400 == 0:
         when = f"days {plan.start / 86400:g}-{plan.end / 86400:g}"
+    else:
+        when = f"hours {plan.start / 3600:,g}-{plan.end / 3600:,g}"
     return f"+{plan.instances} x {plan.instance_type} for {plan.share}, {when}"
 
 
@@ -287,10 +291,10 @@ def plan_effect(plan: PlanRow, share: str = "") -> PlanEffect:
     share is named."""
     if share:
         before, after = plan.base.share_p95_seconds.get(share), plan.row.share_p95_seconds.get(share)
-        metric = f"p95 wait of {share}"
+        metric = f"{share}'s p95 wait"
     else:
         before, after = plan.base.worst_p95_seconds, plan.row.worst_p95_seconds
-        metric = "worst p95 wait"
+        metric = "the worst p95 wait"
     saved = None if before is None or after is None else (before - after) / 3600
     return PlanEffect(
         metric=metric,
@@ -304,3 +308,27 @@ def plan_effect(plan: PlanRow, share: str = "") -> PlanEffect:
             saved / (plan.gpu_hours / 1000) if saved is not None and plan.gpu_hours > 0 else None
         ),
     )
+
+
+def plan_sentence(plan: PlanRow, effect: PlanEffect, *, money: bool) -> str:
+    """ "The plan cuts research's p95 wait from 33.1 h to 12.0 h for $X (Y h of p95 per $1,000)":
+    the cost in $ when ``money`` (finance and admin), else in GPU-hours (and per 1,000 of them)."""
+    if effect.before_seconds is None or effect.after_seconds is None:
+        return f"The plan's effect on {effect.metric} is unknown: a replay started none of its jobs."
+    before, after = wait_text(effect.before_seconds), wait_text(effect.after_seconds)
+    if effect.after_seconds < effect.before_seconds:
+        verb = f"cuts {effect.metric} from {before} to {after}"
+    elif effect.after_seconds > effect.before_seconds:
+        verb = f"lengthens {effect.metric} from {before} to {after}"
+    else:
+        verb = f"leaves {effect.metric} at {before}"
+    if money:
+        rate, unit, cost = effect.hours_per_1000_usd, "$1,000", f"${plan.cost_usd:,.0f}"
+    else:
+        rate, unit, cost = (
+            effect.hours_per_1000_gpu_hours,
+            "1,000 GPU-hours",
+            f"{plan.gpu_hours:,.0f} GPU-hours",
+        )
+    bought = f" ({rate:,.2f} h of p95 per {unit})" if rate is not None and rate != 0 else ""
+    return f"The plan {verb} for {cost}{bought}."

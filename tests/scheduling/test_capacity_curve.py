@@ -113,6 +113,7 @@ def test_a_plan_is_labelled_in_days_or_dates():
     assert plan_label(TrainingPlan("ml.p5.48xlarge", 8, "research", 864000, 3456000)) == (
         "+8 x ml.p5.48xlarge for research, days 10-40"
     )
+    assert plan_label(PLAN) == "+1 x gpu for a, hours 0-1"
     assert plan_label(TrainingPlan("gpu", 2, "a", 1609459200, 1612137600)).endswith(
         "2021-01-01 to 2021-02-01"
     )
