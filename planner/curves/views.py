@@ -4,6 +4,7 @@ its chart); CSV of both. $ figures only for finance and admin (``planner.curves.
 
 from __future__ import annotations
 
+import re
 from urllib.parse import urlencode
 
 from django.contrib import messages
@@ -39,9 +40,18 @@ LATEST = 50
 CHART_IDS = ("curve-wait", "curve-utilization", "curve-rerun")
 
 
+PLAN_ERROR = re.compile(r"plans\[\d+\]\.(\w+): ")
+
+
 def _form_errors(form, error: ValidationError, renames: dict[str, str] | None = None) -> None:
     for field, problems in error.message_dict.items():
         target = (renames or {}).get(field, field)
+        if field == "plans":  # "plans[0].share: ..." goes next to the plan's share field
+            for problem in problems:
+                found = PLAN_ERROR.match(problem)
+                name = f"plan_{found.group(1)}" if found else ""
+                form.add_error(name if name in form.fields else None, PLAN_ERROR.sub("", problem))
+            continue
         form.add_error(target if target in form.fields else None, problems)
 
 
@@ -109,6 +119,7 @@ def curve_list(request: HttpRequest) -> HttpResponse:
                         factors=data["factors"],
                         sizes=data["sizes"],
                         urgent_shares=data["urgent_shares"],
+                        plans=data["plans"],
                         created_by=request.user,
                     )
                 except ValidationError as error:
@@ -328,7 +339,10 @@ def plan_policy(request: HttpRequest, pk: int, number: int) -> HttpResponse:
     messages.success(
         request, f"Policy {made.name} made: {base.name} with {entry['label']}. Compare them in a study."
     )
-    query = urlencode([("trace", curve.trace_id), ("policy", base.pk), ("policy", made.pk)])
+    study_name = f"{base.name} with and without {entry['label']}"
+    query = urlencode(
+        [("trace", curve.trace_id), ("policy", base.pk), ("policy", made.pk), ("name", study_name)]
+    )
     return redirect(f"{reverse('web:study-new')}?{query}")
 
 

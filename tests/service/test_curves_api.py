@@ -392,7 +392,10 @@ def test_an_admin_makes_a_plan_a_policy_and_is_sent_to_a_study_of_both(admin_pag
     assert made.parent_id == split.pk and made.name == "split + 2 x gpu for a"
     assert len(made.change_specs()) == 4 and not split.change_specs()
     assert response.status_code == 302
-    assert response["Location"] == f"/studies/new/?trace={trace.pk}&policy={split.pk}&policy={made.pk}"
+    assert response["Location"] == (
+        f"/studies/new/?trace={trace.pk}&policy={split.pk}&policy={made.pk}"
+        "&name=split+with+and+without+%2B2+x+gpu+for+a%2C+hours+0-1"
+    )
     again = admin_page.post(url)  # a second click makes a second variant, not a clash of names
     assert again.status_code == 302 and Policy.objects.filter(parent=split).count() == 2
 
@@ -403,3 +406,25 @@ def _plan(attrs: dict):
     return TrainingPlan(
         attrs["instance_type"], attrs["instances"], attrs["share"], attrs["start"], attrs["end"]
     )
+
+
+def test_the_curve_form_takes_a_plan_and_puts_its_errors_next_to_its_fields(
+    admin_page, split, trace, eager_celery, django_capture_on_commit_callbacks
+):
+    form = {"form": "curve", "curve-trace": trace.pk, "curve-policies": [split.pk], "curve-sizes": "8",
+            "curve-mode": "proportional", "curve-plan_instance_type": "gpu", "curve-plan_instances": "2",
+            "curve-plan_share": "zz",
+            "curve-plan_start": "0", "curve-plan_end": "3600"}  # fmt: skip
+    response = admin_page.post("/curves/", form)
+    assert response.status_code == 400 and not CapacityCurve.objects.exists()
+    errors = response.context["curve_form"].errors
+    assert errors["plan_share"] == ["'zz' is not a share of the policy (split)"]
+    response = admin_page.post("/curves/", {**form, "curve-plan_share": ""})
+    assert "a training plan needs this too" in str(response.context["curve_form"].errors["plan_share"])
+    with django_capture_on_commit_callbacks(execute=True):
+        response = admin_page.post("/curves/", {**form, "curve-plan_share": "a"})
+    curve = CapacityCurve.objects.get()
+    assert response.status_code == 302 and curve.sizes == [4, 8] and curve.plans[0]["share"] == "a"
+    page = admin_page.get(f"/curves/{curve.pk}/").content.decode()
+    assert "cuts a&#x27;s p95 wait from 1.0 h to 0 s for $2 (500.00 h of p95 per $1,000)." in page
+    assert "Make this plan a policy" in page
