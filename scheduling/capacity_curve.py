@@ -5,14 +5,22 @@ one line per policy against the pool's GPUs and its monthly list price (``curve_
 Points of one curve are compared over one common window (SEMANTICS.md section 5): utilization is
 busy GPU-hours over the pool's GPUs times the union of the replays' horizons, and costs per month
 are the window's totals scaled to a month of ``HOURS_PER_MONTH``.
+
+A training plan on a curve (``plan_row``, ``plan_effect``) is one more replay: a policy at its own
+size with the plan in its calendar, placed at its average GPUs over the window and compared with
+the same policy at that size without the plan: what its p95 wait bought, per $1,000 and per 1,000
+GPU-hours of plan.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
+from scheduling.calibration import wait_text
+from scheduling.capacity_plans import TrainingPlan
 from scheduling.errors import InputError
 from scheduling.model import Policy
 from scheduling.scaling import HOURS_PER_MONTH, monthly_list_price, pool_gpus
@@ -20,6 +28,7 @@ from scheduling.scaling import HOURS_PER_MONTH, monthly_list_price, pool_gpus
 DEFAULT_FACTORS = (0.75, 0.875, 1.0, 1.125, 1.25, 1.5, 1.75, 2.0)  # 8 sizes around today's
 MAX_SIZES = 40
 MAX_POLICIES = 8
+MAX_PLANS = 8  # training plans on one curve, each one more replay
 MONTH_SECONDS = HOURS_PER_MONTH * 3600
 
 
@@ -121,32 +130,43 @@ class CurveRow:
 
 
 def curve_rows(
-    points: Sequence[tuple[str, int, Mapping[str, Any]]], urgent_shares: Sequence[str] = ()
+    points: Sequence[tuple[str, int, Mapping[str, Any]]],
+    urgent_shares: Sequence[str] = (),
+    window: tuple[float, float] | None = None,
 ) -> list[CurveRow]:
     """``(policy name, size, point_summary)`` triples as rows, in the order given, over their
-    common window: utilization = busy GPU-hours / (GPUs x window); rerun per month."""
-    start, end = common_window(summary for _, _, summary in points)
-    window = end - start
-    rows = []
-    for policy, size, point in points:
-        capacity_hours = point["gpus"] * window / 3600
-        rows.append(
-            CurveRow(
-                policy=policy,
-                size=size,
-                gpus=point["gpus"],
-                monthly_price_usd=point["monthly_price_usd"],
-                utilization=point["busy_gpu_hours"] / capacity_hours if capacity_hours > 0 else 0.0,
-                worst_p95_seconds=worst_p95(point, urgent_shares),
-                mean_wait_seconds=point["wait"]["mean"],
-                share_p95_seconds={name: share["wait"]["p95"] for name, share in point["shares"].items()},
-                rerun_gpu_hours_per_month=per_month(point["rerun_gpu_hours"], window),
-                rerun_usd_per_month=per_month(point["rerun_cost_usd"], window),
-                unschedulable=point["unschedulable"],
-                jobs=point["jobs"],
-            )
-        )
-    return rows
+    common window (or ``window``, when a curve's plan points widen it): utilization = busy
+    GPU-hours / (GPUs x window); rerun per month."""
+    start, end = window or common_window(summary for _, _, summary in points)
+    return [_row(policy, size, point, end - start, urgent_shares) for policy, size, point in points]
+
+
+def _row(
+    policy: str,
+    size: int,
+    point: Mapping[str, Any],
+    window: float,
+    urgent_shares: Sequence[str],
+    *,
+    gpus: float | None = None,
+    monthly_price_usd: float | None = None,
+) -> CurveRow:
+    gpus = point["gpus"] if gpus is None else gpus
+    capacity_hours = gpus * window / 3600
+    return CurveRow(
+        policy=policy,
+        size=size,
+        gpus=gpus,
+        monthly_price_usd=point["monthly_price_usd"] if monthly_price_usd is None else monthly_price_usd,
+        utilization=point["busy_gpu_hours"] / capacity_hours if capacity_hours > 0 else 0.0,
+        worst_p95_seconds=worst_p95(point, urgent_shares),
+        mean_wait_seconds=point["wait"]["mean"],
+        share_p95_seconds={name: share["wait"]["p95"] for name, share in point["shares"].items()},
+        rerun_gpu_hours_per_month=per_month(point["rerun_gpu_hours"], window),
+        rerun_usd_per_month=per_month(point["rerun_cost_usd"], window),
+        unschedulable=point["unschedulable"],
+        jobs=point["jobs"],
+    )
 
 
 def curve_lines(rows: Sequence[CurveRow]) -> dict[str, list[CurveRow]]:
@@ -168,3 +188,147 @@ def p95_bought_per_dollar(line: Sequence[CurveRow]) -> list[float | None]:
         else:
             out.append((before.worst_p95_seconds - after.worst_p95_seconds) / 3600 / (extra / 1000))
     return out
+
+
+# -- training plans on a curve ---------------------------------------------------------------------
+
+
+def plan_label(plan: TrainingPlan) -> str:
+    """ "+8 x ml.p5.48xlarge for research, days 10-40": days from the trace's origin, or UTC dates
+    for traces in Unix time (from 2001 on, as ``describe_time`` reads them)."""
+    if plan.start >= 1e9:
+        start, end = (datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d") for t in (plan.start, plan.end))
+        when = f"{start} to {end}"
+    elif plan.start % 86400 == 0 and plan.end % 86400 == 0:
+        when = f"days {plan.start / 86400:g}-{plan.end / 86400:g}"
+    else:
+        when = f"hours {plan.start / 3600:,g}-{plan.end / 3600:,g}"
+    return f"+{plan.instances} x {plan.instance_type} for {plan.share}, {when}"
+
+
+def plan_hours(plan: TrainingPlan, window: tuple[float, float]) -> float:
+    """Hours of the plan inside the curve's window (a plan outside it costs nothing there)."""
+    start, end = window
+    return max(0.0, min(plan.end, end) - max(plan.start, start)) / 3600
+
+
+@dataclass(frozen=True)
+class PlanRow:
+    """A training plan replayed on a curve: ``row`` is the plan's replay placed at its average
+    GPUs over the window (today's GPUs + plan GPU-hours / window hours) and today's price a month
+    plus the plan's cost as a month's worth; ``base`` is the same policy at the same size without
+    the plan. ``cost_usd`` = instances x the type's hourly price x the plan's hours in the window."""
+
+    label: str
+    plan: TrainingPlan
+    hours: float
+    gpu_hours: float
+    cost_usd: float
+    row: CurveRow
+    base: CurveRow
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "label": self.label,
+            "plan": dict(vars(self.plan)),
+            "hours": self.hours,
+            "gpu_hours": self.gpu_hours,
+            "cost_usd": self.cost_usd,
+            "row": self.row.as_dict(),
+            "base": self.base.as_dict(),
+            "effect": plan_effect(self).as_dict(),
+            "share_effect": plan_effect(self, self.plan.share).as_dict(),
+        }
+
+
+def plan_row(
+    plan: TrainingPlan,
+    policy: Policy,
+    point: Mapping[str, Any],
+    base: CurveRow,
+    window: tuple[float, float],
+    urgent_shares: Sequence[str] = (),
+) -> PlanRow:
+    """The plan's replay (``point``, a ``point_summary`` of ``policy`` with the plan added) over the
+    curve's ``window``, against ``base`` (a row of the same window)."""
+    instance_type = policy.instance_types[plan.instance_type]
+    hours = plan_hours(plan, window)
+    window_seconds = window[1] - window[0]
+    gpu_hours = plan.instances * instance_type.gpus * hours
+    cost = plan.instances * instance_type.hourly_price * hours
+    gpus = point["gpus"] + (gpu_hours * 3600 / window_seconds if window_seconds > 0 else 0.0)
+    row = _row(
+        base.policy,
+        base.size,
+        point,
+        window_seconds,
+        urgent_shares,
+        gpus=gpus,
+        monthly_price_usd=point["monthly_price_usd"] + per_month(cost, window_seconds),
+    )
+    return PlanRow(plan_label(plan), plan, hours, gpu_hours, cost, row, base)
+
+
+@dataclass(frozen=True)
+class PlanEffect:
+    """What a plan does to one wait metric: ``before`` (without it) and ``after`` in seconds, hours
+    of it saved (negative: the plan made it worse), per $1,000 and per 1,000 GPU-hours of plan
+    (None when a p95 is missing or the plan has no hours in the window)."""
+
+    metric: str
+    before_seconds: float | None
+    after_seconds: float | None
+    saved_hours: float | None
+    hours_per_1000_usd: float | None
+    hours_per_1000_gpu_hours: float | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(vars(self))
+
+
+def plan_effect(plan: PlanRow, share: str = "") -> PlanEffect:
+    """The change in ``share``'s p95 wait, or the curve's worst p95 (of its urgent shares) when no
+    share is named."""
+    if share:
+        before, after = plan.base.share_p95_seconds.get(share), plan.row.share_p95_seconds.get(share)
+        metric = f"{share}'s p95 wait"
+    else:
+        before, after = plan.base.worst_p95_seconds, plan.row.worst_p95_seconds
+        metric = "the worst p95 wait"
+    saved = None if before is None or after is None else (before - after) / 3600
+    return PlanEffect(
+        metric=metric,
+        before_seconds=before,
+        after_seconds=after,
+        saved_hours=saved,
+        hours_per_1000_usd=saved / (plan.cost_usd / 1000)
+        if saved is not None and plan.cost_usd > 0
+        else None,
+        hours_per_1000_gpu_hours=(
+            saved / (plan.gpu_hours / 1000) if saved is not None and plan.gpu_hours > 0 else None
+        ),
+    )
+
+
+def plan_sentence(plan: PlanRow, effect: PlanEffect, *, money: bool) -> str:
+    """ "The plan cuts research's p95 wait from 33.1 h to 12.0 h for $X (Y h of p95 per $1,000)":
+    the cost in $ when ``money`` (finance and admin), else in GPU-hours (and per 1,000 of them)."""
+    if effect.before_seconds is None or effect.after_seconds is None:
+        return f"The plan's effect on {effect.metric} is unknown: a replay started none of its jobs."
+    before, after = wait_text(effect.before_seconds), wait_text(effect.after_seconds)
+    if effect.after_seconds < effect.before_seconds:
+        verb = f"cuts {effect.metric} from {before} to {after}"
+    elif effect.after_seconds > effect.before_seconds:
+        verb = f"lengthens {effect.metric} from {before} to {after}"
+    else:
+        verb = f"leaves {effect.metric} at {before}"
+    if money:
+        rate, unit, cost = effect.hours_per_1000_usd, "$1,000", f"${plan.cost_usd:,.0f}"
+    else:
+        rate, unit, cost = (
+            effect.hours_per_1000_gpu_hours,
+            "1,000 GPU-hours",
+            f"{plan.gpu_hours:,.0f} GPU-hours",
+        )
+    bought = f" ({rate:,.2f} h of p95 per {unit})" if rate is not None and rate != 0 else ""
+    return f"The plan {verb} for {cost}{bought}."

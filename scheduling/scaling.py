@@ -91,12 +91,15 @@ def scale_policy(policy: Mapping[str, Any], capacity: Mapping[str, int], *, name
     """``policy`` (the JSON of SEMANTICS.md section 7) on a pool of ``capacity`` per type: per type,
     the shares' quotas and the unassigned part are apportioned over the new count; absolute
     borrowing and lending limits scale with the type (``scaled_limit``); percentages, strategies
-    and preemption settings stay. Returns a valid policy dict (raises InputError otherwise)."""
+    and preemption settings stay. A policy with a calendar (section 9) is only "scaled" to its own
+    capacity, where it stays as it is: how its dated changes would scale is nobody's checked rule.
+    Returns a valid policy dict (raises InputError otherwise)."""
     base = parse_policy(policy)
-    if policy.get("changes"):
+    if policy.get("changes") and any(int(count) != base.capacity.get(t) for t, count in capacity.items()):
+        # Today's size (every type at its own count) is the policy unchanged: replayed as it is.
         raise InputError(
-            "a policy whose capacity changes over time (training plans) is not scaled: scale its base "
-            "policy and add the plan afterwards",
+            "a policy whose capacity changes over time (training plans) is not scaled: only its own "
+            "size is replayed; scale its base policy and add the plan afterwards",
             field="changes",
         )
     out = copy.deepcopy(dict(policy))

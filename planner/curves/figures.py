@@ -11,7 +11,19 @@ from planner.curves.launch import criterion
 from planner.curves.models import CapacityCurve, PointRole, WorthSearch
 from planner.studies.models import RunStatus
 from planner.web import charts
-from scheduling.capacity_curve import CurveRow, curve_lines, curve_rows, per_month, worst_p95
+from scheduling.capacity_curve import (
+    CurveRow,
+    PlanRow,
+    common_window,
+    curve_lines,
+    curve_rows,
+    per_month,
+    plan_effect,
+    plan_row,
+    plan_sentence,
+    worst_p95,
+)
+from scheduling.model import Policy as EnginePolicy
 from scheduling.worth import METRIC_WORDS, Metric, compared_values, worth_sentence
 
 LINE_COLORS = ("#1f2328", "#4477AA", "#EE6677", "#228833", "#AA3377", "#CCBB44", "#66CCEE", "#EE7733")
@@ -26,12 +38,40 @@ def line_style(index: int) -> dict[str, str]:
     }
 
 
-def rows_of(curve: CapacityCurve) -> list[CurveRow]:
-    """The curve's succeeded points as rows (by line, then size), over their common window."""
-    points = curve.points.filter(status=RunStatus.SUCCEEDED).order_by("line", "size")
+def curve_window(curve: CapacityCurve) -> tuple[float, float]:
+    """The union of the horizons of the curve's succeeded replays, its training plans' included."""
+    summaries = curve.points.filter(status=RunStatus.SUCCEEDED).values_list("summary", flat=True)
+    return common_window(summaries)
+
+
+def rows_of(curve: CapacityCurve, window: tuple[float, float] | None = None) -> list[CurveRow]:
+    """The curve's succeeded points on its lines as rows (by line, then size), over its window."""
+    points = curve.points.filter(status=RunStatus.SUCCEEDED, plan__isnull=True).order_by("line", "size")
     return curve_rows(
-        [(point.policy_name, point.size, point.summary) for point in points], curve.urgent_shares
+        [(point.policy_name, point.size, point.summary) for point in points],
+        curve.urgent_shares,
+        window or curve_window(curve),
     )
+
+
+def plan_rows_of(
+    curve: CapacityCurve, rows: list[CurveRow], window: tuple[float, float] | None = None
+) -> list[tuple[int, PlanRow]]:
+    """(index in the curve's plans, its row) for each plan whose replay and base point are in."""
+    window = window or curve_window(curve)
+    base = {(row.policy, row.size): row for row in rows}
+    out = []
+    points = curve.points.filter(status=RunStatus.SUCCEEDED, plan__isnull=False).order_by("plan")
+    for point in points:
+        if (point.policy_name, point.size) not in base:
+            continue
+        policy = EnginePolicy.from_dict(point.policy_snapshot)
+        plan = curve.training_plan(point.plan)
+        row = plan_row(
+            plan, policy, point.summary, base[point.policy_name, point.size], window, curve.urgent_shares
+        )
+        out.append((point.plan, row))
+    return out
 
 
 def share_names(curve: CapacityCurve) -> list[str]:
@@ -44,10 +84,17 @@ def share_names(curve: CapacityCurve) -> list[str]:
 
 
 def curve_figures(
-    curve: CapacityCurve, rows: list[CurveRow], *, share: str = "", money: bool = False, x: str = "gpus"
+    curve: CapacityCurve,
+    rows: list[CurveRow],
+    *,
+    share: str = "",
+    money: bool = False,
+    x: str = "gpus",
+    plans: list[tuple[int, PlanRow]] = (),
 ) -> list[dict[str, Any]]:
     """Wait (the chosen share's p95, else the urgent shares' worst), utilization and rerun cost
-    against pool size: GPUs, or $ a month at list price (``x="usd"``, finance only)."""
+    against pool size: GPUs, or $ a month at list price (``x="usd"``, finance only). Each training
+    plan is a labelled star on the wait chart, at its average GPUs (or $ a month) over the window."""
     by_dollars = money and x == "usd"
     x_title = "pool, $ a month at list price" if by_dollars else "pool size, GPUs"
     urgent = ", ".join(curve.urgent_shares) or "every share"
@@ -75,6 +122,19 @@ def curve_figures(
         rerun.append(
             charts.line(xs, rerun_values, unit="$ a month" if money else "GPU-hours a month", **common)
         )
+    for _, plan in plans:
+        style = line_style(order.index(plan.row.policy) if plan.row.policy in order else len(order))
+        value = plan.row.share_p95_seconds.get(share) if share else plan.row.worst_p95_seconds
+        name = f"{plan.row.policy} {plan.label}"
+        marker = charts.line(
+            [plan.row.monthly_price_usd if by_dollars else plan.row.gpus], [_hours(value)],
+            name=name, color=style["color"], unit="h", marker="star",
+            customdata=[plan.row.unschedulable],
+            hover_extra="<br>average over the window, with the plan<br>unschedulable jobs: %{customdata:,}",
+        )  # fmt: skip
+        marker.update(mode="markers+text", text=[plan.label], textposition="top center")
+        marker["marker"].update(size=15, line={"color": "#ffffff", "width": 1})
+        wait.append(marker)
     return [
         charts.figure(wait, title=f"{wait_title} by pool size", x_title=x_title, y_title="p95 wait, hours"),
         charts.figure(
@@ -208,3 +268,26 @@ def compared_figure(search: WorthSearch, view: SearchView) -> dict[str, Any]:
         x_title="pool size, GPUs",
         y_title="hours",
     )
+
+
+def plan_views(
+    curve: CapacityCurve, plans: list[tuple[int, PlanRow]], *, share: str = "", money: bool = False
+) -> list[dict[str, Any]]:
+    """Per replayed plan, what the page lists: its label and policy, its row, its effect on its
+    own share's p95 (or on the share picked on the page) and on the worst p95, and the sentence."""
+    order = [line["name"] for line in curve.lines]
+    out = []
+    for index, plan in plans:
+        effect = plan_effect(plan, share or plan.plan.share)
+        out.append(
+            {
+                "index": index,
+                "plan": plan,
+                "policy": curve.plans[index]["policy"],
+                "style": line_style(order.index(plan.row.policy) if plan.row.policy in order else len(order)),
+                "effect": effect,
+                "worst": plan_effect(plan),
+                "sentence": plan_sentence(plan, effect, money=money),
+            }
+        )
+    return out

@@ -1,5 +1,6 @@
 """The forms that start a capacity curve and a worth search from the page. Lists of numbers and
-share names are typed separated by commas; the rest is checked by ``launch`` (one place)."""
+share names are typed separated by commas; the rest is checked by ``launch`` (one place). The
+curve form takes one training plan (the API takes several)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from django.db.models import Q
 
 from planner.capacity.models import Policy
 from planner.traces.models import Trace
+from planner.web.forms import parse_time_field
 from scheduling.capacity_curve import DEFAULT_FACTORS
+from scheduling.capacity_plans import TrainingPlan
 from scheduling.scaling import SizeMode
 from scheduling.worth import DEFAULT_PARALLEL, MAX_PARALLEL, Metric
 
@@ -87,10 +90,55 @@ class CurveForm(forms.Form):
         widget=WIDE, required=False, help_text="shares whose worst p95 wait is charted (blank: every share)"
     )
 
+    plan_policy = forms.ModelChoiceField(
+        queryset=Policy.objects.none(), required=False, empty_label="the first policy", label="Plan on",
+        help_text="one of the policies above: the plan is replayed on it at today's size",
+    )  # fmt: skip
+    plan_instance_type = forms.CharField(max_length=100, required=False, label="Plan's instance type")
+    plan_instances = forms.IntegerField(min_value=1, required=False, label="Instances reserved")
+    plan_share = forms.CharField(max_length=100, required=False, label="For share")
+    plan_start = forms.CharField(
+        required=False, label="From (seconds or ISO-8601)", help_text="as in the trace"
+    )
+    plan_end = forms.CharField(required=False, label="To (seconds or ISO-8601)")
+
+    PLAN_FIELDS = ("plan_instance_type", "plan_instances", "plan_share", "plan_start", "plan_end")
+
     def __init__(self, data=None, *args, **kwargs):
         linked = _linked(data, kwargs.get("initial"), self.prefix)
         super().__init__(data, *args, **kwargs)
         self.fields["policies"].queryset = policy_choices(linked)
+        self.fields["plan_policy"].queryset = policy_choices(linked)
+
+    def curve_fields(self) -> list:
+        return [field for field in self if not field.name.startswith("plan_")]
+
+    def plan_fields(self) -> list:
+        return [field for field in self if field.name.startswith("plan_")]
+
+    def clean_plan_start(self) -> float | None:
+        text = self.cleaned_data["plan_start"].strip()
+        return parse_time_field(text, "start") if text else None
+
+    def clean_plan_end(self) -> float | None:
+        text = self.cleaned_data["plan_end"].strip()
+        return parse_time_field(text, "end") if text else None
+
+    def clean(self) -> dict:
+        data = super().clean()
+        given = [name for name in self.PLAN_FIELDS if data.get(name) not in (None, "")]
+        data["plans"] = []
+        if given or data.get("plan_policy"):
+            for name in self.PLAN_FIELDS:
+                if name not in given and name not in self.errors:
+                    self.add_error(name, "a training plan needs this too (or leave the plan's fields empty)")
+            if not self.errors:
+                plan = TrainingPlan(
+                    data["plan_instance_type"].strip(), data["plan_instances"], data["plan_share"].strip(),
+                    data["plan_start"], data["plan_end"],
+                )  # fmt: skip
+                data["plans"] = [(data.get("plan_policy"), plan)]
+        return data
 
     def clean_factors(self) -> list[float]:
         return _numbers(self.cleaned_data["factors"], float)

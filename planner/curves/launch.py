@@ -20,7 +20,8 @@ from planner.curves.models import CapacityCurve, CurvePoint, PointRole, SearchPo
 from planner.studies.attempts import reap_stale
 from planner.studies.models import RunStatus
 from planner.traces.models import Trace
-from scheduling.capacity_curve import MAX_POLICIES, curve_sizes
+from scheduling.capacity_curve import MAX_PLANS, MAX_POLICIES, curve_sizes, plan_label
+from scheduling.capacity_plans import TrainingPlan, add_training_plan
 from scheduling.errors import InputError
 from scheduling.model import parse_policy
 from scheduling.scaling import SizeMode, capacity_at, pool_gpus, scale_policy, sized_type
@@ -85,6 +86,49 @@ def _urgent(urgent_shares: Sequence[str], snapshots: Sequence[dict]) -> list[str
     return list(dict.fromkeys(urgent_shares))
 
 
+PLAN_FIELDS = ("policy", "instance_type", "instances", "share", "start", "end")
+
+
+def _planned(
+    plans: Sequence[tuple[Policy | None, TrainingPlan]],
+    policies: Sequence[Policy],
+    snapshots: Sequence[dict],
+    size_mode: SizeMode,
+    type_name: str,
+) -> list[tuple[int, TrainingPlan, int, dict, dict]]:
+    """Per plan: (line, plan, the line's own size, its capacity, the policy at that size with the
+    plan in its calendar). Errors name the plan and its field: ``plans[1].share: ...``."""
+    if len(plans) > MAX_PLANS:
+        raise ValidationError({"plans": f"{len(plans)} plans: a curve replays at most {MAX_PLANS}"})
+    out = []
+    for i, (policy, plan) in enumerate(plans):
+        where = f"plans[{i}]"
+        line = 0 if policy is None else next((n for n, p in enumerate(policies) if p.pk == policy.pk), None)
+        if line is None:
+            raise ValidationError(
+                {"plans": f"{where}.policy: {policy.name} is not one of the curve's policies"}
+            )
+        snapshot = snapshots[line]
+        if not snapshot["capacity"].get(type_name):
+            raise ValidationError(
+                {"policies": f"{policies[line].name} has no capacity of {type_name!r} to scale"}
+            )
+        size = int(snapshot["capacity"][type_name])
+        try:
+            capacity = capacity_at(snapshot, size, mode=size_mode, instance_type=type_name)
+            today = parse_policy(scale_policy(snapshot, capacity))
+            planned = add_training_plan(today, plan).to_dict()
+        except InputError as error:
+            field = error.field if error.field in PLAN_FIELDS else ""
+            reason = error.reason if field else error.describe()
+            name = policies[line].name
+            raise ValidationError(
+                {"plans": f"{where}{'.' + field if field else ''}: {reason} ({name})"}
+            ) from None
+        out.append((line, plan, size, capacity, planned))
+    return out
+
+
 @transaction.atomic
 def start_curve(
     *,
@@ -96,12 +140,16 @@ def start_curve(
     factors: Sequence[float] = (),
     sizes: Sequence[int] = (),
     urgent_shares: Sequence[str] = (),
+    plans: Sequence[tuple[Policy | None, TrainingPlan]] = (),
     created_by=None,
     enqueue: bool = True,
 ) -> CapacityCurve:
     """One point per policy and size, each enqueued. Sizes count instances of the sized type (the
     first policy's type with the most GPUs, unless ``instance_type`` names one), ``factors`` of the
-    first policy's size by default. Raises ValidationError naming the field."""
+    first policy's size by default. Each of ``plans`` (a training plan on one of ``policies``, the
+    first when None) is one more point: that policy at its own size with the plan added; its own
+    size joins the curve's sizes, so the plan is compared with the policy without it. Raises
+    ValidationError naming the field."""
     if not policies:
         raise ValidationError({"policies": "choose at least one policy"})
     if len({p.pk for p in policies}) != len(policies):
@@ -116,6 +164,8 @@ def start_curve(
         chosen = curve_sizes(snapshots[0]["capacity"][type_name], factors=factors, sizes=sizes)
     except InputError as error:
         raise ValidationError({(error.field or "sizes").split("[")[0]: error.describe()}) from None
+    planned = _planned(plans, policies, snapshots, size_mode, type_name)
+    chosen = sorted({*chosen, *(size for _, _, size, _, _ in planned)})
     rows = []
     for line, (policy, snapshot) in enumerate(zip(policies, snapshots, strict=True)):
         if not snapshot["capacity"].get(type_name):
@@ -132,8 +182,16 @@ def start_curve(
         today=int(snapshots[0]["capacity"][type_name]),
         lines=[{"policy": policy.pk, "name": policy.name} for policy in policies],
         urgent_shares=_urgent(urgent_shares, snapshots),
+        plans=[
+            {"line": line, "policy": policies[line].pk, **vars(plan), "label": plan_label(plan)}
+            for line, plan, _, _, _ in planned
+        ],
         created_by=created_by,
     )
+    rows += [
+        (line, policies[line], size, capacity, policy, i)
+        for i, (line, _, size, capacity, policy) in enumerate(planned)
+    ]
     points = CurvePoint.objects.bulk_create(
         CurvePoint(
             curve=curve,
@@ -144,8 +202,9 @@ def start_curve(
             capacity=capacity,
             gpus=pool_gpus(parse_policy(scaled)),
             policy_snapshot=scaled,
+            plan=plan[0] if plan else None,
         )
-        for line, policy, size, capacity, scaled in rows
+        for line, policy, size, capacity, scaled, *plan in rows
     )
     if enqueue:
         enqueue_curve_points(point.pk for point in points)

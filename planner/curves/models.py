@@ -2,7 +2,8 @@
 (the smallest pool at which policy A matches policy B at today's size). Each replay is a point
 row with the run state of a study's Run (status, progress, heartbeat, attempts, error), claimed
 and recorded by ``planner.studies.attempts``, so a point whose worker died is redone, never lost.
-A point keeps only ``scheduling.capacity_curve.point_summary`` (no per-job rows, no series).
+A point keeps only ``scheduling.capacity_curve.point_summary`` (no per-job rows, no series). A
+curve's training plans are points too, each at its policy's own size with the plan added.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from django.db import models
 from planner.capacity.models import Policy
 from planner.studies.models import FINISHED, RunStatus, heartbeat_is_stale
 from planner.traces.models import Trace
+from scheduling.capacity_plans import TrainingPlan
 from scheduling.scaling import SizeMode
 from scheduling.worth import METRIC_WORDS, Metric
 
@@ -80,6 +82,12 @@ class CapacityCurve(models.Model):
     today = models.PositiveIntegerField(default=0, help_text="the first policy's own size (instances)")
     lines = models.JSONField(help_text='[{"policy": id, "name": str}] in the order drawn')
     urgent_shares = models.JSONField(default=list, blank=True)
+    plans = models.JSONField(
+        default=list,
+        blank=True,
+        help_text='training plans, each one more replay: [{"line": i, "policy": id, "instance_type": '
+        'str, "instances": n, "share": str, "start": s, "end": s, "label": str}]',
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -90,6 +98,12 @@ class CapacityCurve(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def training_plan(self, index: int) -> TrainingPlan:
+        plan = self.plans[index]
+        return TrainingPlan(
+            plan["instance_type"], plan["instances"], plan["share"], plan["start"], plan["end"]
+        )
 
     @property
     def status(self) -> str:
@@ -106,14 +120,33 @@ class CapacityCurve(models.Model):
 
 
 class CurvePoint(ReplayPoint):
+    """A point of a policy's line, or (``plan`` set) the policy at its own size with one of the
+    curve's training plans added."""
+
     curve = models.ForeignKey(CapacityCurve, on_delete=models.CASCADE, related_name="points")
     policy = models.ForeignKey(Policy, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     policy_name = models.CharField(max_length=100)
     line = models.PositiveIntegerField(help_text="the policy's place in the curve's lines")
+    plan = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="the training plan's place in the curve's plans (none: a line's point)",
+    )
 
     class Meta:
-        ordering = ["curve", "line", "size"]
-        constraints = [models.UniqueConstraint(fields=["curve", "line", "size"], name="unique_curve_point")]
+        ordering = ["curve", "line", "size", "plan"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["curve", "line", "size"],
+                condition=models.Q(plan__isnull=True),
+                name="unique_curve_point",
+            ),
+            models.UniqueConstraint(
+                fields=["curve", "plan"],
+                condition=models.Q(plan__isnull=False),
+                name="unique_curve_plan_point",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.curve} / {self.policy_name} at {self.gpus:,.0f} GPUs"

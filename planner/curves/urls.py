@@ -11,6 +11,7 @@ pages = [
     path("<int:pk>/", views.curve_detail, name="curve"),
     path("<int:pk>/points.csv", views.curve_csv, name="curve-csv"),
     path("<int:pk>/delete/", views.curve_delete, name="curve-delete"),
+    path("<int:pk>/plans/<int:number>/policy/", views.plan_policy, name="plan-policy"),
     path("worth/<int:pk>/", views.search_detail, name="search"),
     path("worth/<int:pk>/tries.csv", views.search_csv, name="search-csv"),
     path("worth/<int:pk>/delete/", views.search_delete, name="search-delete"),

@@ -4,18 +4,27 @@ its chart); CSV of both. $ figures only for finance and admin (``planner.curves.
 
 from __future__ import annotations
 
+import re
+from urllib.parse import urlencode
+
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from planner.accounts.permissions import can_edit, can_read_finance
+from planner.capacity.models import Policy
 from planner.curves.figures import (
     compared_figure,
     curve_figures,
+    curve_window,
     line_headlines,
     line_style,
+    plan_rows_of,
+    plan_views,
     rows_of,
     search_view,
     share_names,
@@ -31,9 +40,18 @@ LATEST = 50
 CHART_IDS = ("curve-wait", "curve-utilization", "curve-rerun")
 
 
+PLAN_ERROR = re.compile(r"plans\[\d+\]\.(\w+): ")
+
+
 def _form_errors(form, error: ValidationError, renames: dict[str, str] | None = None) -> None:
     for field, problems in error.message_dict.items():
         target = (renames or {}).get(field, field)
+        if field == "plans":  # "plans[0].share: ..." goes next to the plan's share field
+            for problem in problems:
+                found = PLAN_ERROR.match(problem)
+                name = f"plan_{found.group(1)}" if found else ""
+                form.add_error(name if name in form.fields else None, PLAN_ERROR.sub("", problem))
+            continue
         form.add_error(target if target in form.fields else None, problems)
 
 
@@ -101,6 +119,7 @@ def curve_list(request: HttpRequest) -> HttpResponse:
                         factors=data["factors"],
                         sizes=data["sizes"],
                         urgent_shares=data["urgent_shares"],
+                        plans=data["plans"],
                         created_by=request.user,
                     )
                 except ValidationError as error:
@@ -143,7 +162,9 @@ def curve_detail(request: HttpRequest, pk: int) -> HttpResponse:
     share = request.GET.get("share", "")
     share = share if share in names else ""
     x = "usd" if money and request.GET.get("x") == "usd" else "gpus"
-    rows = rows_of(curve)
+    window = curve_window(curve)
+    rows = rows_of(curve, window)
+    plans = plan_rows_of(curve, rows, window)
     counts = {"queued": 0, "running": 0, "succeeded": 0, "failed": 0}
     for status in curve.points.values_list("status", flat=True):
         counts[status] += 1
@@ -160,9 +181,16 @@ def curve_detail(request: HttpRequest, pk: int) -> HttpResponse:
     context = {
         "curve": curve,
         "money": money,
-        "figures": list(zip(CHART_IDS, curve_figures(curve, rows, share=share, money=money, x=x)))
+        "figures": list(
+            zip(
+                CHART_IDS,
+                curve_figures(curve, rows, share=share, money=money, x=x, plans=plans),
+                strict=False,
+            )
+        )
         if rows
         else [],
+        "plans": plan_views(curve, plans, share=share, money=money),
         "table": table,
         "headlines": line_headlines(curve, rows),
         "counts": counts,
@@ -201,10 +229,15 @@ def curve_csv(request: HttpRequest, pk: int) -> HttpResponse:
     columns = [(key, heading) for key, heading, dollars in CURVE_COLUMNS if money or not dollars]
     names = share_names(curve)
     header = [heading for _, heading in columns] + [f"{name} p95 wait (s)" for name in names]
-    body = [
-        [getattr(row, key) for key, _ in columns] + [row.share_p95_seconds.get(name) for name in names]
-        for row in rows
-    ]
+    header += ["training plan", "plan GPU-hours in the window"] + (["plan $ in the window"] if money else [])
+
+    def line(row, plan=None) -> list:
+        out = [getattr(row, key) for key, _ in columns] + [row.share_p95_seconds.get(name) for name in names]
+        out += [plan.label, plan.gpu_hours] if plan else ["", ""]
+        return out + ([plan.cost_usd if plan else ""] if money else [])
+
+    # a plan's row: its policy at its own size with the plan, at its average GPUs over the window
+    body = [line(row) for row in rows] + [line(plan.row, plan) for _, plan in plan_rows_of(curve, rows)]
     return csv_response(f"curve-{curve.pk}.csv", header, body)
 
 
@@ -276,3 +309,48 @@ def search_delete(request: HttpRequest, pk: int) -> HttpResponse:
     search.delete()
     messages.success(request, f"Search {name} deleted.")
     return redirect("curves:list")
+
+
+@require_POST
+@editor_required
+def plan_policy(request: HttpRequest, pk: int, number: int) -> HttpResponse:
+    """ "Make this plan a policy": a duplicate of the plan's policy (as it is now) with the plan in
+    its calendar (``Policy.add_training_plan``, as the policy page's training-plan form), then the
+    new-study form with both policies chosen."""
+    curve = get_object_or_404(CapacityCurve, pk=pk)
+    if not 0 <= number < len(curve.plans):
+        raise Http404("this curve has no such training plan")
+    entry = curve.plans[number]
+    base = Policy.objects.filter(pk=entry["policy"]).first()
+    if base is None:
+        messages.error(request, f"The policy {curve.lines[entry['line']]['name']} no longer exists.")
+        return redirect("curves:curve", pk=curve.pk)
+    plan = curve.training_plan(number)
+    try:
+        with transaction.atomic():
+            made = base.duplicate(
+                _free_name(f"{base.name} + {plan.instances} x {plan.instance_type} for {plan.share}"),
+                f"{base.name} with the training plan {entry['label']} (capacity curve {curve.name}).",
+            )
+            made.add_training_plan(plan)
+    except ValidationError as error:
+        messages.error(request, f"The plan no longer fits {base.name}: {' '.join(error.messages)}")
+        return redirect("curves:curve", pk=curve.pk)
+    messages.success(
+        request, f"Policy {made.name} made: {base.name} with {entry['label']}. Compare them in a study."
+    )
+    study_name = f"{base.name} with and without {entry['label']}"
+    query = urlencode(
+        [("trace", curve.trace_id), ("policy", base.pk), ("policy", made.pk), ("name", study_name)]
+    )
+    return redirect(f"{reverse('web:study-new')}?{query}")
+
+
+def _free_name(wanted: str) -> str:
+    """``wanted`` (cut to a policy name's 100 characters), or with " (2)", " (3)"... when taken."""
+    name, n = wanted[:100], 1
+    while Policy.objects.filter(name=name).exists():
+        n += 1
+        suffix = f" ({n})"
+        name = wanted[: 100 - len(suffix)] + suffix
+    return name

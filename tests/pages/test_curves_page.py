@@ -13,7 +13,8 @@ from planner.curves.launch import start_curve
 from planner.curves.models import WorthSearch
 from planner.curves.tasks import replay_curve_point
 from planner.demo.loader import full_pooling, static_split
-from tests.pages.conftest import look_at
+from scheduling.capacity_plans import TrainingPlan
+from tests.pages.conftest import GPU_TYPE, look_at
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -122,3 +123,56 @@ def test_the_study_page_links_to_a_curve_of_its_policies(page_of, family, small_
     page.goto(f"/studies/{study.pk}/")
     href = page.locator("#curve-link").get_attribute("href")
     assert href == f"/curves/?trace={small_trace.pk}&policies={family[0].pk}&policies={family[1].pk}"
+
+
+@pytest.fixture
+def planned_curve(family, small_trace):
+    """The split and the pooling at 2 to 6 instances, and one more instance for train during the
+    first two hours on the split: t2 (submitted at 0.5 h) no longer waits for t1's hour to end."""
+    plan = TrainingPlan(GPU_TYPE, 1, "train", 0, 7200)
+    made = start_curve(
+        trace=small_trace, policies=family[1:], sizes=[2, 4, 6], plans=[(family[1], plan)], enqueue=False
+    )
+    for pk in made.points.values_list("pk", flat=True):
+        replay_curve_point.apply(args=[pk])
+    assert made.status == "succeeded"
+    return made
+
+
+def test_a_training_plan_is_a_labelled_star_and_a_sentence(page_of, planned_curve):
+    page = page_of("finance")
+    page.goto(f"/curves/{planned_curve.pk}/")
+    look_at(page, "curve-plan-finance", "#curve-wait")
+    traces = page.locator("#curve-wait").evaluate(
+        "el => el._fullData.map(t => [t.name, t.x.length, t.marker && t.marker.symbol])"
+    )
+    assert traces[-1] == ["lab-split +1 x ml.g5.xlarge for train, hours 0-2", 1, "star"]
+    sentence = page.locator("#curve-plans .plan-sentence").inner_text()
+    assert sentence.startswith("The plan cuts train's p95 wait from ") and "$" in sentence
+    assert "per $1,000" in sentence
+    assert page.get_by_role("button", name="Make this plan a policy").count() == 0  # finance reads only
+
+
+def test_viewers_read_a_plan_in_gpu_hours(page_of, planned_curve):
+    page = page_of("viewer")
+    page.goto(f"/curves/{planned_curve.pk}/")
+    look_at(page, "curve-plan-viewer", "#curve-wait")
+    text = page.locator("#curve-plans").inner_text()
+    assert "GPU-hours" in text and "per 1,000 GPU-hours" in text and "$" not in text
+
+
+def test_an_admin_makes_the_plan_a_policy_and_compares_it_in_a_study(page_of, family, planned_curve):
+    page = page_of("admin")
+    page.goto(f"/curves/{planned_curve.pk}/")
+    page.get_by_role("button", name="Make this plan a policy").click()
+    page.wait_for_url("**/studies/new/**")
+    made = Policy.objects.get(parent=family[1])
+    assert made.name == "lab-split + 1 x ml.g5.xlarge for train" and len(made.change_specs()) == 4
+    checked = page.locator("input[name=policies]:checked").evaluate_all("els => els.map(e => e.value)")
+    assert {str(family[1].pk), str(made.pk)} <= set(checked)
+    assert "lab-split + 1 x ml.g5.xlarge for train made" in page.locator("main").inner_text()
+    assert (
+        page.get_by_label("Name").input_value()
+        == "lab-split with and without +1 x ml.g5.xlarge for train, hours 0-2"
+    )
+    look_at(page, "curve-plan-study-form")

@@ -6,12 +6,17 @@ import pytest
 from conftest import make_trace
 
 from scheduling.capacity_curve import (
+    common_window,
     curve_lines,
     curve_rows,
     curve_sizes,
     p95_bought_per_dollar,
+    plan_effect,
+    plan_label,
+    plan_row,
     point_summary,
 )
+from scheduling.capacity_plans import TrainingPlan, add_training_plan
 from scheduling.engine import replay
 from scheduling.errors import InputError
 from scheduling.model import Policy
@@ -64,3 +69,51 @@ def test_rows_are_measured_over_the_common_window():
     line = curve_lines(rows)["split"]
     # 0.95 h of p95 saved for $2,920 a month more: 0.325 h per $1,000.
     assert p95_bought_per_dollar(line) == pytest.approx([0.95 / 2.92])
+
+
+# One more GPU for a during the first hour: its two jobs start together, the replay ends at 1 h.
+PLAN = TrainingPlan("gpu", 1, "a", 0, 3600)
+
+
+def plan_summary() -> dict:
+    policy = add_training_plan(Policy.from_dict(policy_at(SPLIT, 2)), PLAN)
+    return point_summary(replay(policy, TRACE).metrics, policy)
+
+
+def test_a_plan_is_placed_at_its_average_gpus_and_priced_for_its_hours_in_the_window():
+    base_summary, planned = summary_at(2), plan_summary()
+    window = common_window([base_summary, planned])
+    assert window == (0, 7200)  # the base replay's 2 h; the plan's ends at 1 h
+    [base] = curve_rows([("split", 2, base_summary)], window=window)
+    point = plan_row(PLAN, Policy.from_dict(SPLIT), planned, base, window)
+    # 1 instance x $2 an hour x 1 h; 1 GPU-hour over a 2 h window: 2 + 0.5 GPUs on average.
+    assert (point.hours, point.gpu_hours, point.cost_usd) == pytest.approx((1, 1, 2))
+    assert point.row.gpus == pytest.approx(2.5)
+    # today's $2,920 a month, plus the plan's $2 in 2 h as a month of 730 h: $730.
+    assert point.row.monthly_price_usd == pytest.approx(2920 + 730)
+    assert point.row.utilization == pytest.approx(3 / (2.5 * 2))  # 3 busy GPU-hours
+    effect = plan_effect(point, "a")
+    # a's p95 falls from 3,420 s to 0: 0.95 h, for $2 (475 h per $1,000) and 1 GPU-hour (950).
+    assert (effect.before_seconds, effect.after_seconds) == pytest.approx((3420, 0))
+    assert effect.hours_per_1000_usd == pytest.approx(475)
+    assert effect.hours_per_1000_gpu_hours == pytest.approx(950)
+    assert plan_effect(point).saved_hours == pytest.approx(0.95)  # the worst share was a
+    assert plan_effect(point, "b").saved_hours == 0  # b never waited
+
+
+def test_a_plan_outside_the_window_costs_nothing_and_buys_nothing_per_dollar():
+    late = TrainingPlan("gpu", 1, "a", 7200, 9000)
+    [base] = curve_rows([("split", 2, summary_at(2))])
+    point = plan_row(late, Policy.from_dict(SPLIT), summary_at(2), base, (0, 7200))
+    assert (point.cost_usd, point.row.gpus) == (0, 2)
+    assert plan_effect(point, "a").hours_per_1000_usd is None
+
+
+def test_a_plan_is_labelled_in_days_or_dates():
+    assert plan_label(TrainingPlan("ml.p5.48xlarge", 8, "research", 864000, 3456000)) == (
+        "+8 x ml.p5.48xlarge for research, days 10-40"
+    )
+    assert plan_label(PLAN) == "+1 x gpu for a, hours 0-1"
+    assert plan_label(TrainingPlan("gpu", 2, "a", 1609459200, 1612137600)).endswith(
+        "2021-01-01 to 2021-02-01"
+    )

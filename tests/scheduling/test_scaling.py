@@ -101,3 +101,11 @@ def test_bad_sizes_are_refused_naming_the_field():
 def test_a_policy_with_changes_over_time_is_not_scaled():
     with pytest.raises(InputError, match="changes"):
         scale_policy({**LAB, "changes": [{"time": 0, "capacity": {"gpu": 11}}]}, {"gpu": 20})
+
+
+def test_a_policy_with_changes_over_time_is_replayed_at_its_own_size():
+    # today's size is no scaling at all: the calendar stays as written, only the name says the size.
+    planned = {**LAB, "changes": [{"time": 0, "capacity": {"gpu": 11}}]}
+    same = scale_policy(planned, {"gpu": 10, "big": 4})
+    assert same["changes"] == planned["changes"] and same["capacity"] == LAB["capacity"]
+    assert same["shares"] == LAB["shares"] and same["name"] == "lab at 42 GPUs"

@@ -50,6 +50,7 @@ PAGES: dict[str, tuple[set[str] | str, set[str] | None]] = {
     "curves:curve": (READERS, None),
     "curves:curve-csv": (READERS, None),
     "curves:curve-delete": (ADMINS, ADMINS),
+    "curves:plan-policy": (ADMINS, ADMINS),
     "curves:search": (READERS, None),
     "curves:search-csv": (READERS, None),
     "curves:search-delete": (ADMINS, ADMINS),
@@ -57,7 +58,7 @@ PAGES: dict[str, tuple[set[str] | str, set[str] | None]] = {
 # Pages that only take a POST: a GET is 405 for everyone (it shows nothing); the POST test covers them.
 POST_ONLY = {
     "web:policy-duplicate", "web:policy-preset", "advisor:keep", "advisor:delete", "curves:curve-delete",
-    "curves:search-delete",
+    "curves:search-delete", "curves:plan-policy",
 }  # fmt: skip
 PUBLIC_PAGES = {"web:login", "rest_framework:login", "web:logout", "rest_framework:logout"}
 # Slugs of routes that take one (a real table, so the allowed roles get a 200).
@@ -330,3 +331,24 @@ def test_the_advisor_page_and_api_give_a_viewer_no_dollar_figure(world, django_c
     finance_api = world.api("finance").get(f"/api/sweeps/{sweep.pk}/").json()
     assert "rerun_cost_usd" in finance_api["points"][0]
     assert money_fields(world.api("viewer").get(f"/api/sweeps/{sweep.pk}/").json()) == []
+
+
+def test_a_curves_training_plan_gives_a_viewer_gpu_hours_and_no_dollar_figure(world):
+    from planner.curves.launch import start_curve
+    from planner.curves.tasks import replay_curve_point
+    from scheduling.capacity_plans import TrainingPlan
+
+    plan = TrainingPlan(world.instance_type.name, 1, "train", 0, 86400)  # a day
+    curve = start_curve(
+        trace=world.trace, policies=[world.policy], sizes=[4], plans=[(None, plan)], enqueue=False
+    )
+    for pk in curve.points.values_list("pk", flat=True):
+        replay_curve_point.apply(args=[pk])
+    finance = world.api("finance").get(f"/api/curves/{curve.pk}/").json()
+    assert "cost_usd" in finance["plan_rows"][0] and "hours_per_1000_usd" in finance["plan_rows"][0]["effect"]
+    viewer = world.api("viewer").get(f"/api/curves/{curve.pk}/").json()
+    assert money_fields(viewer) == [] and viewer["plan_rows"][0]["gpu_hours"] > 0
+    assert MONEY_AMOUNT.search(world.session("finance").get(f"/curves/{curve.pk}/").content.decode())
+    for path in (f"/curves/{curve.pk}/", f"/curves/{curve.pk}/points.csv"):
+        text = world.session("viewer").get(path).content.decode("utf-8-sig")
+        assert "train" in text and not MONEY_AMOUNT.search(text) and not MONEY_NAMES.search(text), path

@@ -275,3 +275,156 @@ def test_a_link_fills_the_forms(admin_page, pool, trace):
     ).content.decode()
     assert f'<option value="{split.pk}" selected>split</option>' in page
     assert f'<option value="{pooled.pk}" selected>pooled</option>' in page
+
+
+# -- training plans ------------------------------------------------------------------------------
+
+# Two more instances for a during the first hour: its four jobs start at once and end at 1 h.
+PLAN = {"instance_type": "gpu", "instances": 2, "share": "a", "start": 0, "end": 3600}
+
+
+def test_a_training_plan_is_one_more_point_at_todays_size(
+    admin_api, split, trace, eager_celery, django_capture_on_commit_callbacks
+):
+    body = create(
+        admin_api, "/api/curves/", {"trace": trace.pk, "policies": [split.pk], "sizes": [8], "plans": [PLAN]},
+        django_capture_on_commit_callbacks,
+    )  # fmt: skip
+    curve = CapacityCurve.objects.get(pk=body["id"])
+    assert curve.sizes == [4, 8]  # today's size joins the curve: the plan is compared with it
+    assert body["plans"] == [{**PLAN, "start": 0.0, "end": 3600.0, "policy": split.pk, "line": 0,
+                              "label": "+2 x gpu for a, hours 0-1"}]  # fmt: skip
+    planned = CurvePoint.objects.get(curve=curve, plan=0)
+    assert planned.size == 4 and len(planned.policy_snapshot["changes"]) == 4  # pool and a, up and down
+    detail = admin_api.get(f"/api/curves/{curve.pk}/").json()
+    assert [point["plan"] for point in detail["points"]] == [None, 0, None]
+    assert len(detail["rows"]) == 2  # the plan is no point of the line
+    [row] = detail["plan_rows"]
+    # window 2 h (split at 4); the plan: 2 instances x 1 h = 2 GPU-hours, $2; 4 + 2 / 2 = 5 GPUs.
+    assert (row["hours"], row["gpu_hours"], row["cost_usd"], row["row"]["gpus"]) == (1, 2, 2, 5)
+    # a pool of $2,920 a month, and $2 in 2 h is $730 a month of 730 h.
+    assert row["row"]["monthly_price_usd"] == pytest.approx(3650)
+    # a's p95 falls from 3,600 s to 0: 1 h for $2 (500 h per $1,000) and 2 GPU-hours (500 per 1,000).
+    effect = row["share_effect"]
+    assert (effect["before_seconds"], effect["after_seconds"], effect["saved_hours"]) == (3600, 0, 1)
+    assert effect["hours_per_1000_usd"] == 500 and effect["hours_per_1000_gpu_hours"] == 500
+    csv = _csv(admin_api, curve)
+    assert "+2 x gpu for a, hours 0-1" in csv and "$" in csv
+
+
+def _csv(api, curve) -> str:
+    page = Client()
+    page.force_login(api.user)
+    response = page.get(f"/curves/{curve.pk}/points.csv")
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def test_viewers_read_a_plan_in_gpu_hours_not_dollars(
+    admin_api, viewer_api, split, trace, eager_celery, django_capture_on_commit_callbacks
+):
+    body = create(
+        admin_api, "/api/curves/", {"trace": trace.pk, "policies": [split.pk], "sizes": [4], "plans": [PLAN]},
+        django_capture_on_commit_callbacks,
+    )  # fmt: skip
+    seen = viewer_api.get(f"/api/curves/{body['id']}/").json()
+    assert "usd" not in str(seen) and "price" not in str(seen)
+    assert seen["plan_rows"][0]["share_effect"]["hours_per_1000_gpu_hours"] == 500
+    csv = _csv(viewer_api, CapacityCurve.objects.get(pk=body["id"]))
+    assert "+2 x gpu for a" in csv and "$" not in csv
+    page = Client()
+    page.force_login(viewer_api.user)
+    text = page.get(f"/curves/{body['id']}/").content.decode()
+    assert "cuts a&#x27;s p95 wait from 1.0 h to 0 s for 2 GPU-hours" in text and "$" not in text
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"share": "zz"}, "plans[0].share"),
+        ({"instance_type": "tpu"}, "plans[0].instance_type"),
+        ({"end": 0}, "plans[0].end"),
+        ({"policy": 999_999}, "plans[0].policy"),
+    ],
+)
+def test_a_bad_plan_is_refused_naming_its_field(admin_api, split, trace, change, field):
+    payload = {"trace": trace.pk, "policies": [split.pk], "sizes": [4], "plans": [{**PLAN, **change}]}
+    response = admin_api.post("/api/curves/", payload, format="json")
+    assert response.status_code == 400 and response.json()["plans"][0].startswith(f"{field}: ")
+    assert not CapacityCurve.objects.exists() and not CurvePoint.objects.exists()
+
+
+def test_a_plan_with_too_few_instances_is_refused_by_the_field(admin_api, split, trace):
+    payload = {"trace": trace.pk, "policies": [split.pk], "plans": [{**PLAN, "instances": 0}]}
+    response = admin_api.post("/api/curves/", payload, format="json")
+    # DRF's own check, before the plan is read: the plan's index, then its field
+    assert response.status_code == 400 and "instances" in response.json()["plans"]["0"]
+    assert not CapacityCurve.objects.exists()
+
+
+def test_a_policy_with_a_calendar_is_replayed_at_its_own_size_only(admin_api, split, trace):
+    from scheduling.capacity_plans import TrainingPlan
+
+    split.add_training_plan(TrainingPlan("gpu", 1, "b", 0, 3600))
+    response = admin_api.post(
+        "/api/curves/", {"trace": trace.pk, "policies": [split.pk], "sizes": [4, 8]}, format="json"
+    )
+    assert response.status_code == 400 and "not scaled" in str(response.json()["sizes"])
+    response = admin_api.post(
+        "/api/curves/",
+        {"trace": trace.pk, "policies": [split.pk], "sizes": [4], "plans": [PLAN]},
+        format="json",
+    )
+    assert response.status_code == 201, response.json()
+    planned = CurvePoint.objects.get(plan=0).policy_snapshot
+    assert len(planned["changes"]) == 6  # b's plan and a's at the same instants: 6 changes (pool merged)
+
+
+def test_an_admin_makes_a_plan_a_policy_and_is_sent_to_a_study_of_both(admin_page, client_for, split, trace):
+    curve = start_curve(trace=trace, policies=[split], sizes=[4], plans=[(None, _plan(PLAN))], enqueue=False)
+    url = f"/curves/{curve.pk}/plans/0/policy/"
+    finance = Client()
+    finance.force_login(client_for("finance").user)
+    assert finance.post(url).status_code == 403
+    assert Policy.objects.count() == 1
+    response = admin_page.post(url)
+    made = Policy.objects.exclude(pk=split.pk).get()
+    assert made.parent_id == split.pk and made.name == "split + 2 x gpu for a"
+    assert len(made.change_specs()) == 4 and not split.change_specs()
+    assert response.status_code == 302
+    assert response["Location"] == (
+        f"/studies/new/?trace={trace.pk}&policy={split.pk}&policy={made.pk}"
+        "&name=split+with+and+without+%2B2+x+gpu+for+a%2C+hours+0-1"
+    )
+    again = admin_page.post(url)  # a second click makes a second variant, not a clash of names
+    assert again.status_code == 302 and Policy.objects.filter(parent=split).count() == 2
+
+
+def _plan(attrs: dict):
+    from scheduling.capacity_plans import TrainingPlan
+
+    return TrainingPlan(
+        attrs["instance_type"], attrs["instances"], attrs["share"], attrs["start"], attrs["end"]
+    )
+
+
+def test_the_curve_form_takes_a_plan_and_puts_its_errors_next_to_its_fields(
+    admin_page, split, trace, eager_celery, django_capture_on_commit_callbacks
+):
+    form = {"form": "curve", "curve-trace": trace.pk, "curve-policies": [split.pk], "curve-sizes": "8",
+            "curve-mode": "proportional", "curve-plan_instance_type": "gpu", "curve-plan_instances": "2",
+            "curve-plan_share": "zz",
+            "curve-plan_start": "0", "curve-plan_end": "3600"}  # fmt: skip
+    response = admin_page.post("/curves/", form)
+    assert response.status_code == 400 and not CapacityCurve.objects.exists()
+    errors = response.context["curve_form"].errors
+    assert errors["plan_share"] == ["'zz' is not a share of the policy (split)"]
+    response = admin_page.post("/curves/", {**form, "curve-plan_share": ""})
+    assert "a training plan needs this too" in str(response.context["curve_form"].errors["plan_share"])
+    with django_capture_on_commit_callbacks(execute=True):
+        response = admin_page.post("/curves/", {**form, "curve-plan_share": "a"})
+    curve = CapacityCurve.objects.get()
+    assert response.status_code == 302 and curve.sizes == [4, 8] and curve.plans[0]["share"] == "a"
+    page = admin_page.get(f"/curves/{curve.pk}/").content.decode()
+    assert "cuts a&#x27;s p95 wait from 1.0 h to 0 s for $2 (500.00 h of p95 per $1,000)." in page
+    assert "Make this plan a policy" in page

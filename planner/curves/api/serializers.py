@@ -10,11 +10,54 @@ from rest_framework import serializers
 from planner.capacity.models import Policy
 from planner.curves.models import CapacityCurve, WorthSearch
 from planner.traces.models import Trace
-from scheduling.capacity_curve import MAX_POLICIES, MAX_SIZES
+from scheduling.capacity_curve import MAX_PLANS, MAX_POLICIES, MAX_SIZES
+from scheduling.capacity_plans import TrainingPlan
+from scheduling.errors import InputError
 from scheduling.scaling import SizeMode
+from scheduling.traces.fields import parse_time
 from scheduling.worth import DEFAULT_PARALLEL, MAX_PARALLEL, Metric
 
 POINT_FIELDS = ["id", "size", "capacity", "gpus", "status", "progress", "error", "attempts", "summary"]
+
+
+@extend_schema_field({"oneOf": [{"type": "number"}, {"type": "string"}]})
+class TraceTimeField(serializers.Field):
+    """A time as in traces: seconds, or an ISO-8601 timestamp (read back as Unix seconds)."""
+
+    def to_internal_value(self, data) -> float:
+        try:
+            seconds, _ = parse_time(data, None, self.field_name)
+        except InputError as error:
+            raise serializers.ValidationError(error.reason) from None
+        return seconds
+
+    def to_representation(self, value) -> float:
+        return float(value)
+
+
+class CurvePlanSerializer(serializers.Serializer):
+    """A training plan on a curve (SEMANTICS.md section 9): ``instances`` more of a type in the pool
+    and in ``share``'s quota from ``start`` to ``end``, added to ``policy`` (one of the curve's
+    policies; default the first) at its own size and replayed as one more point."""
+
+    policy = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="one of the curve's policies (default: the first)",
+    )
+    instance_type = serializers.CharField(max_length=100)
+    instances = serializers.IntegerField(min_value=1)
+    share = serializers.CharField(max_length=100)
+    start = TraceTimeField(help_text="seconds or an ISO-8601 timestamp, as in the trace")
+    end = TraceTimeField(help_text="seconds or an ISO-8601 timestamp: the instances go at this time")
+    line = serializers.IntegerField(read_only=True, help_text="the policy's place in the curve's lines")
+    label = serializers.CharField(read_only=True)
+
+    def plan(self, attrs: dict) -> TrainingPlan:
+        return TrainingPlan(
+            attrs["instance_type"], attrs["instances"], attrs["share"], attrs["start"], attrs["end"]
+        )
 
 
 def point_dict(point, extra: tuple[str, ...] = ()) -> dict:
@@ -46,6 +89,10 @@ class CurveSerializer(serializers.ModelSerializer):
         help_text="exact sizes in instances of the sized type (instead of factors)",
     )  # fmt: skip
     urgent_shares = serializers.ListField(child=serializers.CharField(), required=False)
+    plans = CurvePlanSerializer(
+        many=True, required=False, max_length=MAX_PLANS,
+        help_text="training plans, each one more replay: its policy at its own size with the plan",
+    )  # fmt: skip
     status = serializers.CharField(read_only=True)
     progress = serializers.FloatField(read_only=True)
     created_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
@@ -54,22 +101,26 @@ class CurveSerializer(serializers.ModelSerializer):
         model = CapacityCurve
         fields = [
             "id", "name", "trace", "policies", "lines", "mode", "instance_type", "factors", "sizes",
-            "urgent_shares", "status", "progress", "created_by", "created_at",
+            "urgent_shares", "plans", "status", "progress", "created_by", "created_at",
         ]  # fmt: skip
         read_only_fields = ["lines", "created_at"]
         extra_kwargs = {"name": {"required": False}}
 
 
 class CurveDetailSerializer(CurveSerializer):
-    """With ``points`` (each replay: size, capacity, GPUs, state, summary) and ``rows`` (the
-    succeeded points over the curve's common window: utilization, worst p95 of the urgent shares,
-    each share's p95, rerun per month)."""
+    """With ``points`` (each replay: size, capacity, GPUs, state, summary; ``plan``: the index of
+    its training plan, or null on a policy's line), ``rows`` (the succeeded points of the lines
+    over the curve's common window: utilization, worst p95 of the urgent shares, each share's p95,
+    rerun per month) and ``plan_rows`` (each replayed plan: its row at its average GPUs, its base
+    row without it, its hours, GPU-hours and cost in the window, and its ``effect`` on the worst
+    p95 and ``share_effect`` on its share's p95, per $1,000 and per 1,000 GPU-hours)."""
 
     points = serializers.SerializerMethodField()
     rows = serializers.SerializerMethodField()
+    plan_rows = serializers.SerializerMethodField()
 
     class Meta(CurveSerializer.Meta):
-        fields = [*CurveSerializer.Meta.fields, "points", "rows"]
+        fields = [*CurveSerializer.Meta.fields, "points", "rows", "plan_rows"]
 
     @extend_schema_field(serializers.ListField(child=serializers.DictField()))
     def get_points(self, curve: CapacityCurve) -> list[dict]:
@@ -78,6 +129,7 @@ class CurveDetailSerializer(CurveSerializer):
                 "policy": point.policy_id,
                 "policy_name": point.policy_name,
                 "line": point.line,
+                "plan": point.plan,
                 **point_dict(point),
             }
             for point in curve.points.all()
@@ -88,6 +140,12 @@ class CurveDetailSerializer(CurveSerializer):
         from planner.curves.figures import rows_of
 
         return [row.as_dict() for row in rows_of(curve)]
+
+    @extend_schema_field(serializers.ListField(child=serializers.DictField()))
+    def get_plan_rows(self, curve: CapacityCurve) -> list[dict]:
+        from planner.curves.figures import plan_rows_of, rows_of
+
+        return [{"index": i, **row.as_dict()} for i, row in plan_rows_of(curve, rows_of(curve))]
 
 
 class WorthSearchSerializer(serializers.ModelSerializer):

@@ -13,6 +13,7 @@ from rest_framework.response import Response
 from planner.accounts.permissions import can_read_finance
 from planner.curves.api.serializers import (
     CurveDetailSerializer,
+    CurvePlanSerializer,
     CurveSerializer,
     WorthSearchDetailSerializer,
     WorthSearchSerializer,
@@ -72,10 +73,23 @@ class CurveViewSet(_Base):
                 factors=data.get("factors") or [],
                 sizes=data.get("sizes") or [],
                 urgent_shares=data.get("urgent_shares") or [],
+                plans=_plans(data.get("plans") or [], data["policies"]),
                 created_by=self.request.user,
             )
         except ValidationError as error:
             raise ApiValidationError(error.message_dict) from None
+
+
+def _plans(plans: list[dict], policies: list) -> list[tuple]:
+    """(policy, TrainingPlan) per plan; a policy id not among the curve's is a 400 naming it."""
+    by_pk = {policy.pk: policy for policy in policies}
+    out = []
+    for i, attrs in enumerate(plans):
+        pk = attrs.get("policy")
+        if pk is not None and pk not in by_pk:
+            raise ValidationError({"plans": f"plans[{i}].policy: {pk} is not one of the curve's policies"})
+        out.append((by_pk.get(pk), CurvePlanSerializer().plan(attrs)))
+    return out
 
 
 class WorthSearchViewSet(_Base):
