@@ -134,7 +134,8 @@ class CurvePoint(ReplayPoint):
     )
 
     class Meta:
-        ordering = ["curve", "line", "size", "plan"]
+        # A line's point before the plans at its size, on every database (PostgreSQL sorts NULL last).
+        ordering = ["curve", "line", "size", models.F("plan").asc(nulls_first=True)]
         constraints = [
             models.UniqueConstraint(
                 fields=["curve", "line", "size"],

@@ -31,7 +31,10 @@ def load_yaml_documents(files: Iterable[tuple[str, bytes | str]]) -> list[tuple[
     each labelled for messages (``cluster.yaml: ClusterQueue/team-a``)."""
     out = []
     for name, content in files:
-        text = content.decode("utf-8") if isinstance(content, bytes) else content
+        try:
+            text = content.decode("utf-8-sig") if isinstance(content, bytes) else content
+        except UnicodeDecodeError:
+            raise InputError("not UTF-8 text", field=name) from None
         check_yaml_nesting(text, field=name)  # before the loader, which builds collections recursively
         try:
             documents = [d for d in yaml.safe_load_all(text) if d is not None]

@@ -149,3 +149,18 @@ def test_import_policy_on_the_command_line(tmp_path, capsys):
     assert "turns fair sharing on" in capsys.readouterr().err  # the import's notes, for the person running it
     assert main(["import-policy", "--format", "aws-batch", str(KUEUE), "--out", str(out)]) == 2
     assert capsys.readouterr().err.startswith("error: configuration.yaml: record 1 is not valid JSON")
+
+
+@pytest.mark.parametrize("fmt", ["kueue", "aws-batch"])
+def test_a_file_that_is_not_utf8_is_named(fmt):
+    # A binary file given as a Kueue configuration raised UnicodeDecodeError (HTTP 500 on the API,
+    # found by schemathesis).
+    with pytest.raises(InputError) as error:
+        read_configuration_files(fmt, [("cluster.webp", b"RIFF\x1a\x00\x00\x00WEBPVP8L\xfd\xff")])
+    assert error.value.field == "cluster.webp"
+
+
+def test_a_utf8_byte_order_mark_is_read():
+    text = KUEUE.read_bytes()
+    marked = read_configuration_files("kueue", [("c.yaml", b"\xef\xbb\xbf" + text)])
+    assert marked == read_configuration_files("kueue", [("c.yaml", text)])
