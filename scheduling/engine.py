@@ -248,6 +248,9 @@ class _Replay:
         self.strategies = policy.fair_sharing.preemption_strategies if policy.fair_sharing is not None else ()
         self.lendable_gpus = lendable_gpus(self.pools)
         self.version = 0
+        # The version of the last change that could turn any refusal into an admission (a job's
+        # refusal holds while no such change, for all shares or for its own, came after it).
+        self.reopened_all_at = 0
 
     # --- accounting -----------------------------------------------------------------------
 
@@ -259,6 +262,14 @@ class _Replay:
             account.usage_at_round_start = account.usage
         account.shift(delta)
         self.version += 1
+        if delta > 0 and not _borrows(account.share):
+            # A start that leaves its share within quota changes no share's value and adds no
+            # reclaim candidate: other shares' refused jobs would run the same victim search
+            # with less room (headroom only falls as another share's usage grows), so they stay
+            # refused. Only its own share's may change (a new in-share candidate).
+            account.share.reopened_at = self.version
+        else:
+            self.reopened_all_at = self.version
         self.usage_log.change3(now, account.key, account.usage)
 
     def _usage_at_round_start(self, account: Account) -> int:
@@ -418,6 +429,7 @@ class _Replay:
         """What depends on capacity and quotas beyond the pools: fair sharing's L."""
         self.lendable_gpus = lendable_gpus(self.pools)
         self.version += 1
+        self.reopened_all_at = self.version
 
     def update_priority(self, update: int, now: float) -> None:
         """UpdateServiceJob: ignored (and counted) for unknown, not yet submitted or ended jobs."""
@@ -428,6 +440,7 @@ class _Replay:
             return
         job = self.jobs[index]
         self.version += 1
+        self.reopened_all_at = self.version
         if job.state == RUNNABLE:
             self._dequeue(job, now)
             self._set_priority(job, priority)
@@ -571,6 +584,7 @@ class _Replay:
         # at once the jobs it would have offered before it (see _wake_asleep).
         asleep = [-1] * len(groups)
         values: list[tuple[bool, float]] = [(False, 0.0)] * len(groups)
+        valued_at = [-1] * len(groups)  # the version values[i] was computed at (refusals change none)
         while True:
             best = -1
             best_key: tuple = ()
@@ -578,8 +592,12 @@ class _Replay:
             for i, g in enumerate(groups):
                 if g.ptr >= ends[i]:
                     continue
-                value = value_with(g.account, g.count, lendable)
-                values[i] = value
+                if valued_at[i] == version:
+                    value = values[i]
+                else:
+                    value = value_with(g.account, g.count, lendable)
+                    values[i] = value
+                    valued_at[i] = version
                 if asleep[i] == version:
                     continue
                 order = (value, g.jobs[g.ptr])
@@ -593,7 +611,13 @@ class _Replay:
                 g.ptr += 1  # behind a refusal in an earlier round, nothing changed since
                 continue
             job = self._job_of(key)
-            outcome = self.try_admit(job, now, preempted)
+            if job.refused_at >= max(self.reopened_all_at, job.account.share.reopened_at):
+                # Refused before, and nothing since could change that (a try depends only on
+                # usage, running jobs, priorities and L: see _change_usage). It would be refused
+                # again: only its bookkeeping is done.
+                outcome = REFUSED
+            else:
+                outcome = self.try_admit(job, now, preempted)
             if outcome == ADMITTED:
                 admitted = True
                 _wake_asleep(groups, ends, asleep, values, version, best_key)
@@ -606,6 +630,7 @@ class _Replay:
                 continue
             g.refused_at = version
             g.refused_key = key
+            job.refused_at = version
             asleep[best] = version
             reason = self._wait_reason(job)
             if self.strict:
@@ -1098,6 +1123,14 @@ class _Replay:
         for g in self.groups:
             self._settle_waiting_time(g)
         return Totals(self.shares)
+
+
+def _borrows(share: ShareState) -> bool:
+    """B_s > 0: the share holds more than its quota of some type."""
+    for account in share.accounts:
+        if account.usage > account.quota:
+            return True
+    return False
 
 
 def _wake_asleep(

@@ -128,6 +128,20 @@ def _target(pools: list[_Candidates], own: ShareState, lendable: float) -> _Cand
     return best
 
 
+def _passes(
+    first: FairStrategy, new: tuple[bool, float], old: tuple[bool, float], account: Account, count: int,
+    lendable: float,
+) -> bool:
+    """Whether a candidate of ``count`` instances of ``account`` passes the first strategy, with
+    ``new`` the preemptor's share's value and ``old`` the target's."""
+    if first is not FairStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE:
+        return initial_share_passes(new, old)
+    account.shift(-count)
+    after = value_of(account.share, lendable)
+    account.shift(count)
+    return final_share_passes(new, after)
+
+
 def fair_victims(
     job: Job, strategies: tuple[FairStrategy, ...], lendable: float
 ) -> list[tuple[Job, int]] | None:
@@ -163,18 +177,42 @@ def fair_victims(
             continue
         new = value_of(own, lendable)
         old = value_of(target.share, lendable)
+        # Nothing changes during this walk until a candidate passes, and whether one passes
+        # depends only on its size: its target's value without it falls as the size grows (the
+        # share's borrowed GPUs fall, and rounding is monotone), so the candidates that pass are
+        # those up to some size. Sizes known to pass or fail are not tried again.
+        head = target.next
+        assert head is not None  # (_target offers only shares with candidates left)
+        target_account = head.account
+        if not _passes(first, new, old, target_account, 1, lendable):
+            # Not even one instance would pass: every candidate is set aside, and of those only
+            # the first can matter (the second strategy takes at most one per share).
+            victim = target.pop()
+            target.next = None
+            if target.share.index not in aside:
+                aside[target.share.index] = []
+                set_aside.append(_Candidates(target.share, iter(())))
+            aside[target.share.index].append(victim)
+            continue
+        passes_up_to = 1
+        fails_from = NO_LIMIT
         while target.next is not None:
             victim = target.pop()
-            victim.account.shift(-victim.count)
-            after = value_of(target.share, lendable)
-            if (
-                final_share_passes(new, after)
-                if first is FairStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE
-                else initial_share_passes(new, old)
-            ):
+            count = victim.count
+            if count <= passes_up_to:
+                passes = True
+            elif count >= fails_from:
+                passes = False
+            else:
+                passes = _passes(first, new, old, target_account, count, lendable)
+                if passes:
+                    passes_up_to = count
+                else:
+                    fails_from = count
+            if passes:
+                victim.account.shift(-count)
                 taken.append(victim)
                 break
-            victim.account.shift(victim.count)
             if target.share.index not in aside:
                 aside[target.share.index] = []
                 set_aside.append(_Candidates(target.share, iter(())))
