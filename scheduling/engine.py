@@ -40,10 +40,12 @@ from scheduling.result import EventKind, JobOutcomes, ReplayResult, WaitHistory
 from scheduling.rules import (
     BEHIND_QUEUE_HEAD,
     NO_LIMIT,
+    fair_round_before,
     instances,
     queue_key,
     round_key,
     unschedulable_reason,
+    value_below,
     wait_reason,
 )
 from scheduling.state import (
@@ -587,7 +589,8 @@ class _Replay:
         valued_at = [-1] * len(groups)  # the version values[i] was computed at (refusals change none)
         while True:
             best = -1
-            best_key: tuple = ()
+            best_value = (False, 0.0)
+            best_queue = 0
             version = self.version
             for i, g in enumerate(groups):
                 if g.ptr >= ends[i]:
@@ -600,9 +603,9 @@ class _Replay:
                     valued_at[i] = version
                 if asleep[i] == version:
                     continue
-                order = (value, g.jobs[g.ptr])
-                if best < 0 or order < best_key:
-                    best, best_key = i, order
+                queue = g.jobs[g.ptr]
+                if best < 0 or fair_round_before(value, queue, best_value, best_queue):
+                    best, best_value, best_queue = i, value, queue
             if best < 0:
                 break
             g = groups[best]
@@ -620,7 +623,7 @@ class _Replay:
                 outcome = self.try_admit(job, now, preempted)
             if outcome == ADMITTED:
                 admitted = True
-                _wake_asleep(groups, ends, asleep, values, version, best_key)
+                _wake_asleep(groups, ends, asleep, values, version, best_value, best_queue)
                 if not self.strict:  # (strict: _start took it out of its queues already)
                     self._add_waiting_time(g, now)
                     del g.jobs[g.ptr]
@@ -1135,17 +1138,16 @@ def _borrows(share: ShareState) -> bool:
 
 def _wake_asleep(
     groups: list[Group], ends: list[int], asleep: list[int], values: list[tuple[bool, float]],
-    version: int, admitted: tuple,
+    version: int, value: tuple[bool, float], key: int,
 ) -> None:
     """An admission ends the state in which the round's asleep groups were refused. While it
     lasted, values stood still, so the round took candidates in increasing (value, queue key)
     order: each asleep group would have offered, and passed over, every job ordered before the
     admitted one. Skip those now; the rest are tried in the new state."""
-    value, key = admitted
     for i, g in enumerate(groups):
         if asleep[i] != version or g.ptr >= ends[i]:
             continue
-        if values[i] < value:
+        if value_below(values[i], value):
             g.ptr = ends[i]
-        elif values[i] == value:
+        elif values[i][0] == value[0] and values[i][1] == value[1]:
             g.ptr = bisect_right(g.jobs, key, g.ptr, ends[i])

@@ -18,6 +18,7 @@ from scheduling.rules import (
     initial_share_passes,
     reclaim_allows,
     share_value,
+    value_below,
     victim_key,
 )
 from scheduling.state import Account, Job, ShareState, TypePool
@@ -114,11 +115,11 @@ def _target(pools: list[_Candidates], own: ShareState, lendable: float) -> _Cand
         if job is None:
             continue
         value = value_of(pool.share, lendable)
-        if pool.share is not own and value <= (False, 0.0):
+        if pool.share is not own and not value_below((False, 0.0), value):
             continue
-        if best is None or value > best_value:
+        if best is None or value_below(best_value, value):
             best, best_value = pool, value
-        elif value == best_value:
+        elif value[0] == best_value[0] and value[1] == best_value[1]:
             first = best.next
             assert first is not None
             if victim_key(job.priority, job.start_time, job.rank) < victim_key(
