@@ -130,12 +130,13 @@ def _target(pools: list[_Candidates], own: ShareState, lendable: float) -> _Cand
 
 
 def _passes(
-    first: FairStrategy, new: tuple[bool, float], old: tuple[bool, float], account: Account, count: int,
+    final_first: bool, new: tuple[bool, float], old: tuple[bool, float], account: Account, count: int,
     lendable: float,
 ) -> bool:
-    """Whether a candidate of ``count`` instances of ``account`` passes the first strategy, with
-    ``new`` the preemptor's share's value and ``old`` the target's."""
-    if first is not FairStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE:
+    """Whether a candidate of ``count`` instances of ``account`` passes the first strategy
+    (``final_first``: LessThanOrEqualToFinalShare, else LessThanInitialShare), with ``new`` the
+    preemptor's share's value and ``old`` the target's."""
+    if not final_first:
         return initial_share_passes(new, old)
     account.shift(-count)
     after = value_of(account.share, lendable)
@@ -166,7 +167,8 @@ def fair_victims(
     taken: list[Job] = []
     set_aside: list[_Candidates] = []
     aside: dict[int, list[Job]] = {}
-    first = strategies[0]
+    # (a bool: the compiled engine would look the enum member up on every candidate)
+    final_first = strategies[0] is FairStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE
     while not _fits(account, n):
         target = _target(pools, own, lendable)
         if target is None:
@@ -185,7 +187,7 @@ def fair_victims(
         head = target.next
         assert head is not None  # (_target offers only shares with candidates left)
         target_account = head.account
-        if not _passes(first, new, old, target_account, 1, lendable):
+        if not _passes(final_first, new, old, target_account, 1, lendable):
             # Not even one instance would pass: every candidate is set aside, and of those only
             # the first can matter (the second strategy takes at most one per share).
             victim = target.pop()
@@ -205,7 +207,7 @@ def fair_victims(
             elif count >= fails_from:
                 passes = False
             else:
-                passes = _passes(first, new, old, target_account, count, lendable)
+                passes = _passes(final_first, new, old, target_account, count, lendable)
                 if passes:
                     passes_up_to = count
                 else:
