@@ -40,10 +40,12 @@ from scheduling.result import EventKind, JobOutcomes, ReplayResult, WaitHistory
 from scheduling.rules import (
     BEHIND_QUEUE_HEAD,
     NO_LIMIT,
+    fair_round_before,
     instances,
     queue_key,
     round_key,
     unschedulable_reason,
+    value_below,
     wait_reason,
 )
 from scheduling.state import (
@@ -248,6 +250,9 @@ class _Replay:
         self.strategies = policy.fair_sharing.preemption_strategies if policy.fair_sharing is not None else ()
         self.lendable_gpus = lendable_gpus(self.pools)
         self.version = 0
+        # The version of the last change that could turn any refusal into an admission (a job's
+        # refusal holds while no such change, for all shares or for its own, came after it).
+        self.reopened_all_at = 0
 
     # --- accounting -----------------------------------------------------------------------
 
@@ -259,6 +264,14 @@ class _Replay:
             account.usage_at_round_start = account.usage
         account.shift(delta)
         self.version += 1
+        if delta > 0 and not _borrows(account.share):
+            # A start that leaves its share within quota changes no share's value and adds no
+            # reclaim candidate: other shares' refused jobs would run the same victim search
+            # with less room (headroom only falls as another share's usage grows), so they stay
+            # refused. Only its own share's may change (a new in-share candidate).
+            account.share.reopened_at = self.version
+        else:
+            self.reopened_all_at = self.version
         self.usage_log.change3(now, account.key, account.usage)
 
     def _usage_at_round_start(self, account: Account) -> int:
@@ -418,6 +431,7 @@ class _Replay:
         """What depends on capacity and quotas beyond the pools: fair sharing's L."""
         self.lendable_gpus = lendable_gpus(self.pools)
         self.version += 1
+        self.reopened_all_at = self.version
 
     def update_priority(self, update: int, now: float) -> None:
         """UpdateServiceJob: ignored (and counted) for unknown, not yet submitted or ended jobs."""
@@ -428,6 +442,7 @@ class _Replay:
             return
         job = self.jobs[index]
         self.version += 1
+        self.reopened_all_at = self.version
         if job.state == RUNNABLE:
             self._dequeue(job, now)
             self._set_priority(job, priority)
@@ -571,20 +586,26 @@ class _Replay:
         # at once the jobs it would have offered before it (see _wake_asleep).
         asleep = [-1] * len(groups)
         values: list[tuple[bool, float]] = [(False, 0.0)] * len(groups)
+        valued_at = [-1] * len(groups)  # the version values[i] was computed at (refusals change none)
         while True:
             best = -1
-            best_key: tuple = ()
+            best_value = (False, 0.0)
+            best_queue = 0
             version = self.version
             for i, g in enumerate(groups):
                 if g.ptr >= ends[i]:
                     continue
-                value = value_with(g.account, g.count, lendable)
-                values[i] = value
+                if valued_at[i] == version:
+                    value = values[i]
+                else:
+                    value = value_with(g.account, g.count, lendable)
+                    values[i] = value
+                    valued_at[i] = version
                 if asleep[i] == version:
                     continue
-                order = (value, g.jobs[g.ptr])
-                if best < 0 or order < best_key:
-                    best, best_key = i, order
+                queue = g.jobs[g.ptr]
+                if best < 0 or fair_round_before(value, queue, best_value, best_queue):
+                    best, best_value, best_queue = i, value, queue
             if best < 0:
                 break
             g = groups[best]
@@ -593,10 +614,16 @@ class _Replay:
                 g.ptr += 1  # behind a refusal in an earlier round, nothing changed since
                 continue
             job = self._job_of(key)
-            outcome = self.try_admit(job, now, preempted)
+            if job.refused_at >= max(self.reopened_all_at, job.account.share.reopened_at):
+                # Refused before, and nothing since could change that (a try depends only on
+                # usage, running jobs, priorities and L: see _change_usage). It would be refused
+                # again: only its bookkeeping is done.
+                outcome = REFUSED
+            else:
+                outcome = self.try_admit(job, now, preempted)
             if outcome == ADMITTED:
                 admitted = True
-                _wake_asleep(groups, ends, asleep, values, version, best_key)
+                _wake_asleep(groups, ends, asleep, values, version, best_value, best_queue)
                 if not self.strict:  # (strict: _start took it out of its queues already)
                     self._add_waiting_time(g, now)
                     del g.jobs[g.ptr]
@@ -606,6 +633,7 @@ class _Replay:
                 continue
             g.refused_at = version
             g.refused_key = key
+            job.refused_at = version
             asleep[best] = version
             reason = self._wait_reason(job)
             if self.strict:
@@ -1100,19 +1128,26 @@ class _Replay:
         return Totals(self.shares)
 
 
+def _borrows(share: ShareState) -> bool:
+    """B_s > 0: the share holds more than its quota of some type."""
+    for account in share.accounts:
+        if account.usage > account.quota:
+            return True
+    return False
+
+
 def _wake_asleep(
     groups: list[Group], ends: list[int], asleep: list[int], values: list[tuple[bool, float]],
-    version: int, admitted: tuple,
+    version: int, value: tuple[bool, float], key: int,
 ) -> None:
     """An admission ends the state in which the round's asleep groups were refused. While it
     lasted, values stood still, so the round took candidates in increasing (value, queue key)
     order: each asleep group would have offered, and passed over, every job ordered before the
     admitted one. Skip those now; the rest are tried in the new state."""
-    value, key = admitted
     for i, g in enumerate(groups):
         if asleep[i] != version or g.ptr >= ends[i]:
             continue
-        if values[i] < value:
+        if value_below(values[i], value):
             g.ptr = ends[i]
-        elif values[i] == value:
+        elif values[i][0] == value[0] and values[i][1] == value[1]:
             g.ptr = bisect_right(g.jobs, key, g.ptr, ends[i])

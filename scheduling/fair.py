@@ -18,6 +18,7 @@ from scheduling.rules import (
     initial_share_passes,
     reclaim_allows,
     share_value,
+    value_below,
     victim_key,
 )
 from scheduling.state import Account, Job, ShareState, TypePool
@@ -114,11 +115,11 @@ def _target(pools: list[_Candidates], own: ShareState, lendable: float) -> _Cand
         if job is None:
             continue
         value = value_of(pool.share, lendable)
-        if pool.share is not own and value <= (False, 0.0):
+        if pool.share is not own and not value_below((False, 0.0), value):
             continue
-        if best is None or value > best_value:
+        if best is None or value_below(best_value, value):
             best, best_value = pool, value
-        elif value == best_value:
+        elif value[0] == best_value[0] and value[1] == best_value[1]:
             first = best.next
             assert first is not None
             if victim_key(job.priority, job.start_time, job.rank) < victim_key(
@@ -126,6 +127,21 @@ def _target(pools: list[_Candidates], own: ShareState, lendable: float) -> _Cand
             ):
                 best = pool
     return best
+
+
+def _passes(
+    final_first: bool, new: tuple[bool, float], old: tuple[bool, float], account: Account, count: int,
+    lendable: float,
+) -> bool:
+    """Whether a candidate of ``count`` instances of ``account`` passes the first strategy
+    (``final_first``: LessThanOrEqualToFinalShare, else LessThanInitialShare), with ``new`` the
+    preemptor's share's value and ``old`` the target's."""
+    if not final_first:
+        return initial_share_passes(new, old)
+    account.shift(-count)
+    after = value_of(account.share, lendable)
+    account.shift(count)
+    return final_share_passes(new, after)
 
 
 def fair_victims(
@@ -151,7 +167,8 @@ def fair_victims(
     taken: list[Job] = []
     set_aside: list[_Candidates] = []
     aside: dict[int, list[Job]] = {}
-    first = strategies[0]
+    # (a bool: the compiled engine would look the enum member up on every candidate)
+    final_first = strategies[0] is FairStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE
     while not _fits(account, n):
         target = _target(pools, own, lendable)
         if target is None:
@@ -163,18 +180,42 @@ def fair_victims(
             continue
         new = value_of(own, lendable)
         old = value_of(target.share, lendable)
+        # Nothing changes during this walk until a candidate passes, and whether one passes
+        # depends only on its size: its target's value without it falls as the size grows (the
+        # share's borrowed GPUs fall, and rounding is monotone), so the candidates that pass are
+        # those up to some size. Sizes known to pass or fail are not tried again.
+        head = target.next
+        assert head is not None  # (_target offers only shares with candidates left)
+        target_account = head.account
+        if not _passes(final_first, new, old, target_account, 1, lendable):
+            # Not even one instance would pass: every candidate is set aside, and of those only
+            # the first can matter (the second strategy takes at most one per share).
+            victim = target.pop()
+            target.next = None
+            if target.share.index not in aside:
+                aside[target.share.index] = []
+                set_aside.append(_Candidates(target.share, iter(())))
+            aside[target.share.index].append(victim)
+            continue
+        passes_up_to = 1
+        fails_from = NO_LIMIT
         while target.next is not None:
             victim = target.pop()
-            victim.account.shift(-victim.count)
-            after = value_of(target.share, lendable)
-            if (
-                final_share_passes(new, after)
-                if first is FairStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE
-                else initial_share_passes(new, old)
-            ):
+            count = victim.count
+            if count <= passes_up_to:
+                passes = True
+            elif count >= fails_from:
+                passes = False
+            else:
+                passes = _passes(final_first, new, old, target_account, count, lendable)
+                if passes:
+                    passes_up_to = count
+                else:
+                    fails_from = count
+            if passes:
+                victim.account.shift(-count)
                 taken.append(victim)
                 break
-            victim.account.shift(victim.count)
             if target.share.index not in aside:
                 aside[target.share.index] = []
                 set_aside.append(_Candidates(target.share, iter(())))

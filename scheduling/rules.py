@@ -136,22 +136,34 @@ def share_value(borrowed_gpus: float, lendable_gpus: float, weight: float) -> tu
     return (False, 1000.0 * (borrowed_gpus / (lendable_gpus * weight)))
 
 
+def value_below(a: tuple[bool, float], b: tuple[bool, float]) -> bool:
+    """a < b for two share values, as tuples compare (written out: the compiled engine then
+    compares two native fields instead of two Python tuples)."""
+    if a[0] != b[0]:
+        return b[0]
+    return a[1] < b[1]
+
+
 def final_share_passes(new: tuple[bool, float], after: tuple[bool, float]) -> bool:
     """LessThanOrEqualToFinalShare: the preemptor's share, with the job, is at most the target's
     share without the victim."""
-    return new <= after
+    return not value_below(after, new)
 
 
 def initial_share_passes(new: tuple[bool, float], old: tuple[bool, float]) -> bool:
     """LessThanInitialShare: the preemptor's share, with the job, is below the target's share as
     it is now."""
-    return new < old
+    return value_below(new, old)
 
 
-def fair_round_key(value: tuple[bool, float], queue: int) -> tuple:
+def fair_round_before(
+    value: tuple[bool, float], queue: int, other_value: tuple[bool, float], other_queue: int
+) -> bool:
     """A fair-sharing round's order: the value the job's share would have with it admitted, then
     the queue order (priority, submit time, job_id)."""
-    return (value, queue)
+    if value_below(value, other_value):
+        return True
+    return value[0] == other_value[0] and value[1] == other_value[1] and queue < other_queue
 
 
 # --- sections 4 and 6: why a job waits, and when it never runs ------------------------------------

@@ -35,7 +35,7 @@ class ShareState:
         "index", "lends", "borrows", "preempts_in_share", "preempts_equal_too", "may_reclaim",
         "reclaims_any", "accounts", "queue", "refused", "reason", "since", "waited",
         "cross_share_preemptions", "in_share_preemptions", "fair_sharing_preemptions", "capacity_preemptions",
-        "fair_weight",
+        "fair_weight", "reopened_at",
     )  # fmt: skip
 
     def __init__(self, index: int, share: Share) -> None:
@@ -58,6 +58,9 @@ class ShareState:
         self.fair_sharing_preemptions = 0
         self.capacity_preemptions = 0
         self.fair_weight = float(share.fair_weight)
+        # Fair sharing: the version of the last change that could turn a refusal of its jobs
+        # into an admission (see _Replay._change_usage).
+        self.reopened_at = 0
 
 
 class TypePool:
@@ -154,7 +157,7 @@ class Job:
     __slots__ = (
         "index", "account", "count", "submit", "duration", "checkpoint", "retries", "priority", "rank",
         "arrival", "queue_key", "group", "state", "start_time", "saved", "first_start", "end", "queued_since",
-        "queued", "preemptions", "lost", "planned_end", "run", "deadline",
+        "queued", "preemptions", "lost", "planned_end", "run", "deadline", "refused_at",
     )  # fmt: skip
 
     def __init__(
@@ -193,6 +196,7 @@ class Job:
         self.planned_end = math.nan  # when its current attempt will end unless preempted
         self.run = -1  # the number of its current run in its account's Running, -1 while not running
         self.deadline = math.inf  # section 10: cancelled at this instant if still RUNNABLE
+        self.refused_at = -1  # fair sharing: the state version it was last refused at
 
 
 class Totals:
