@@ -31,6 +31,7 @@ from scheduling.calendar import (
     limits_over_calendar,
     unschedulable_at_every_instant,
 )
+from scheduling.errors import InputError
 from scheduling.fair import fair_victims, lendable_gpus, value_with
 from scheduling.indexes import Group, job_id_order, victim_order
 from scheduling.metrics import UsageLog, compute_metrics
@@ -87,6 +88,9 @@ CROSS_SHARE: Final = 1
 FAIR_SHARING: Final = 2
 CAPACITY: Final = 3
 CAUSES: Final = (Cause.IN_SHARE, Cause.CROSS_SHARE, Cause.FAIR_SHARING, Cause.CAPACITY)
+# A job preempted this often at one instant is in a cycle that never ends (``_check_settles``); a
+# cascade that does end preempts a job a few times at most.
+MAX_PREEMPTIONS_AT_ONE_INSTANT: Final = 100
 
 
 def replay(
@@ -905,6 +909,7 @@ class _Replay:
         self, victim: Job, preemptor: Job | None, now: float, preempted: list[Job], cause: int
     ) -> None:
         """``cause``: IN_SHARE, CROSS_SHARE, FAIR_SHARING, or CAPACITY (no preemptor)."""
+        self._check_settles(victim, now)
         account = victim.account
         share = account.share
         n = victim.count
@@ -948,6 +953,40 @@ class _Replay:
             self._set_deadline(victim, now)
             self._count_pending(victim, now, +1)
             preempted.append(victim)  # considered again from the next round on
+
+    def _check_settles(self, victim: Job, now: float) -> None:
+        """Stop a pass that never ends. With fair sharing, shares' values can make jobs preempt
+        each other in a cycle at one instant (A's job takes B's, whose job takes C's, whose job
+        takes A's back: weights and job sizes make each step pass its strategy), and nothing in
+        SEMANTICS.md section 8 ends it; Kueue escapes only because an eviction takes time. A
+        replay that would run for ever is refused instead, naming the instant and the jobs."""
+        if victim.preempted_at == now:
+            victim.preempted_here += 1
+        else:
+            victim.preempted_at = now
+            victim.preempted_here = 1
+        if victim.preempted_here > MAX_PREEMPTIONS_AT_ONE_INSTANT:
+            trace = self.bound.trace
+            names = sorted({self.policy.shares[j.account.share.index].name for j in self._cycle(victim, now)})
+            shares = " and ".join(names) if len(names) < 3 else ", ".join(names[:-1]) + " and " + names[-1]
+            raise InputError(
+                f"the replay does not settle at {now:,.1f} s: job {trace.job_id[victim.index]!r} was "
+                f"preempted {MAX_PREEMPTIONS_AT_ONE_INSTANT} times at that instant, jobs of "
+                f"{shares} preempting each other in a cycle (fair sharing's share values "
+                "let each step pass; SEMANTICS.md section 8 gives such a cycle no end): change the "
+                "fair weights or the preemption strategies",
+                field="fair_sharing",
+            )
+
+    def _cycle(self, victim: Job, now: float) -> list[Job]:
+        """The jobs preempted again and again at ``now`` (for the message)."""
+        out = [victim]
+        for share in self.shares:
+            for account in share.accounts:
+                for job in account.running.in_victim_order(NO_LIMIT):
+                    if job.preempted_at == now and job.preempted_here > 1:
+                        out.append(job)
+        return out
 
     def _start(self, job: Job, now: float) -> None:
         self._leave_queue(job, now)

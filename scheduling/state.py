@@ -157,7 +157,8 @@ class Job:
     __slots__ = (
         "index", "account", "count", "submit", "duration", "checkpoint", "retries", "priority", "rank",
         "arrival", "queue_key", "group", "state", "start_time", "saved", "first_start", "end", "queued_since",
-        "queued", "preemptions", "lost", "planned_end", "run", "deadline", "refused_at",
+        "queued", "preemptions", "lost", "planned_end", "run", "deadline", "refused_at", "preempted_at",
+        "preempted_here",
     )  # fmt: skip
 
     def __init__(
@@ -197,6 +198,8 @@ class Job:
         self.run = -1  # the number of its current run in its account's Running, -1 while not running
         self.deadline = math.inf  # section 10: cancelled at this instant if still RUNNABLE
         self.refused_at = -1  # fair sharing: the state version it was last refused at
+        self.preempted_at = math.nan  # the instant of its last preemption
+        self.preempted_here = 0  # how often it was preempted at that instant
 
 
 class Totals:
