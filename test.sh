@@ -97,9 +97,9 @@ POSTGRES=(DATABASE_URL=postgres://postgres@127.0.0.1:5432/planner REDIS_URL=redi
 # page goals load the whole demo: the shard of the lane that also runs PostgreSQL + Redis). Shard B
 # takes every file not named here, new ones too.
 PAGES_A=(tests/pages/test_page_goals.py tests/pages/test_study_why.py tests/pages/test_web_charts.py
-         tests/pages/test_web_lists_and_form.py)
-PAGES_C=(tests/pages/test_web_browser.py tests/pages/test_study_page.py tests/pages/test_byos_page.py
-         tests/pages/test_commons_page.py tests/pages/test_web_studies.py tests/pages/test_security_pages.py)
+         tests/pages/test_web_lists_and_form.py tests/pages/test_study_page.py tests/pages/test_commons_page.py
+         tests/pages/test_web_studies.py)
+PAGES_C=(tests/pages/test_web_browser.py tests/pages/test_byos_page.py tests/pages/test_security_pages.py)
 PAGES_B_IGNORE=()
 for file in "${PAGES_A[@]}" "${PAGES_C[@]}"; do PAGES_B_IGNORE+=("--ignore=$file"); done
 # Each step names its slowest tests: where the suite's time goes stays in sight.
