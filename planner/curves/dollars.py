@@ -5,10 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from planner.accounts.money import for_user, is_money_key, strip_money
-
-is_dollar_key = is_money_key
-without_dollars = strip_money
+from planner.accounts.money import for_user
 
 
 def visible(value: Any, user) -> Any:
