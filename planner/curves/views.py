@@ -1,6 +1,6 @@
 """The pages: curves and worth searches listed with the forms that start them (admins); a curve
 (progress while its points replay, then its charts and table); a search (its sentence, its tries,
-its chart); CSV of both. $ figures only for finance and admin (``planner.curves.dollars``)."""
+its chart); CSV of both. $ figures only for finance and admin (``planner.accounts.money``)."""
 
 from __future__ import annotations
 

@@ -25,6 +25,6 @@ def test_every_dollar_field_goes_at_any_depth_and_gpu_hours_stay():
 
 def test_names_that_only_look_like_money_are_kept():
     assert is_money_key("idle_usd") and is_money_key("usd") and is_money_key("hourly_price")
-    # the curves' keys: one rule for every app (planner.curves.dollars is this module)
+    # the curves' keys: one rule for every app
     assert is_money_key("rerun_usd_per_month") and is_money_key("monthly_price_usd")
     assert not is_money_key("usd_share") and not is_money_key("users") and not is_money_key(3)

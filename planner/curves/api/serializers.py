@@ -1,6 +1,6 @@
 """Curves and worth searches as JSON: the create payloads, the lists (status and progress) and
 the details (every point with its summary; a curve's rows over its common window; a search's
-sentence). $ fields are removed for viewers by the views (``planner.curves.dollars``)."""
+sentence). $ fields are removed for viewers by the API's renderer (``planner.accounts.money``)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Curves and worth searches over the API: admins create (the replays go to the workers) and
-delete; every role reads, viewers without $ (``planner.curves.dollars.visible``, applied to every
-answer here)."""
+delete; every role reads, viewers without $ (the API's renderer drops them from every answer:
+``planner.api.renderers``, ``planner.accounts.money``)."""
 
 from __future__ import annotations
 
@@ -18,23 +18,12 @@ from planner.curves.api.serializers import (
     WorthSearchDetailSerializer,
     WorthSearchSerializer,
 )
-from planner.curves.dollars import visible
 from planner.curves.figures import search_view
 from planner.curves.launch import reap_curves, reap_searches, start_curve, start_search
 from planner.curves.models import CapacityCurve, WorthSearch
 
 
-class _DollarsHidden:
-    """Every answer of the view set without $ for readers who may not see them."""
-
-    def finalize_response(self, request, response, *args, **kwargs):
-        if isinstance(response, Response) and isinstance(response.data, (dict, list)):
-            response.data = visible(response.data, request.user)
-        return super().finalize_response(request, response, *args, **kwargs)
-
-
 class _Base(
-    _DollarsHidden,
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
     mixins.CreateModelMixin,
