@@ -84,7 +84,7 @@ def compute_metrics(
     submit = trace.submit_time
     n_shares = len(policy.shares)
     types = bound.type_names
-    span = _horizon(submit, outcomes.end)
+    span = _horizon(submit, outcomes.end, _last_usage_change(log))
     start, end = span if window is None else _window(span, window)
     horizon = end - start
     gpus = np.array([policy.instance_types[t].gpus for t in types], dtype=float)
@@ -136,14 +136,24 @@ def compute_metrics(
     }
 
 
-def _horizon(submit: np.ndarray, end: np.ndarray) -> tuple[float, float]:
-    """From the earliest submit to the last end (to the last submit if nothing ended)."""
+def _horizon(submit: np.ndarray, end: np.ndarray, last_usage_change: float) -> tuple[float, float]:
+    """From the earliest submit to the last end (to the last submit if nothing ended). "End" is
+    read as the end of any run, a preemption's included: with a calendar, a job preempted when
+    capacity went away may stay RUNNABLE for ever (section 9), and the hours it ran must lie
+    inside the horizon, or busy time would escape utilization while its lost work counts."""
     if len(submit) == 0:
         return 0.0, 0.0
     start = float(submit.min())
     ended = end[~np.isnan(end)]
     stop = float(ended.max()) if len(ended) else float(submit.max())
-    return start, max(start, stop)
+    return start, max(start, stop, last_usage_change)
+
+
+def _last_usage_change(log: UsageLog) -> float:
+    """The time of the last start, finish or preemption (-inf if nothing ran)."""
+    if not len(log.usage_changes):
+        return -math.inf
+    return float(log.usage_changes.table()[-1, 0])
 
 
 def _window(span: tuple[float, float], window: tuple[float, float]) -> tuple[float, float]:

@@ -203,3 +203,22 @@ def test_utilization_integrates_capacity_over_time(engine_run):
         a1     0           A     200
     """)
     assert r.raw["summary"]["utilization"] == 0.5
+
+
+def test_the_horizon_holds_a_run_that_never_ends(engine_run):
+    # pool and A's quota 2 until 100, then 1. a1 (2 instances) runs 0-100 and is preempted (cause
+    # capacity) when the pool falls; it never fits again and stays RUNNABLE, with no end. Section 5's
+    # horizon runs "to the last end": read as the last end of any run, it is 0-100 (the preemption ends
+    # a1's run), so its 200 busy instance-seconds count against 2 x 100 of capacity (utilization 1.0),
+    # as its 200 lost instance-seconds do. Read as jobs' ends only, nothing would end and the run would
+    # fall outside a horizon of 0 s.
+    pol = policy(2, share("A", 2), changes=[pool_change(100, 1), quota_change(100, "A", 1)])
+    r = engine_run(pol, """
+        job_id submit_time share duration instance_count
+        a1     0           A     300      2
+    """)
+    assert r.job("a1")["state"] == "RUNNABLE" and r.job("a1")["end"] is None
+    summary = r.raw["summary"]
+    assert (summary["horizon"]["start"], summary["horizon"]["end"]) == (0, 100)
+    assert summary["utilization"] == 1.0
+    assert summary["lost_instance_seconds"] == 200
