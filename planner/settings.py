@@ -214,8 +214,8 @@ PLANNER_MAX_TRACE_ROWS = env_int("PLANNER_MAX_TRACE_ROWS", 5_000_000)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 4 * 1024 * 1024  # larger uploads are streamed to a temporary file
 FILE_UPLOAD_HANDLERS = [
     "planner.traces.uploads.LimitedUploadHandler",  # the size limit, counted while streaming
-    "django.core.files.uploadhandler.MemoryFileUploadHandler",
-    "django.core.files.uploadhandler.TemporaryFileUploadHandler",
+    "planner.traces.uploads.MemoryUploadHandler",  # Django's two, reading 1 MiB at a time
+    "planner.traces.uploads.DiskUploadHandler",
 ]
 DATA_UPLOAD_MAX_MEMORY_SIZE = 4 * 1024 * 1024
 

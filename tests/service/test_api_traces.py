@@ -219,3 +219,52 @@ def test_a_mapping_that_is_not_json_is_refused(admin_api):
     response = upload(admin_api, ITP_CSV, format="itp-2021", mapping="{share")
     assert response.status_code == 400
     assert response.json()["error"]["field"] == "mapping"
+
+
+def raw_upload(client, content: bytes, query: str, content_type: str = "text/csv", **headers):
+    """The file as the request body itself, the fields in the query string."""
+    with eager_worker():
+        response = client.generic(
+            "POST", f"/api/traces/?{query}", content, content_type=content_type, **headers
+        )
+    if response.status_code != 202:
+        return response
+    return client.get(response.json()["url"])
+
+
+def test_a_trace_sent_as_the_body_is_parsed_with_the_query_strings_fields(admin_api, media_root):
+    body = raw_upload(admin_api, GOOD_CSV, "name=raw&description=from+curl&filename=jobs.csv").json()
+    assert body["status"] == "ready" and body["job_count"] == 3
+    assert (body["name"], body["description"], body["source_name"]) == ("raw", "from curl", "jobs.csv")
+    assert body["parse"]["bytes_total"] == len(GOOD_CSV)
+    trace = Trace.objects.get(pk=body["id"])
+    assert files_under(media_root) == [trace.jobs_file.name]
+
+
+def test_a_gzipped_json_body_with_content_disposition_names_its_source(admin_api):
+    body = raw_upload(
+        admin_api, gzip.compress(AWS_TRACE_JSON), "name=aws", content_type="application/gzip",
+        HTTP_CONTENT_DISPOSITION='attachment; filename="aws.json.gz"',
+    ).json()  # fmt: skip
+    assert body["status"] == "ready" and body["source_name"] == "aws.json.gz"
+
+
+def test_a_json_body_is_a_file_too_not_the_fields(admin_api):
+    # application/json is a trace file like any other body: its fields are not read as the form's
+    response = raw_upload(admin_api, AWS_TRACE_JSON, "name=j", content_type="application/json")
+    assert response.json()["status"] == "ready"
+    response = raw_upload(admin_api, b'{"name": "x"}', "", content_type="application/json")
+    assert response.status_code == 400 and response.json()["error"]["field"] == "name"
+
+
+def test_a_body_over_the_size_limit_is_a_413_and_keeps_nothing(admin_api, settings, media_root):
+    settings.PLANNER_MAX_UPLOAD_BYTES = 20
+    response = raw_upload(admin_api, GOOD_CSV, "name=big")
+    assert response.status_code == 413 and response.json()["error"]["field"] == "file"
+    assert "limit of 20 bytes" in response.json()["error"]["message"]
+    assert Trace.objects.count() == 0 and files_under(media_root) == []
+
+
+def test_an_empty_body_is_no_file(admin_api):
+    response = raw_upload(admin_api, b"", "name=empty")
+    assert response.status_code == 400 and response.json()["error"]["field"] == "file"

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from django.conf import settings
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 
 from planner.api.errors import input_error
 from planner.traces.api.serializers import TraceSerializer, TraceUploadSerializer
 from planner.traces.models import ParseStatus, Trace, check_options, receive_upload
 from planner.traces.tasks import reap_stale_parses
+from planner.traces.uploads import RawTraceParser
 from scheduling.errors import InputError
 
 
@@ -22,12 +24,34 @@ def first_error(errors: dict) -> InputError:
     return InputError(str(message), field=None if field == "non_field_errors" else field)
 
 
+RAW_FIELDS = {
+    "name": "the trace's name",
+    "description": "a description",
+    "format": "the reader (default auto)",
+    "mapping": "column mapping, a JSON object",
+    "filename": "the uploaded file's name (else Content-Disposition's)",
+}
+FORM_TYPES = ("multipart/form-data", "application/x-www-form-urlencoded")
+
+
+def upload_fields(request) -> dict:
+    """The upload's fields: a form's own, or, for a file sent as the body, the query string's."""
+    if request.content_type.startswith(FORM_TYPES):
+        return request.data
+    fields = {name: request.query_params[name] for name in RAW_FIELDS if name in request.query_params}
+    if "file" in request.data:
+        fields["file"] = request.data["file"]
+    return fields
+
+
 class TraceViewSet(
     mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.DestroyModelMixin, viewsets.GenericViewSet
 ):
     queryset = Trace.objects.select_related("created_by")
     serializer_class = TraceSerializer
-    parser_classes = [MultiPartParser, FormParser, JSONParser]
+    # a form with the file in it, or the file as the body itself with the fields in the query
+    # string (no multipart envelope to parse: the fastest way in for large traces)
+    parser_classes = [MultiPartParser, FormParser, RawTraceParser]
     filterset_fields = ["format", "name", "created_by"]
     search_fields = ["name", "description", "source_name"]
     ordering_fields = ["name", "created_at", "job_count"]
@@ -47,8 +71,16 @@ class TraceViewSet(
         return Response(self.get_serializer(trace).data)
 
     @extend_schema(
-        request={"multipart/form-data": TraceUploadSerializer},
-        parameters=[],
+        request={
+            "multipart/form-data": TraceUploadSerializer,
+            "application/octet-stream": OpenApiTypes.BINARY,
+        },
+        parameters=[
+            OpenApiParameter(
+                name, str, description=f"{what} (with the file as the body; a form carries its own)"
+            )
+            for name, what in RAW_FIELDS.items()
+        ],
         responses={
             202: TraceSerializer,
             400: OpenApiResponse(
@@ -61,12 +93,14 @@ class TraceViewSet(
         """Upload a trace: the file is kept on disk and the answer comes at once (202, status
         ``parsing``); a worker parses it (``parse.bytes_read`` of ``parse.bytes_total``) and the
         trace becomes ``ready``, or ``failed`` with the error naming row and field (nothing else
-        is kept). Poll ``url``. A body over the size limit is answered 413."""
+        is kept). Poll ``url``. A body over the size limit is answered 413. The file comes in a
+        multipart form with the other fields, or as the body itself (any Content-Type but a form's)
+        with the fields in the query string."""
         limit = settings.PLANNER_MAX_UPLOAD_BYTES
         declared = int(request.META.get("CONTENT_LENGTH") or 0)
         if declared > limit + 64 * 1024:
             return too_large(f"the upload is {declared:,} bytes: the limit is {limit:,}")
-        form = TraceUploadSerializer(data=request.data)
+        form = TraceUploadSerializer(data=upload_fields(request))
         if not form.is_valid():
             return input_error(first_error(form.errors))
         upload = form.validated_data["file"]
