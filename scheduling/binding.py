@@ -6,12 +6,13 @@ share or instance type the policy does not have is rejected, with its row and fi
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from scheduling.errors import InputError
+from scheduling.job_ids import JobIds
 from scheduling.model import Policy
 from scheduling.trace import NO_TYPE, Trace
 
@@ -91,11 +92,12 @@ def check_fits(policy: Policy, share_names: Iterable[str], type_names: Iterable[
         raise InputError(f"policy {policy.name} has {'; '.join(problems)}, which the trace's jobs use")
 
 
-def job_id_order(job_ids: list[str]) -> np.ndarray:
+def job_id_order(ids: Sequence[str]) -> np.ndarray:
     """Rank of each job_id where ties are broken by job_id **(choice)**: when every id is an
     integer they compare as numbers ("9" before "10"), otherwise as strings."""
-    if not job_ids:
+    if not ids:
         return np.zeros(0, dtype=np.int64)
+    job_ids = ids.to_list() if isinstance(ids, JobIds) else list(ids)  # numpy reads lists fast
     try:
         keys = np.array([int(j) for j in job_ids], dtype=object if _too_big(job_ids) else np.int64)
     except ValueError:

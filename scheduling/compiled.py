@@ -23,6 +23,10 @@ BUILD_DIR = PACKAGE.parent / "build" / "compiled"
 STAMP = BUILD_DIR / "scheduling" / "STAMP.json"
 # The hot loop and the logs it writes; everything else is numpy or runs once per replay.
 COMPILED = ("engine.py", "rules.py", "indexes.py", "state.py", "fair.py", "calendar.py", "records.py")
+# The Python modules whose classes the compiled ones use: compiled code checks the declared types
+# of their attributes at run time, so a build is stale when one of them changes too (a Trace whose
+# job ids stopped being a list failed inside a stale engine).
+INTERFACES = ("binding.py", "errors.py", "job_ids.py", "metrics.py", "model.py", "result.py", "trace.py")
 CHOICES = ("auto", "python", "compiled")
 
 
@@ -34,8 +38,11 @@ def _wanted() -> str:
 
 
 def current_stamp() -> dict:
-    """What a build must match: this interpreter and the hash of every compiled source."""
-    sources = {name: hashlib.sha256((PACKAGE / name).read_bytes()).hexdigest() for name in COMPILED}
+    """What a build must match: this interpreter and the hash of every compiled source and of
+    the modules they take types from."""
+    sources = {
+        name: hashlib.sha256((PACKAGE / name).read_bytes()).hexdigest() for name in COMPILED + INTERFACES
+    }
     return {"python": sys.implementation.cache_tag, "platform": sys.platform, "sources": sources}
 
 

@@ -255,7 +255,7 @@ class ReplayResult:
             ]
 
     def iter_events(self):
-        job_ids = self.trace.job_id
+        job_ids = self.trace.job_id.to_list()  # each event names one or two jobs: Python strings, once
         for time, job, kind, cause, by in self.events or ():
             yield {
                 "time": time,

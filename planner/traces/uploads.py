@@ -16,7 +16,6 @@ from django.core.files.uploadhandler import (
 )
 from rest_framework.parsers import FileUploadParser
 
-
 # The body is read in pieces of the smallest chunk size among the handlers (Django's: 64 KiB), each
 # piece passed through every handler in Python; the server's reader then also copies what it read
 # ahead once per piece. 1 MiB pieces take a 263 MB trace in 263 turns instead of 4,000.

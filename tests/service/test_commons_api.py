@@ -46,7 +46,7 @@ def with_burst(columns: TraceColumns, *, user: str, share: str, at: float, jobs:
 
     return replace(
         columns,
-        job_id=[(columns.job_id + [f"burst-{i}" for i in range(jobs)])[i] for i in order],
+        job_id=[(list(columns.job_id) + [f"burst-{i}" for i in range(jobs)])[i] for i in order],
         submit_time=submit[order],
         share=extend(columns.share, code),
         priority=extend(columns.priority, 0),
