@@ -7,6 +7,8 @@ victim, which takes research's jobs by fair sharing, one of which takes prod-tra
 from __future__ import annotations
 
 import pytest
+from conftest import _scenario
+from reference import NeverSettles, reference_replay
 
 from scheduling.engine import MAX_PREEMPTIONS_AT_ONE_INSTANT, replay
 from scheduling.errors import InputError
@@ -39,3 +41,42 @@ def test_the_same_trace_with_equal_weights_settles():
     policy, trace = demo([1, 1, 1, 1])
     result = replay(policy, trace)
     assert result.summary["jobs"] == 2000
+
+
+def test_a_small_cycle_is_one_the_reference_model_finds_too():
+    # Found by the property tests (PROPERTY_EXAMPLES=3000): at t=32 S2's jobs (fair weight 0.5, in-share
+    # preemption of newer equal-priority jobs) and the other shares' take each other's place by turns.
+    # The reference model, written from SEMANTICS.md alone, never stops admitting there either: the
+    # engine's refusal is the rules' own cycle, not an engine fault.
+    policy = Policy.from_dict({
+        "instance_types": {"x": {"gpus": 1, "hourly_price": 1.0}}, "capacity": {"x": 4},
+        "shares": [
+            {"name": "S0", "capacity": {"x": 2}, "strategy": "LEND_AND_BORROW",
+             "in_share_preemption": "lower_priority", "reclaim": "any"},
+            {"name": "S1", "capacity": {"x": 1}, "strategy": "LEND_AND_BORROW",
+             "in_share_preemption": "lower_priority", "reclaim": "lower_priority", "lending_limit": 1},
+            {"name": "S2", "capacity": {"x": 1}, "strategy": "LEND_AND_BORROW",
+             "in_share_preemption": "lower_or_newer_equal_priority", "reclaim": "any", "fair_weight": 0.5},
+        ],
+        "queueing": "best_effort_fifo",
+        "fair_sharing": {"preemption_strategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]},
+        "runnable_timeout_seconds": 15,
+    })  # fmt: skip
+    trace = _scenario("""
+        job_id submit_time share duration priority instance_count checkpoint_interval preemption_retries
+        j0     30          S2    19.5     0        1              12                  -
+        j1     13          S2    17       3        2              19                  -
+        j2     16.5        S1    17.5     0        2              20                  1
+        j3     32          S0    14       0        3              -                   -
+        j4     23          S1    21.5     2        4              -                   -
+        j5     16.5        S1    0        3        2              -                   -
+        j6     17          S1    3        3        1              12                  -
+        j7     11.5        S2    27.5     3        2              -                   -
+        j8     32          S2    17       2        1              3                   0
+        j9     10.5        S2    0        2        3              20                  -
+        j10    38.5        S1    17       3        3              -                   -
+    """, [{"time": 109, "job_id": "j5", "priority": 4}])
+    with pytest.raises(InputError, match="does not settle at 32.0 s"):
+        replay(policy, trace)
+    with pytest.raises(NeverSettles, match="t=32.0"):
+        reference_replay(policy, trace)
