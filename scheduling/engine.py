@@ -32,7 +32,7 @@ from scheduling.calendar import (
     unschedulable_at_every_instant,
 )
 from scheduling.errors import InputError
-from scheduling.fair import fair_victims, lendable_gpus, value_with
+from scheduling.fair import borrowed_gpus, fair_victims, lendable_gpus, no_room_preempting_all, value_with
 from scheduling.indexes import Group, job_id_order, victim_order
 from scheduling.metrics import UsageLog, compute_metrics
 from scheduling.model import Cause, Change, Policy, Queueing, UnschedulableReason
@@ -78,6 +78,7 @@ bisect_right: Final = bisect.bisect_right
 ADMITTED: Final = 0
 REFUSED: Final = 1  # there were preemption candidates, but freeing them would not make it fit
 NO_VICTIMS: Final = 2  # there was no preemption candidate at all
+NO_ROOM: Final = 3  # fair sharing: it would not fit even were every candidate preempted
 
 END_OF_TIME: Final[float] = math.inf
 
@@ -257,6 +258,9 @@ class _Replay:
         # The version of the last change that could turn any refusal into an admission (a job's
         # refusal holds while no such change, for all shares or for its own, came after it).
         self.reopened_all_at = 0
+        # A refusal for want of room (NO_ROOM) holds longer: until a change that could add room
+        # or candidates, for every share (this) or for an account's jobs (``Account.room_reopened_at``).
+        self.room_reopened_all_at = 0
 
     # --- accounting -----------------------------------------------------------------------
 
@@ -266,6 +270,8 @@ class _Replay:
         if account.round != self.round_id:  # its first change in this round: keep where it started
             account.round = self.round_id
             account.usage_at_round_start = account.usage
+        share = account.share
+        borrowed_before = self.fair and borrowed_gpus(share) > 0
         account.shift(delta)
         self.version += 1
         if delta > 0 and not _borrows(account.share):
@@ -276,7 +282,29 @@ class _Replay:
             account.share.reopened_at = self.version
         else:
             self.reopened_all_at = self.version
+        if self.fair:
+            self._fair_room_changed(account, delta, borrowed_before)
         self.usage_log.change3(now, account.key, account.usage)
+
+    def _fair_room_changed(self, account: Account, delta: int, borrowed_before: bool) -> None:
+        """Which NO_ROOM refusals a change of usage can end. Such a job J would not fit were every
+        one of its candidates C preempted; its room then is the headroom with C's usage removed,
+        and that only grows when usage outside C falls or C grows. A start adds either a job of C
+        (the room with C removed is unchanged) or one outside it (less room), and C grows only
+        when a share starts to borrow (its jobs become reclaim candidates): then every NO_ROOM
+        refusal is reopened. A release of a job of C leaves the room unchanged (C loses it, or
+        more if its share stops borrowing); one outside C adds room in its type's pool. The
+        released job is in C for the other shares' jobs when its share borrowed and they reclaim
+        ``any`` (``lower_priority`` depends on J's priority: reopened); for its own share's
+        jobs, it may not be (reopened)."""
+        share = account.share
+        if delta > 0:
+            if not borrowed_before and borrowed_gpus(share) > 0:
+                self.room_reopened_all_at = self.version
+            return
+        for other in account.pool.accounts:
+            if other is account or not (borrowed_before and other.share.reclaims_any):
+                other.room_reopened_at = self.version
 
     def _usage_at_round_start(self, account: Account) -> int:
         return account.usage_at_round_start if account.round == self.round_id else account.usage
@@ -436,6 +464,7 @@ class _Replay:
         self.lendable_gpus = lendable_gpus(self.pools)
         self.version += 1
         self.reopened_all_at = self.version
+        self.room_reopened_all_at = self.version
 
     def update_priority(self, update: int, now: float) -> None:
         """UpdateServiceJob: ignored (and counted) for unknown, not yet submitted or ended jobs."""
@@ -447,6 +476,7 @@ class _Replay:
         job = self.jobs[index]
         self.version += 1
         self.reopened_all_at = self.version
+        self.room_reopened_all_at = self.version  # (candidates depend on priorities)
         if job.state == RUNNABLE:
             self._dequeue(job, now)
             self._set_priority(job, priority)
@@ -618,13 +648,17 @@ class _Replay:
                 g.ptr += 1  # behind a refusal in an earlier round, nothing changed since
                 continue
             job = self._job_of(key)
-            if job.refused_at >= max(self.reopened_all_at, job.account.share.reopened_at):
+            if job.refused_at >= max(self.reopened_all_at, job.account.share.reopened_at) or (
+                job.no_room and job.refused_at >= max(self.room_reopened_all_at, job.account.room_reopened_at)
+            ):
                 # Refused before, and nothing since could change that (a try depends only on
-                # usage, running jobs, priorities and L: see _change_usage). It would be refused
-                # again: only its bookkeeping is done.
+                # usage, running jobs, priorities and L: see _change_usage), or nothing could
+                # give it room (see _fair_room_changed). It would be refused again: only its
+                # bookkeeping is done.
                 outcome = REFUSED
             else:
                 outcome = self.try_admit(job, now, preempted)
+                job.no_room = outcome == NO_ROOM
             if outcome == ADMITTED:
                 admitted = True
                 _wake_asleep(groups, ends, asleep, values, version, best_value, best_queue)
@@ -801,6 +835,8 @@ class _Replay:
         if no_candidates:
             return NO_VICTIMS
         if self.fair:
+            if no_room_preempting_all(job):
+                return NO_ROOM
             chosen = fair_victims(job, self.strategies, self.lendable_gpus)
             if chosen is None:
                 return REFUSED

@@ -97,6 +97,40 @@ def _reclaim_candidates(job: Job, other: Account) -> Iterator[Job]:
             yield victim
 
 
+def _preemptible(job: Job, other: Account) -> int:
+    """Instances of ``other`` (an account of the job's type) that the job's search could take:
+    section 8's candidates, or more (for ``lower_or_newer_equal_priority`` every own job of the
+    job's priority, newer or not)."""
+    running = other.running
+    if not running:
+        return 0
+    own = job.account.share
+    if other is job.account:
+        if not own.preempts_in_share:
+            return 0
+        return running.instances_below(in_share_levels_below(own.preempts_equal_too, job.priority))
+    if not own.may_reclaim or borrowed_gpus(other.share) <= 0:
+        return 0
+    return running.instances_below(NO_LIMIT if own.reclaims_any else job.priority)
+
+
+def no_room_preempting_all(job: Job) -> bool:
+    """Whether the job would not fit even were every candidate preempted (``_preemptible``):
+    then no victim search can make it fit (headroom only grows as usage falls), and the job stays
+    refused until a change adds room or candidates (see ``_Replay._fair_room_changed``)."""
+    account = job.account
+    accounts = account.pool.accounts
+    freed = [_preemptible(job, other) for other in accounts]
+    for other, count in zip(accounts, freed):
+        if count:
+            other.shift(-count)
+    room = account.headroom()
+    for other, count in zip(accounts, freed):
+        if count:
+            other.shift(count)
+    return job.count > room
+
+
 def _fits(account: Account, count: int) -> bool:
     """Section 4's fit for the job counted as admitted in ``account``."""
     account.shift(-count)

@@ -86,7 +86,7 @@ class Account:
     __slots__ = (
         "share", "pool", "type", "key", "quota", "borrow_limit", "lend_limit", "borrowable_ever", "usage",
         "round", "usage_at_round_start", "pending_instances", "running",
-        "groups", "startup", "lost", "rerun_startup",
+        "groups", "startup", "lost", "rerun_startup", "room_reopened_at",
     )  # fmt: skip
 
     def __init__(
@@ -118,6 +118,8 @@ class Account:
         self.startup = 0.0
         self.lost = 0.0
         self.rerun_startup = 0.0
+        # Fair sharing: the version of the last change that could give its NO_ROOM refusals room.
+        self.room_reopened_at = 0
 
     def lendable(self, usage: int) -> int:
         return lendable(self.share.lends, self.quota, usage, self.lend_limit)
@@ -158,7 +160,7 @@ class Job:
         "index", "account", "count", "submit", "duration", "checkpoint", "retries", "priority", "rank",
         "arrival", "queue_key", "group", "state", "start_time", "saved", "first_start", "end", "queued_since",
         "queued", "preemptions", "lost", "planned_end", "run", "deadline", "refused_at", "preempted_at",
-        "preempted_here",
+        "preempted_here", "no_room",
     )  # fmt: skip
 
     def __init__(
@@ -198,6 +200,7 @@ class Job:
         self.run = -1  # the number of its current run in its account's Running, -1 while not running
         self.deadline = math.inf  # section 10: cancelled at this instant if still RUNNABLE
         self.refused_at = -1  # fair sharing: the state version it was last refused at
+        self.no_room = False  # and whether it was NO_ROOM (engine): no candidates could make room
         self.preempted_at = math.nan  # the instant of its last preemption
         self.preempted_here = 0  # how often it was preempted at that instant
 
