@@ -32,7 +32,15 @@ from scheduling.calendar import (
     unschedulable_at_every_instant,
 )
 from scheduling.errors import InputError
-from scheduling.fair import borrowed_gpus, fair_victims, lendable_gpus, no_room_preempting_all, value_with
+from scheduling.fair import (
+    NO_ROOM_AT_ALL,
+    NO_ROOM_PASSING,
+    borrowed_gpus,
+    fair_victims,
+    lendable_gpus,
+    refusal_before_search,
+    value_with,
+)
 from scheduling.indexes import Group, job_id_order, victim_order
 from scheduling.metrics import UsageLog, compute_metrics
 from scheduling.model import Cause, Change, Policy, Queueing, UnschedulableReason
@@ -835,8 +843,13 @@ class _Replay:
         if no_candidates:
             return NO_VICTIMS
         if self.fair:
-            if no_room_preempting_all(job):
+            # Refusals the search would give, told without it; NO_ROOM holds longer (see
+            # _fair_room_changed).
+            refusal = refusal_before_search(job, self.strategies, self.lendable_gpus)
+            if refusal == NO_ROOM_AT_ALL:
                 return NO_ROOM
+            if refusal == NO_ROOM_PASSING:
+                return REFUSED
             chosen = fair_victims(job, self.strategies, self.lendable_gpus)
             if chosen is None:
                 return REFUSED

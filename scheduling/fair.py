@@ -8,6 +8,7 @@ returns: the engine then preempts the victims for real.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Final
 
 from scheduling.model import FairStrategy
 from scheduling.rules import (
@@ -114,21 +115,66 @@ def _preemptible(job: Job, other: Account) -> int:
     return running.instances_below(NO_LIMIT if own.reclaims_any else job.priority)
 
 
-def no_room_preempting_all(job: Job) -> bool:
-    """Whether the job would not fit even were every candidate preempted (``_preemptible``):
-    then no victim search can make it fit (headroom only grows as usage falls), and the job stays
-    refused until a change adds room or candidates (see ``_Replay._fair_room_changed``)."""
+# What a job's search can tell before it runs (``refusal_before_search``).
+SEARCH_NEEDED: Final = 0  # it must run
+NO_ROOM_AT_ALL: Final = 1  # the job would not fit even were every candidate preempted
+NO_ROOM_PASSING: Final = 2  # nor were every candidate preempted that could pass a strategy
+
+
+def _may_pass(final: bool, initial: bool, lowest_new: tuple[bool, float], value: tuple[bool, float]) -> bool:
+    """Whether any candidate of a share of ``value`` could pass a strategy in a search whose
+    preemptor's share's value is never below ``lowest_new``: the target's value only falls during
+    a search, so LessThanOrEqualToFinalShare needs ``lowest_new <= value`` and
+    LessThanInitialShare ``lowest_new < value``."""
+    return (final and not value_below(value, lowest_new)) or (initial and value_below(lowest_new, value))
+
+
+def refusal_before_search(job: Job, strategies: tuple[FairStrategy, ...], lendable: float) -> int:
+    """NO_ROOM_AT_ALL or NO_ROOM_PASSING when the search for ``job`` cannot make it fit (headroom
+    only grows as usage falls, and the search only preempts candidates that pass), else
+    SEARCH_NEEDED.
+
+    NO_ROOM_AT_ALL: the job does not fit even were every candidate (``_preemptible``) preempted.
+    NO_ROOM_PASSING: nor were every candidate preempted whose share's value lets it pass a strategy
+    (``_may_pass``) against the lowest value the job's share can have in the search: with the job
+    admitted and every own candidate preempted."""
     account = job.account
+    own = account.share
     accounts = account.pool.accounts
     freed = [_preemptible(job, other) for other in accounts]
+    values = [value_of(other.share, lendable) if count and other is not account else (False, 0.0)
+              for other, count in zip(accounts, freed)]  # fmt: skip
     for other, count in zip(accounts, freed):
         if count:
             other.shift(-count)
-    room = account.headroom()
+    n = job.count
+    outcome = SEARCH_NEEDED
+    if n > account.headroom():
+        outcome = NO_ROOM_AT_ALL
+    else:
+        account.shift(n)
+        lowest_new = value_of(own, lendable)
+        account.shift(-n)
+        final = initial = False
+        for strategy in strategies:
+            if strategy is FairStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE:
+                final = True
+            else:
+                initial = True
+        kept = [False] * len(accounts)  # shares none of whose candidates can pass: not preempted
+        for i, other in enumerate(accounts):
+            if freed[i] and other is not account and not _may_pass(final, initial, lowest_new, values[i]):
+                other.shift(freed[i])
+                kept[i] = True
+        if n > account.headroom():
+            outcome = NO_ROOM_PASSING
+        for i, other in enumerate(accounts):
+            if kept[i]:
+                other.shift(-freed[i])
     for other, count in zip(accounts, freed):
         if count:
             other.shift(count)
-    return job.count > room
+    return outcome
 
 
 def _fits(account: Account, count: int) -> bool:
