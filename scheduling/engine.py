@@ -43,7 +43,7 @@ from scheduling.fair import (
 )
 from scheduling.indexes import Group, job_id_order, victim_order
 from scheduling.metrics import UsageLog, compute_metrics
-from scheduling.model import Cause, Change, Policy, Queueing, UnschedulableReason
+from scheduling.model import Cause, Change, FairStrategy, Policy, Queueing, UnschedulableReason
 from scheduling.records import Records, as_array
 from scheduling.result import EventKind, JobOutcomes, ReplayResult, WaitHistory
 from scheduling.rules import (
@@ -262,6 +262,9 @@ class _Replay:
         self.fair = policy.fair_sharing is not None
         self.strategies = policy.fair_sharing.preemption_strategies if policy.fair_sharing is not None else ()
         self.lendable_gpus = lendable_gpus(self.pools)
+        # (bools: the compiled engine would look the enum members up on every try)
+        self.final_strategy = FairStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE in self.strategies
+        self.initial_strategy = FairStrategy.LESS_THAN_INITIAL_SHARE in self.strategies
         self.version = 0
         # The version of the last change that could turn any refusal into an admission (a job's
         # refusal holds while no such change, for all shares or for its own, came after it).
@@ -845,7 +848,9 @@ class _Replay:
         if self.fair:
             # Refusals the search would give, told without it; NO_ROOM holds longer (see
             # _fair_room_changed).
-            refusal = refusal_before_search(job, self.strategies, self.lendable_gpus)
+            refusal = refusal_before_search(
+                job, self.final_strategy, self.initial_strategy, self.lendable_gpus
+            )
             if refusal == NO_ROOM_AT_ALL:
                 return NO_ROOM
             if refusal == NO_ROOM_PASSING:

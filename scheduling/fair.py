@@ -129,10 +129,11 @@ def _may_pass(final: bool, initial: bool, lowest_new: tuple[bool, float], value:
     return (final and not value_below(value, lowest_new)) or (initial and value_below(lowest_new, value))
 
 
-def refusal_before_search(job: Job, strategies: tuple[FairStrategy, ...], lendable: float) -> int:
+def refusal_before_search(job: Job, final: bool, initial: bool, lendable: float) -> int:
     """NO_ROOM_AT_ALL or NO_ROOM_PASSING when the search for ``job`` cannot make it fit (headroom
     only grows as usage falls, and the search only preempts candidates that pass), else
-    SEARCH_NEEDED.
+    SEARCH_NEEDED. ``final``, ``initial``: whether the strategies include
+    LessThanOrEqualToFinalShare, LessThanInitialShare.
 
     NO_ROOM_AT_ALL: the job does not fit even were every candidate (``_preemptible``) preempted.
     NO_ROOM_PASSING: nor were every candidate preempted whose share's value lets it pass a strategy
@@ -141,12 +142,11 @@ def refusal_before_search(job: Job, strategies: tuple[FairStrategy, ...], lendab
     account = job.account
     own = account.share
     accounts = account.pool.accounts
-    freed = [_preemptible(job, other) for other in accounts]
-    values = [value_of(other.share, lendable) if count and other is not account else (False, 0.0)
-              for other, count in zip(accounts, freed)]  # fmt: skip
-    for other, count in zip(accounts, freed):
-        if count:
-            other.shift(-count)
+    # Each account's preemptible instances, kept on it for this call (a list would be boxed).
+    for other in accounts:
+        other.preemptible = _preemptible(job, other)
+        if other.preemptible:
+            other.shift(-other.preemptible)
     n = job.count
     outcome = SEARCH_NEEDED
     if n > account.headroom():
@@ -155,25 +155,19 @@ def refusal_before_search(job: Job, strategies: tuple[FairStrategy, ...], lendab
         account.shift(n)
         lowest_new = value_of(own, lendable)
         account.shift(-n)
-        final = initial = False
-        for strategy in strategies:
-            if strategy is FairStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE:
-                final = True
-            else:
-                initial = True
-        kept = [False] * len(accounts)  # shares none of whose candidates can pass: not preempted
-        for i, other in enumerate(accounts):
-            if freed[i] and other is not account and not _may_pass(final, initial, lowest_new, values[i]):
-                other.shift(freed[i])
-                kept[i] = True
+        for other in accounts:
+            count = other.preemptible
+            if count and other is not account:
+                other.shift(count)  # its share's value as it is
+                if _may_pass(final, initial, lowest_new, value_of(other.share, lendable)):
+                    other.shift(-count)
+                else:
+                    other.preemptible = 0  # none of its candidates could be taken
         if n > account.headroom():
             outcome = NO_ROOM_PASSING
-        for i, other in enumerate(accounts):
-            if kept[i]:
-                other.shift(-freed[i])
-    for other, count in zip(accounts, freed):
-        if count:
-            other.shift(count)
+    for other in accounts:
+        if other.preemptible:
+            other.shift(other.preemptible)
     return outcome
 
 

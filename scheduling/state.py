@@ -86,7 +86,7 @@ class Account:
     __slots__ = (
         "share", "pool", "type", "key", "quota", "borrow_limit", "lend_limit", "borrowable_ever", "usage",
         "round", "usage_at_round_start", "pending_instances", "running",
-        "groups", "startup", "lost", "rerun_startup", "room_reopened_at",
+        "groups", "startup", "lost", "rerun_startup", "room_reopened_at", "preemptible",
     )  # fmt: skip
 
     def __init__(
@@ -120,6 +120,8 @@ class Account:
         self.rerun_startup = 0.0
         # Fair sharing: the version of the last change that could give its NO_ROOM refusals room.
         self.room_reopened_at = 0
+        # Scratch for fair.refusal_before_search: its instances a job's search could preempt.
+        self.preemptible = 0
 
     def lendable(self, usage: int) -> int:
         return lendable(self.share.lends, self.quota, usage, self.lend_limit)
