@@ -608,20 +608,20 @@ class _Replay:
         (``version``), so those are passed over without a try until the next change."""
         self.round_id += 1
         groups: list[Group] = []
-        ends: list[int] = []  # strict: the one head each group offers; else all its jobs
+        # Each group offers the jobs from ptr to end: strict, its share's head; else all its jobs.
         if self.strict:
             for share in self.shares:
                 if share.queue:
                     g = self._group_of(self._job_of(share.queue[0]))
                     groups.append(g)
                     g.ptr = bisect_left(g.jobs, share.queue[0])
-                    ends.append(g.ptr + 1)
+                    g.end = g.ptr + 1
         else:
             for g in self.groups:
                 if g.jobs:
                     groups.append(g)
                     g.ptr = 0
-                    ends.append(len(g.jobs))
+                    g.end = len(g.jobs)
         preempted: list[Job] = []
         admitted = False
         lendable = self.lendable_gpus
@@ -629,31 +629,29 @@ class _Replay:
         # refusal would be passed over until the next change, so rather than pick them one by
         # one (a scan of all groups each), the group sits out and, at the next admission, skips
         # at once the jobs it would have offered before it (see _wake_asleep).
-        asleep = [-1] * len(groups)
-        values: list[tuple[bool, float]] = [(False, 0.0)] * len(groups)
-        valued_at = [-1] * len(groups)  # the version values[i] was computed at (refusals change none)
+        # (kept on the groups rather than in lists: the compiled engine keeps fields unboxed)
+        for g in groups:
+            g.asleep_at = -1
+            g.valued_at = -1  # the version g.value was computed at (refusals change none)
         while True:
-            best = -1
+            best: Group | None = None
             best_value = (False, 0.0)
             best_queue = 0
             version = self.version
-            for i, g in enumerate(groups):
-                if g.ptr >= ends[i]:
+            for g in groups:
+                if g.ptr >= g.end:
                     continue
-                if valued_at[i] == version:
-                    value = values[i]
-                else:
-                    value = value_with(g.account, g.count, lendable)
-                    values[i] = value
-                    valued_at[i] = version
-                if asleep[i] == version:
+                if g.valued_at != version:
+                    g.value = value_with(g.account, g.count, lendable)
+                    g.valued_at = version
+                if g.asleep_at == version:
                     continue
                 queue = g.jobs[g.ptr]
-                if best < 0 or fair_round_before(value, queue, best_value, best_queue):
-                    best, best_value, best_queue = i, value, queue
-            if best < 0:
+                if best is None or fair_round_before(g.value, queue, best_value, best_queue):
+                    best, best_value, best_queue = g, g.value, queue
+            if best is None:
                 break
-            g = groups[best]
+            g = best
             key = g.jobs[g.ptr]
             if g.refused_at == version and key > g.refused_key:
                 g.ptr += 1  # behind a refusal in an earlier round, nothing changed since
@@ -672,18 +670,18 @@ class _Replay:
                 job.no_room = outcome == NO_ROOM
             if outcome == ADMITTED:
                 admitted = True
-                _wake_asleep(groups, ends, asleep, values, version, best_value, best_queue)
+                _wake_asleep(groups, version, best_value, best_queue)
                 if not self.strict:  # (strict: _start took it out of its queues already)
                     self._add_waiting_time(g, now)
                     del g.jobs[g.ptr]
-                ends[best] -= 1
+                g.end -= 1
                 if not g.jobs:
                     self._close(g)
                 continue
             g.refused_at = version
             g.refused_key = key
             job.refused_at = version
-            asleep[best] = version
+            g.asleep_at = version
             reason = self._wait_reason(job)
             if self.strict:
                 share = job.account.share
@@ -1229,18 +1227,15 @@ def _borrows(share: ShareState) -> bool:
     return False
 
 
-def _wake_asleep(
-    groups: list[Group], ends: list[int], asleep: list[int], values: list[tuple[bool, float]],
-    version: int, value: tuple[bool, float], key: int,
-) -> None:
+def _wake_asleep(groups: list[Group], version: int, value: tuple[bool, float], key: int) -> None:
     """An admission ends the state in which the round's asleep groups were refused. While it
     lasted, values stood still, so the round took candidates in increasing (value, queue key)
     order: each asleep group would have offered, and passed over, every job ordered before the
     admitted one. Skip those now; the rest are tried in the new state."""
-    for i, g in enumerate(groups):
-        if asleep[i] != version or g.ptr >= ends[i]:
+    for g in groups:
+        if g.asleep_at != version or g.ptr >= g.end:
             continue
-        if value_below(values[i], value):
-            g.ptr = ends[i]
-        elif values[i][0] == value[0] and values[i][1] == value[1]:
-            g.ptr = bisect_right(g.jobs, key, g.ptr, ends[i])
+        if value_below(g.value, value):
+            g.ptr = g.end
+        elif g.value[0] == value[0] and g.value[1] == value[1]:
+            g.ptr = bisect_right(g.jobs, key, g.ptr, g.end)

@@ -170,5 +170,11 @@ class Group:
         # Fair sharing: the state version and queue key of its last refusal.
         self.refused_at = -1
         self.refused_key = 0
+        # Fair sharing, in a round: the last job it offers (past ptr), the version it was refused
+        # at in the round (asleep), and its share's value with its job admitted, and its version.
+        self.end = 0
+        self.asleep_at = -1
+        self.value: tuple[bool, float] = (False, 0.0)
+        self.valued_at = -1
         self.since = 0.0  # when its waiting time was last added up
         self.waited = 0.0  # job-seconds waited for ``reason`` not yet added to its share's totals
