@@ -52,16 +52,25 @@ def borrowed_gpus(share: ShareState) -> float:
     return total
 
 
+def borrowed_gpus_with(share: ShareState, extra: Account, count: int) -> float:
+    """B_s(r): ``borrowed_gpus`` were ``count`` more instances in ``extra`` (the same sum, term by
+    term, without changing the account's usage)."""
+    total = 0.0
+    for account in share.accounts:
+        usage = account.usage + count if account is extra else account.usage
+        if usage > account.quota:
+            total += account.pool.gpus * (usage - account.quota)
+    return total
+
+
 def value_of(share: ShareState, lendable: float) -> tuple[bool, float]:
     return share_value(borrowed_gpus(share), lendable, share.fair_weight)
 
 
 def value_with(account: Account, count: int, lendable: float) -> tuple[bool, float]:
     """V_s(r): the share's value were ``count`` more instances of the account's type admitted."""
-    account.shift(count)
-    value = value_of(account.share, lendable)
-    account.shift(-count)
-    return value
+    share = account.share
+    return share_value(borrowed_gpus_with(share, account, count), lendable, share.fair_weight)
 
 
 class _Candidates:
@@ -140,7 +149,6 @@ def refusal_before_search(job: Job, final: bool, initial: bool, lendable: float)
     (``_may_pass``) against the lowest value the job's share can have in the search: with the job
     admitted and every own candidate preempted."""
     account = job.account
-    own = account.share
     accounts = account.pool.accounts
     # Each account's preemptible instances, kept on it for this call (a list would be boxed).
     for other in accounts:
@@ -152,16 +160,13 @@ def refusal_before_search(job: Job, final: bool, initial: bool, lendable: float)
     if n > account.headroom():
         outcome = NO_ROOM_AT_ALL
     else:
-        account.shift(n)
-        lowest_new = value_of(own, lendable)
-        account.shift(-n)
+        lowest_new = value_with(account, n, lendable)
         for other in accounts:
             count = other.preemptible
             if count and other is not account:
-                other.shift(count)  # its share's value as it is
-                if _may_pass(final, initial, lowest_new, value_of(other.share, lendable)):
-                    other.shift(-count)
-                else:
+                # (its share's value as it is, its candidates back in)
+                if not _may_pass(final, initial, lowest_new, value_with(other, count, lendable)):
+                    other.shift(count)
                     other.preemptible = 0  # none of its candidates could be taken
         if n > account.headroom():
             outcome = NO_ROOM_PASSING
@@ -212,10 +217,7 @@ def _passes(
     preemptor's share's value and ``old`` the target's."""
     if not final_first:
         return initial_share_passes(new, old)
-    account.shift(-count)
-    after = value_of(account.share, lendable)
-    account.shift(count)
-    return final_share_passes(new, after)
+    return final_share_passes(new, value_with(account, -count, lendable))
 
 
 def fair_victims(
