@@ -265,6 +265,8 @@ class _Replay:
         # (bools: the compiled engine would look the enum members up on every try)
         self.final_strategy = FairStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE in self.strategies
         self.initial_strategy = FairStrategy.LESS_THAN_INITIAL_SHARE in self.strategies
+        final = FairStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE
+        self.final_first = bool(self.strategies) and self.strategies[0] is final  # (else initial)
         self.version = 0
         # The version of the last change that could turn any refusal into an admission (a job's
         # refusal holds while no such change, for all shares or for its own, came after it).
@@ -853,7 +855,7 @@ class _Replay:
                 return NO_ROOM
             if refusal == NO_ROOM_PASSING:
                 return REFUSED
-            chosen = fair_victims(job, self.strategies, self.lendable_gpus)
+            chosen = fair_victims(job, self.final_first, len(self.strategies) > 1, self.lendable_gpus)
             if chosen is None:
                 return REFUSED
             for victim, cause in chosen:

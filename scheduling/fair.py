@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Final
 
-from scheduling.model import FairStrategy
 from scheduling.rules import (
     NO_LIMIT,
     final_share_passes,
@@ -121,7 +120,8 @@ def _preemptible(job: Job, other: Account) -> int:
         return running.instances_below(in_share_levels_below(own.preempts_equal_too, job.priority))
     if not own.may_reclaim or borrowed_gpus(other.share) <= 0:
         return 0
-    return running.instances_below(NO_LIMIT if own.reclaims_any else job.priority)
+    # (all its running jobs: its usage, outside a search)
+    return other.usage if own.reclaims_any else running.instances_below(job.priority)
 
 
 # What a job's search can tell before it runs (``refusal_before_search``).
@@ -178,10 +178,7 @@ def refusal_before_search(job: Job, final: bool, initial: bool, lendable: float)
 
 def _fits(account: Account, count: int) -> bool:
     """Section 4's fit for the job counted as admitted in ``account``."""
-    account.shift(-count)
-    fits = count <= account.headroom()
-    account.shift(count)
-    return fits
+    return count <= account.headroom_with(-count)
 
 
 def _target(pools: list[_Candidates], own: ShareState, lendable: float) -> _Candidates | None:
@@ -221,10 +218,13 @@ def _passes(
 
 
 def fair_victims(
-    job: Job, strategies: tuple[FairStrategy, ...], lendable: float
+    job: Job, final_first: bool, initial_second: bool, lendable: float
 ) -> list[tuple[Job, int]] | None:
     """Section 8's preemption for a job that does not fit: the victims and each one's cause, or
-    None when no choice makes it fit (then nobody is preempted)."""
+    None when no choice makes it fit (then nobody is preempted). ``final_first``: the first
+    strategy is LessThanOrEqualToFinalShare (else LessThanInitialShare); ``initial_second``: the list
+    has LessThanInitialShare second. (Bools: the compiled engine would look the enum members up
+    on every search.)"""
     account = job.account
     own = account.share
     n = job.count
@@ -243,8 +243,6 @@ def fair_victims(
     taken: list[Job] = []
     set_aside: list[_Candidates] = []
     aside: dict[int, list[Job]] = {}
-    # (a bool: the compiled engine would look the enum member up on every candidate)
-    final_first = strategies[0] is FairStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE
     while not _fits(account, n):
         target = _target(pools, own, lendable)
         if target is None:
@@ -296,7 +294,7 @@ def fair_victims(
                 aside[target.share.index] = []
                 set_aside.append(_Candidates(target.share, iter(())))
             aside[target.share.index].append(victim)
-    if not _fits(account, n) and len(strategies) > 1:
+    if not _fits(account, n) and initial_second:
         # LessThanInitialShare over the set-aside candidates: at most one per share.
         second = [_Candidates(pool.share, iter(aside[pool.share.index])) for pool in set_aside]
         while not _fits(account, n):

@@ -149,6 +149,26 @@ class Account:
             pool.lendable, pool.borrowed,
         )
 
+    def headroom_with(self, delta: int) -> int:
+        """``headroom`` were its usage ``delta`` more, without changing it: the pool's sums as
+        ``shift`` would change them."""
+        u = self.usage
+        q = self.quota
+        new_u = u + delta
+        pool = self.pool
+        borrowed = pool.borrowed
+        if u > q or new_u > q:
+            borrowed += (new_u - q if new_u > q else 0) - (u - q if u > q else 0)
+        lendable_sum = pool.lendable
+        if self.share.lends and (u < q or new_u < q):
+            lendable_sum += self.lendable(new_u) - self.lendable(u)
+        idle = q - new_u
+        unlendable = idle - self.lendable(new_u) if idle > 0 else 0
+        return headroom(
+            q, new_u, self.borrow_limit, unlendable, pool.capacity - (pool.used + delta), pool.unassigned,
+            lendable_sum, borrowed,
+        )
+
     def borrows_now(self) -> bool:
         return self.usage > self.quota
 
