@@ -274,6 +274,7 @@ class _Replay:
         # A refusal for want of room (NO_ROOM) holds longer: until a change that could add room
         # or candidates, for every share (this) or for an account's jobs (``Account.room_reopened_at``).
         self.room_reopened_all_at = 0
+        self.calendar_changed_at = 0  # the version of the last change of capacity or quotas
 
     # --- accounting -----------------------------------------------------------------------
 
@@ -287,6 +288,7 @@ class _Replay:
         borrowed_before = self.fair and borrowed_gpus(share) > 0
         account.shift(delta)
         self.version += 1
+        share.usage_changed_at = self.version
         if delta > 0 and not _borrows(account.share):
             # A start that leaves its share within quota changes no share's value and adds no
             # reclaim candidate: other shares' refused jobs would run the same victim search
@@ -477,6 +479,7 @@ class _Replay:
         self.lendable_gpus = lendable_gpus(self.pools)
         self.version += 1
         self.reopened_all_at = self.version
+        self.calendar_changed_at = self.version
         self.room_reopened_all_at = self.version
 
     def update_priority(self, update: int, now: float) -> None:
@@ -634,7 +637,6 @@ class _Replay:
         # (kept on the groups rather than in lists: the compiled engine keeps fields unboxed)
         for g in groups:
             g.asleep_at = -1
-            g.valued_at = -1  # the version g.value was computed at (refusals change none)
         while True:
             best: Group | None = None
             best_value = (False, 0.0)
@@ -643,7 +645,8 @@ class _Replay:
             for g in groups:
                 if g.ptr >= g.end:
                     continue
-                if g.valued_at != version:
+                # Its value changes only with its share's usage and with the calendar.
+                if g.valued_at < g.account.share.usage_changed_at or g.valued_at < self.calendar_changed_at:
                     g.value = value_with(g.account, g.count, lendable)
                     g.valued_at = version
                 if g.asleep_at == version:

@@ -170,8 +170,9 @@ class Group:
         # Fair sharing: the state version and queue key of its last refusal.
         self.refused_at = -1
         self.refused_key = 0
-        # Fair sharing, in a round: the last job it offers (past ptr), the version it was refused
-        # at in the round (asleep), and its share's value with its job admitted, and its version.
+        # Fair sharing, in a round: the last job it offers (past ptr) and the version it was
+        # refused at in the round (asleep); its share's value with its job admitted, and the
+        # version that value was computed at.
         self.end = 0
         self.asleep_at = -1
         self.value: tuple[bool, float] = (False, 0.0)

@@ -35,7 +35,7 @@ class ShareState:
         "index", "lends", "borrows", "preempts_in_share", "preempts_equal_too", "may_reclaim",
         "reclaims_any", "accounts", "queue", "refused", "reason", "since", "waited",
         "cross_share_preemptions", "in_share_preemptions", "fair_sharing_preemptions", "capacity_preemptions",
-        "fair_weight", "reopened_at",
+        "fair_weight", "reopened_at", "usage_changed_at",
     )  # fmt: skip
 
     def __init__(self, index: int, share: Share) -> None:
@@ -61,6 +61,7 @@ class ShareState:
         # Fair sharing: the version of the last change that could turn a refusal of its jobs
         # into an admission (see _Replay._change_usage).
         self.reopened_at = 0
+        self.usage_changed_at = 0  # the version of its last change of usage (its value may change)
 
 
 class TypePool:
