@@ -662,14 +662,8 @@ class _Replay:
                 g.ptr += 1  # behind a refusal in an earlier round, nothing changed since
                 continue
             job = self._job_of(key)
-            if job.refused_at >= max(self.reopened_all_at, job.account.share.reopened_at) or (
-                job.no_room and job.refused_at >= max(self.room_reopened_all_at, job.account.room_reopened_at)
-            ):
-                # Refused before, and nothing since could change that (a try depends only on
-                # usage, running jobs, priorities and L: see _change_usage), or nothing could
-                # give it room (see _fair_room_changed). It would be refused again: only its
-                # bookkeeping is done.
-                outcome = REFUSED
+            if self._refusal_holds(job):
+                outcome = REFUSED  # (only its bookkeeping is done)
             else:
                 outcome = self.try_admit(job, now, preempted)
                 job.no_room = outcome == NO_ROOM
@@ -702,6 +696,18 @@ class _Replay:
             g.ptr += 1
         self._requeue(preempted, now)
         return admitted
+
+    def _refusal_holds(self, job: Job) -> bool:
+        """Fair sharing: the job was refused before, and nothing since could change that (a try
+        depends only on usage, running jobs, priorities and L: see _change_usage), or nothing
+        could give it room (see _fair_room_changed). It would be refused again."""
+        refused_at = job.refused_at
+        account = job.account
+        if refused_at >= self.reopened_all_at and refused_at >= account.share.reopened_at:
+            return True
+        if not job.no_room:
+            return False
+        return refused_at >= self.room_reopened_all_at and refused_at >= account.room_reopened_at
 
     def _add_candidate(self, g: Group) -> None:
         """Its first job past the round's cursor, if any, becomes a candidate of the round."""
