@@ -271,8 +271,8 @@ class _Replay:
         # The version of the last change that could turn any refusal into an admission (a job's
         # refusal holds while no such change, for all shares or for its own, came after it).
         self.reopened_all_at = 0
-        # A refusal for want of room (NO_ROOM) holds longer: until a change that could add room
-        # or candidates, for every share (this) or for an account's jobs (``Account.room_reopened_at``).
+        # A refusal for want of room (NO_ROOM) holds longer: until a change that could add
+        # candidates (this) or releases that could add the room it lacked (``Account.room_released``).
         self.room_reopened_all_at = 0
         self.calendar_changed_at = 0  # the version of the last change of capacity or quotas
 
@@ -310,8 +310,11 @@ class _Replay:
         refusal is reopened. A release of a job of C leaves the room unchanged (C loses it, or
         more if its share stops borrowing); one outside C adds room in its type's pool. The
         released job is in C for the other shares' jobs when its share borrowed and they reclaim
-        ``any`` (``lower_priority`` depends on J's priority: reopened); for its own share's
-        jobs, it may not be (reopened)."""
+        ``any`` (``lower_priority`` depends on J's priority: counted); for its own share's
+        jobs, it may not be (counted). A release of c instances adds at most c to J's room (each
+        of headroom's three limits grows by at most c), so the instances released outside C
+        are counted per account, and J stays refused while they are fewer than the room it
+        lacked (``Job.room_deficit``)."""
         share = account.share
         if delta > 0:
             if not borrowed_before and borrowed_gpus(share) > 0:
@@ -319,7 +322,7 @@ class _Replay:
             return
         for other in account.pool.accounts:
             if other is account or not (borrowed_before and other.share.reclaims_any):
-                other.room_reopened_at = self.version
+                other.room_released -= delta
 
     def _usage_at_round_start(self, account: Account) -> int:
         return account.usage_at_round_start if account.round == self.round_id else account.usage
@@ -667,6 +670,7 @@ class _Replay:
             else:
                 outcome = self.try_admit(job, now, preempted)
                 job.no_room = outcome == NO_ROOM
+                job.room_released_at = job.account.room_released  # (room_deficit: set by the try)
             if outcome == ADMITTED:
                 admitted = True
                 _wake_asleep(groups, version, best_value, best_queue)
@@ -707,7 +711,10 @@ class _Replay:
             return True
         if not job.no_room:
             return False
-        return refused_at >= self.room_reopened_all_at and refused_at >= account.room_reopened_at
+        return (
+            refused_at >= self.room_reopened_all_at
+            and account.room_released - job.room_released_at < job.room_deficit
+        )
 
     def _add_candidate(self, g: Group) -> None:
         """Its first job past the round's cursor, if any, becomes a candidate of the round."""

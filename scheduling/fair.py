@@ -157,8 +157,10 @@ def refusal_before_search(job: Job, final: bool, initial: bool, lendable: float)
             other.shift(-other.preemptible)
     n = job.count
     outcome = SEARCH_NEEDED
-    if n > account.headroom():
+    room = account.headroom()
+    if n > room:
         outcome = NO_ROOM_AT_ALL
+        job.room_deficit = n - room
     else:
         lowest_new = value_with(account, n, lendable)
         for other in accounts:

@@ -87,7 +87,7 @@ class Account:
     __slots__ = (
         "share", "pool", "type", "key", "quota", "borrow_limit", "lend_limit", "borrowable_ever", "usage",
         "round", "usage_at_round_start", "pending_instances", "running",
-        "groups", "startup", "lost", "rerun_startup", "room_reopened_at", "preemptible",
+        "groups", "startup", "lost", "rerun_startup", "room_released", "preemptible",
     )  # fmt: skip
 
     def __init__(
@@ -119,8 +119,8 @@ class Account:
         self.startup = 0.0
         self.lost = 0.0
         self.rerun_startup = 0.0
-        # Fair sharing: the version of the last change that could give its NO_ROOM refusals room.
-        self.room_reopened_at = 0
+        # Fair sharing: instances released so far that could add room for its NO_ROOM refusals.
+        self.room_released = 0
         # Scratch for fair.refusal_before_search: its instances a job's search could preempt.
         self.preemptible = 0
 
@@ -183,7 +183,7 @@ class Job:
         "index", "account", "count", "submit", "duration", "checkpoint", "retries", "priority", "rank",
         "arrival", "queue_key", "group", "state", "start_time", "saved", "first_start", "end", "queued_since",
         "queued", "preemptions", "lost", "planned_end", "run", "deadline", "refused_at", "preempted_at",
-        "preempted_here", "no_room",
+        "preempted_here", "no_room", "room_deficit", "room_released_at",
     )  # fmt: skip
 
     def __init__(
@@ -224,6 +224,8 @@ class Job:
         self.deadline = math.inf  # section 10: cancelled at this instant if still RUNNABLE
         self.refused_at = -1  # fair sharing: the state version it was last refused at
         self.no_room = False  # and whether it was NO_ROOM (engine): no candidates could make room
+        self.room_deficit = 0  # then the instances it lacked (fair.refusal_before_search)
+        self.room_released_at = 0  # and its account's room_released at that try
         self.preempted_at = math.nan  # the instant of its last preemption
         self.preempted_here = 0  # how often it was preempted at that instant
 
