@@ -87,6 +87,7 @@ ADMITTED: Final = 0
 REFUSED: Final = 1  # there were preemption candidates, but freeing them would not make it fit
 NO_VICTIMS: Final = 2  # there was no preemption candidate at all
 NO_ROOM: Final = 3  # fair sharing: it would not fit even were every candidate preempted
+NO_PASSING_ROOM: Final = 4  # nor were every candidate preempted that could pass a strategy
 
 END_OF_TIME: Final[float] = math.inf
 
@@ -275,6 +276,10 @@ class _Replay:
         # candidates (this) or releases that could add the room it lacked (``Account.room_released``).
         self.room_reopened_all_at = 0
         self.calendar_changed_at = 0  # the version of the last change of capacity or quotas
+        # A NO_PASSING_ROOM refusal holds until a change that could add passing candidates or
+        # lower its share's value (this, ``ShareState.passing_reopened_at``), or releases by other
+        # shares that could add the room it lacked (``TypePool.released``, ``Account.released``).
+        self.passing_reopened_all_at = 0
 
     # --- accounting -----------------------------------------------------------------------
 
@@ -319,10 +324,15 @@ class _Replay:
         if delta > 0:
             if not borrowed_before and borrowed_gpus(share) > 0:
                 self.room_reopened_all_at = self.version
+            if account.usage > account.quota:
+                self.passing_reopened_all_at = self.version
             return
         for other in account.pool.accounts:
             if other is account or not (borrowed_before and other.share.reclaims_any):
                 other.room_released -= delta
+        share.passing_reopened_at = self.version
+        account.pool.released -= delta
+        account.released -= delta
 
     def _usage_at_round_start(self, account: Account) -> int:
         return account.usage_at_round_start if account.round == self.round_id else account.usage
@@ -484,6 +494,7 @@ class _Replay:
         self.reopened_all_at = self.version
         self.calendar_changed_at = self.version
         self.room_reopened_all_at = self.version
+        self.passing_reopened_all_at = self.version
 
     def update_priority(self, update: int, now: float) -> None:
         """UpdateServiceJob: ignored (and counted) for unknown, not yet submitted or ended jobs."""
@@ -496,6 +507,7 @@ class _Replay:
         self.version += 1
         self.reopened_all_at = self.version
         self.room_reopened_all_at = self.version  # (candidates depend on priorities)
+        self.passing_reopened_all_at = self.version
         if job.state == RUNNABLE:
             self._dequeue(job, now)
             self._set_priority(job, priority)
@@ -670,7 +682,10 @@ class _Replay:
             else:
                 outcome = self.try_admit(job, now, preempted)
                 job.no_room = outcome == NO_ROOM
-                job.room_released_at = job.account.room_released  # (room_deficit: set by the try)
+                job.no_passing_room = outcome == NO_PASSING_ROOM
+                account = job.account  # (room_deficit: set by the try)
+                job.room_released_at = account.room_released
+                job.passing_released_at = account.pool.released - account.released
             if outcome == ADMITTED:
                 admitted = True
                 _wake_asleep(groups, version, best_value, best_queue)
@@ -709,12 +724,18 @@ class _Replay:
         account = job.account
         if refused_at >= self.reopened_all_at and refused_at >= account.share.reopened_at:
             return True
-        if not job.no_room:
-            return False
-        return (
-            refused_at >= self.room_reopened_all_at
-            and account.room_released - job.room_released_at < job.room_deficit
-        )
+        if job.no_room:
+            return (
+                refused_at >= self.room_reopened_all_at
+                and account.room_released - job.room_released_at < job.room_deficit
+            )
+        if job.no_passing_room:
+            return (
+                refused_at >= self.passing_reopened_all_at
+                and refused_at >= account.share.passing_reopened_at
+                and account.pool.released - account.released - job.passing_released_at < job.room_deficit
+            )
+        return False
 
     def _add_candidate(self, g: Group) -> None:
         """Its first job past the round's cursor, if any, becomes a candidate of the round."""
@@ -870,7 +891,7 @@ class _Replay:
             if refusal == NO_ROOM_AT_ALL:
                 return NO_ROOM
             if refusal == NO_ROOM_PASSING:
-                return REFUSED
+                return NO_PASSING_ROOM
             chosen = fair_victims(job, self.final_first, len(self.strategies) > 1, self.lendable_gpus)
             if chosen is None:
                 return REFUSED

@@ -170,8 +170,10 @@ def refusal_before_search(job: Job, final: bool, initial: bool, lendable: float)
                 if not _may_pass(final, initial, lowest_new, value_with(other, count, lendable)):
                     other.shift(count)
                     other.preemptible = 0  # none of its candidates could be taken
-        if n > account.headroom():
+        room = account.headroom()
+        if n > room:
             outcome = NO_ROOM_PASSING
+            job.room_deficit = n - room
     for other in accounts:
         if other.preemptible:
             other.shift(other.preemptible)

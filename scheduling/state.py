@@ -35,7 +35,7 @@ class ShareState:
         "index", "lends", "borrows", "preempts_in_share", "preempts_equal_too", "may_reclaim",
         "reclaims_any", "accounts", "queue", "refused", "reason", "since", "waited",
         "cross_share_preemptions", "in_share_preemptions", "fair_sharing_preemptions", "capacity_preemptions",
-        "fair_weight", "reopened_at", "usage_changed_at",
+        "fair_weight", "reopened_at", "usage_changed_at", "passing_reopened_at",
     )  # fmt: skip
 
     def __init__(self, index: int, share: Share) -> None:
@@ -62,12 +62,15 @@ class ShareState:
         # into an admission (see _Replay._change_usage).
         self.reopened_at = 0
         self.usage_changed_at = 0  # the version of its last change of usage (its value may change)
+        self.passing_reopened_at = 0  # of its last release (see _Replay._fair_room_changed)
 
 
 class TypePool:
     """One instance type's capacity and the sums of section 3 over all shares, kept incrementally."""
 
-    __slots__ = ("index", "gpus", "capacity", "unassigned", "used", "borrowed", "lendable", "accounts")
+    __slots__ = (
+        "index", "gpus", "capacity", "unassigned", "used", "borrowed", "lendable", "accounts", "released",
+    )  # fmt: skip
 
     def __init__(self, index: int, gpus: float, capacity: int, unassigned: int) -> None:
         self.index = index
@@ -78,6 +81,7 @@ class TypePool:
         self.borrowed = 0  # sum over shares of usage above quota
         self.lendable = 0  # sum over shares of what they may lend now
         self.accounts: list[Account] = []  # by share
+        self.released = 0  # fair sharing: instances released so far (see _Replay._fair_room_changed)
 
 
 class Account:
@@ -87,7 +91,7 @@ class Account:
     __slots__ = (
         "share", "pool", "type", "key", "quota", "borrow_limit", "lend_limit", "borrowable_ever", "usage",
         "round", "usage_at_round_start", "pending_instances", "running",
-        "groups", "startup", "lost", "rerun_startup", "room_released", "preemptible",
+        "groups", "startup", "lost", "rerun_startup", "room_released", "released", "preemptible",
     )  # fmt: skip
 
     def __init__(
@@ -121,6 +125,7 @@ class Account:
         self.rerun_startup = 0.0
         # Fair sharing: instances released so far that could add room for its NO_ROOM refusals.
         self.room_released = 0
+        self.released = 0  # all instances it released so far
         # Scratch for fair.refusal_before_search: its instances a job's search could preempt.
         self.preemptible = 0
 
@@ -183,7 +188,8 @@ class Job:
         "index", "account", "count", "submit", "duration", "checkpoint", "retries", "priority", "rank",
         "arrival", "queue_key", "group", "state", "start_time", "saved", "first_start", "end", "queued_since",
         "queued", "preemptions", "lost", "planned_end", "run", "deadline", "refused_at", "preempted_at",
-        "preempted_here", "no_room", "room_deficit", "room_released_at",
+        "preempted_here", "no_room", "room_deficit", "room_released_at", "no_passing_room",
+        "passing_released_at",
     )  # fmt: skip
 
     def __init__(
@@ -226,6 +232,8 @@ class Job:
         self.no_room = False  # and whether it was NO_ROOM (engine): no candidates could make room
         self.room_deficit = 0  # then the instances it lacked (fair.refusal_before_search)
         self.room_released_at = 0  # and its account's room_released at that try
+        self.no_passing_room = False  # or NO_PASSING_ROOM, with the instances it lacked,
+        self.passing_released_at = 0  # and the instances other shares had released in its pool
         self.preempted_at = math.nan  # the instant of its last preemption
         self.preempted_here = 0  # how often it was preempted at that instant
 
