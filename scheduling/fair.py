@@ -7,9 +7,9 @@ returns: the engine then preempts the victims for real.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Final
 
+from scheduling.indexes import Running
 from scheduling.rules import (
     NO_LIMIT,
     final_share_passes,
@@ -73,37 +73,79 @@ def value_with(account: Account, count: int, lendable: float) -> tuple[bool, flo
 
 
 class _Candidates:
-    """One share's candidates in victim order, read lazily (a share may run thousands of jobs),
-    with the next one at hand for the target's tie-break."""
+    """One share's candidates in victim order with the next one at hand for the target's
+    tie-break: read lazily from its account's running levels (a share may run thousands of jobs;
+    ``Running.in_victim_order``'s order, filtered by ``in_share_allows`` for the preemptor's own
+    share, else by ``reclaim_allows``), or from a list. (A cursor rather than a generator: the
+    compiled engine resumes a generator through Python's iterator protocol.)"""
 
-    __slots__ = ("share", "jobs", "next")
+    __slots__ = (
+        "share", "running", "below", "preemptor", "level", "entries", "runs", "place", "listed", "next",
+    )  # fmt: skip
 
-    def __init__(self, share: ShareState, jobs: Iterator[Job]) -> None:
+    def __init__(
+        self, share: ShareState, preemptor: Job, running: Running | None, below: int, listed: list[Job]
+    ) -> None:
         self.share = share
-        self.jobs = jobs
-        self.next: Job | None = next(jobs, None)
+        self.preemptor = preemptor
+        self.running = running  # None: read ``listed`` instead
+        self.below = below  # levels of a priority below this only
+        self.level = 0  # the next level to read
+        self.entries: list[Job] = []  # the level being read, from its end
+        self.runs: list[int] = []
+        self.place = -1 if running is not None else 0
+        self.listed = listed
+        self.next: Job | None = self._read()
 
     def pop(self) -> Job:
         job = self.next
         assert job is not None
-        self.next = next(self.jobs, None)
+        self.next = self._read()
         return job
 
+    def _read(self) -> Job | None:
+        running = self.running
+        if running is None:
+            if self.place < len(self.listed):
+                self.place += 1
+                return self.listed[self.place - 1]
+            return None
+        preemptor = self.preemptor
+        share = preemptor.account.share
+        own = self.share is share
+        while True:
+            while self.place >= 0:
+                job = self.entries[self.place]
+                live = job.run == self.runs[self.place]  # (else a stale entry: see Level)
+                self.place -= 1
+                if not live:
+                    continue
+                if own:
+                    if in_share_allows(
+                        share.preempts_in_share, share.preempts_equal_too, preemptor.priority,
+                        preemptor.submit, job.priority, job.submit,
+                    ):
+                        return job
+                elif reclaim_allows(share.may_reclaim, share.reclaims_any, preemptor.priority, job.priority):
+                    return job
+            priorities = running.priorities
+            if self.level >= len(priorities) or priorities[self.level] >= self.below:
+                return None
+            level = running.levels[priorities[self.level]]
+            self.level += 1
+            self.entries = level.jobs
+            self.runs = level.runs
+            self.place = len(level.jobs) - 1
 
-def _own_candidates(job: Job, account: Account) -> Iterator[Job]:
-    share = account.share
-    below = in_share_levels_below(share.preempts_equal_too, job.priority)
-    preempts, equal_too = share.preempts_in_share, share.preempts_equal_too
-    for other in account.running.in_victim_order(below):
-        if in_share_allows(preempts, equal_too, job.priority, job.submit, other.priority, other.submit):
-            yield other
+
+def _own_candidates(job: Job, account: Account) -> _Candidates:
+    below = in_share_levels_below(account.share.preempts_equal_too, job.priority)
+    return _Candidates(account.share, job, account.running, below, [])
 
 
-def _reclaim_candidates(job: Job, other: Account) -> Iterator[Job]:
-    share = job.account.share
-    for victim in other.running.in_victim_order(NO_LIMIT if share.reclaims_any else job.priority):
-        if reclaim_allows(share.may_reclaim, share.reclaims_any, job.priority, victim.priority):
-            yield victim
+def _reclaim_candidates(job: Job, other: Account) -> _Candidates:
+    below = NO_LIMIT if job.account.share.reclaims_any else job.priority
+    return _Candidates(other.share, job, other.running, below, [])
 
 
 def _preemptible(job: Job, other: Account) -> int:
@@ -235,11 +277,11 @@ def fair_victims(
     within_quota = account.usage + n <= account.quota
     pools: list[_Candidates] = []
     if own.preempts_in_share:
-        pools.append(_Candidates(own, _own_candidates(job, account)))
+        pools.append(_own_candidates(job, account))
     if own.may_reclaim:
         for other in account.pool.accounts:
             if other.share is not own and other.running and borrowed_gpus(other.share) > 0:
-                pools.append(_Candidates(other.share, _reclaim_candidates(job, other)))
+                pools.append(_reclaim_candidates(job, other))
     if not pools:
         return None
 
@@ -272,7 +314,7 @@ def fair_victims(
             target.next = None
             if target.share.index not in aside:
                 aside[target.share.index] = []
-                set_aside.append(_Candidates(target.share, iter(())))
+                set_aside.append(_Candidates(target.share, job, None, 0, []))
             aside[target.share.index].append(victim)
             continue
         passes_up_to = 1
@@ -296,11 +338,11 @@ def fair_victims(
                 break
             if target.share.index not in aside:
                 aside[target.share.index] = []
-                set_aside.append(_Candidates(target.share, iter(())))
+                set_aside.append(_Candidates(target.share, job, None, 0, []))
             aside[target.share.index].append(victim)
     if not _fits(account, n) and initial_second:
         # LessThanInitialShare over the set-aside candidates: at most one per share.
-        second = [_Candidates(pool.share, iter(aside[pool.share.index])) for pool in set_aside]
+        second = [_Candidates(pool.share, job, None, 0, aside[pool.share.index]) for pool in set_aside]
         while not _fits(account, n):
             target = _target(second, own, lendable)
             if target is None:
