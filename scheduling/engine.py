@@ -658,14 +658,12 @@ class _Replay:
             best_queue = 0
             version = self.version
             for g in groups:
-                if g.ptr >= g.end:
-                    continue
+                if g.ptr >= g.end or g.asleep_at == version:
+                    continue  # (an asleep group's value is as it was when it was picked)
                 # Its value changes only with its share's usage and with the calendar.
                 if g.valued_at < g.account.share.usage_changed_at or g.valued_at < self.calendar_changed_at:
                     g.value = value_with(g.account, g.count, lendable)
                     g.valued_at = version
-                if g.asleep_at == version:
-                    continue
                 queue = g.jobs[g.ptr]
                 if best is None or fair_round_before(g.value, queue, best_value, best_queue):
                     best, best_value, best_queue = g, g.value, queue
@@ -700,18 +698,19 @@ class _Replay:
             g.refused_key = key
             job.refused_at = version
             g.asleep_at = version
-            reason = self._wait_reason(job)
             if self.strict:
                 share = job.account.share
                 self._add_share_waiting_time(share, now)
-                share.reason = reason
-                self.reasons_log.add4(now, share.index, reason, job.index)
-            elif g.ptr == 0 and (reason != g.reason or not g.reason_logged):
-                self._add_waiting_time(g, now)
-                self._settle_waiting_time(g)
-                g.reason = reason
-                g.reason_logged = True
-                self.reasons_log.add4(now, g.index, reason, -1)
+                share.reason = self._wait_reason(job)
+                self.reasons_log.add4(now, share.index, share.reason, job.index)
+            elif g.ptr == 0:  # (behind its head, a job's refusal says nothing new about the group)
+                reason = self._wait_reason(job)
+                if reason != g.reason or not g.reason_logged:
+                    self._add_waiting_time(g, now)
+                    self._settle_waiting_time(g)
+                    g.reason = reason
+                    g.reason_logged = True
+                    self.reasons_log.add4(now, g.index, reason, -1)
             g.ptr += 1
         self._requeue(preempted, now)
         return admitted
