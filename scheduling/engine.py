@@ -55,6 +55,7 @@ from scheduling.rules import (
     round_key,
     unschedulable_reason,
     value_below,
+    value_equal,
     wait_reason,
 )
 from scheduling.state import (
@@ -294,15 +295,16 @@ class _Replay:
         account.shift(delta)
         self.version += 1
         share.usage_changed_at = self.version
-        if delta > 0 and not _borrows(account.share):
-            # A start that leaves its share within quota changes no share's value and adds no
-            # reclaim candidate: other shares' refused jobs would run the same victim search
-            # with less room (headroom only falls as another share's usage grows), so they stay
-            # refused. Only its own share's may change (a new in-share candidate).
-            account.share.reopened_at = self.version
-        else:
-            self.reopened_all_at = self.version
-        if self.fair:
+        if self.fair:  # (the versions serve fair rounds only)
+            if delta > 0 and not borrowed_gpus(share) > 0:
+                # A start after which its share borrows no GPUs (B = 0) changes no share's value
+                # and adds no reclaim candidate: other shares' refused jobs would run the same
+                # victim search with less room (headroom only falls as another share's usage
+                # grows), so they stay refused. Only its own share's may change (a new in-share
+                # candidate).
+                share.reopened_at = self.version
+            else:
+                self.reopened_all_at = self.version
             self._fair_room_changed(account, delta, borrowed_before)
         self.usage_log.change3(now, account.key, account.usage)
 
@@ -1257,14 +1259,6 @@ class _Replay:
         return Totals(self.shares)
 
 
-def _borrows(share: ShareState) -> bool:
-    """B_s > 0: the share holds more than its quota of some type."""
-    for account in share.accounts:
-        if account.usage > account.quota:
-            return True
-    return False
-
-
 def _wake_asleep(groups: list[Group], version: int, value: tuple[bool, float], key: int) -> None:
     """An admission ends the state in which the round's asleep groups were refused. While it
     lasted, values stood still, so the round took candidates in increasing (value, queue key)
@@ -1275,5 +1269,5 @@ def _wake_asleep(groups: list[Group], version: int, value: tuple[bool, float], k
             continue
         if value_below(g.value, value):
             g.ptr = g.end
-        elif g.value[0] == value[0] and g.value[1] == value[1]:
+        elif value_equal(g.value, value):
             g.ptr = bisect_right(g.jobs, key, g.ptr, g.end)

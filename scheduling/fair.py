@@ -19,6 +19,7 @@ from scheduling.rules import (
     reclaim_allows,
     share_value,
     value_below,
+    value_equal,
     victim_key,
 )
 from scheduling.state import Account, Job, ShareState, TypePool
@@ -241,7 +242,7 @@ def _target(pools: list[_Candidates], own: ShareState, lendable: float) -> _Cand
             continue
         if best is None or value_below(best_value, value):
             best, best_value = pool, value
-        elif value[0] == best_value[0] and value[1] == best_value[1]:
+        elif value_equal(value, best_value):
             first = best.next
             assert first is not None
             if victim_key(job.priority, job.start_time, job.rank) < victim_key(
@@ -261,6 +262,15 @@ def _passes(
     if not final_first:
         return initial_share_passes(new, old)
     return final_share_passes(new, value_with(account, -count, lendable))
+
+
+def _set_aside(victim: Job, share: ShareState, aside: dict[int, list[Job]], order: list[ShareState]) -> None:
+    """A candidate that failed the first strategy, kept for the second: per share, the shares in
+    the order their first candidate was set aside."""
+    if share.index not in aside:
+        aside[share.index] = []
+        order.append(share)
+    aside[share.index].append(victim)
 
 
 def fair_victims(
@@ -287,7 +297,7 @@ def fair_victims(
 
     account.shift(n)  # the job counts as admitted in its share throughout the search
     taken: list[Job] = []
-    set_aside: list[_Candidates] = []
+    set_aside: list[ShareState] = []  # the shares with candidates set aside, in that order
     aside: dict[int, list[Job]] = {}
     while not _fits(account, n):
         target = _target(pools, own, lendable)
@@ -310,12 +320,8 @@ def fair_victims(
         if not _passes(final_first, new, old, target_account, 1, lendable):
             # Not even one instance would pass: every candidate is set aside, and of those only
             # the first can matter (the second strategy takes at most one per share).
-            victim = target.pop()
+            _set_aside(target.pop(), target.share, aside, set_aside)
             target.next = None
-            if target.share.index not in aside:
-                aside[target.share.index] = []
-                set_aside.append(_Candidates(target.share, job, None, 0, []))
-            aside[target.share.index].append(victim)
             continue
         passes_up_to = 1
         fails_from = NO_LIMIT
@@ -336,13 +342,10 @@ def fair_victims(
                 victim.account.shift(-count)
                 taken.append(victim)
                 break
-            if target.share.index not in aside:
-                aside[target.share.index] = []
-                set_aside.append(_Candidates(target.share, job, None, 0, []))
-            aside[target.share.index].append(victim)
+            _set_aside(victim, target.share, aside, set_aside)
     if not _fits(account, n) and initial_second:
         # LessThanInitialShare over the set-aside candidates: at most one per share.
-        second = [_Candidates(pool.share, job, None, 0, aside[pool.share.index]) for pool in set_aside]
+        second = [_Candidates(share, job, None, 0, aside[share.index]) for share in set_aside]
         while not _fits(account, n):
             target = _target(second, own, lendable)
             if target is None:
