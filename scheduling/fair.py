@@ -193,34 +193,27 @@ def refusal_before_search(job: Job, final: bool, initial: bool, lendable: float)
     admitted and every own candidate preempted."""
     account = job.account
     accounts = account.pool.accounts
+    n = job.count
     # Each account's preemptible instances, kept on it for this call (a list would be boxed).
     for other in accounts:
         other.preemptible = _preemptible(job, other)
-        if other.preemptible:
-            other.shift(-other.preemptible)
-    n = job.count
-    outcome = SEARCH_NEEDED
-    room = account.headroom()
+    room = account.headroom_if_preempted()
     if n > room:
-        outcome = NO_ROOM_AT_ALL
         job.room_deficit = n - room
-    else:
-        lowest_new = value_with(account, n, lendable)
-        for other in accounts:
-            count = other.preemptible
-            if count and other is not account:
-                # (its share's value as it is, its candidates back in)
-                if not _may_pass(final, initial, lowest_new, value_with(other, count, lendable)):
-                    other.shift(count)
-                    other.preemptible = 0  # none of its candidates could be taken
-        room = account.headroom()
-        if n > room:
-            outcome = NO_ROOM_PASSING
-            job.room_deficit = n - room
+        return NO_ROOM_AT_ALL
+    lowest_new = value_with(account, n - account.preemptible, lendable)
+    dropped = False
     for other in accounts:
-        if other.preemptible:
-            other.shift(other.preemptible)
-    return outcome
+        if other.preemptible and other is not account:
+            if not _may_pass(final, initial, lowest_new, value_of(other.share, lendable)):
+                other.preemptible = 0  # none of its candidates could be taken
+                dropped = True
+    if dropped:
+        room = account.headroom_if_preempted()
+        if n > room:
+            job.room_deficit = n - room
+            return NO_ROOM_PASSING
+    return SEARCH_NEEDED
 
 
 def _fits(account: Account, count: int) -> bool:

@@ -175,6 +175,33 @@ class Account:
             lendable_sum, borrowed,
         )
 
+    def headroom_if_preempted(self) -> int:
+        """``headroom`` were every account of its pool ``preemptible`` instances lighter (their
+        scratch field), without changing them: the pool's sums as ``shift`` would change them."""
+        pool = self.pool
+        used = pool.used
+        borrowed = pool.borrowed
+        lendable_sum = pool.lendable
+        for other in pool.accounts:
+            count = other.preemptible
+            if not count:
+                continue
+            u = other.usage
+            q = other.quota
+            new_u = u - count
+            used -= count
+            if u > q or new_u > q:
+                borrowed += (new_u - q if new_u > q else 0) - (u - q if u > q else 0)
+            if other.share.lends and (u < q or new_u < q):
+                lendable_sum += other.lendable(new_u) - other.lendable(u)
+        usage = self.usage - self.preemptible
+        idle = self.quota - usage
+        unlendable = idle - self.lendable(usage) if idle > 0 else 0
+        return headroom(
+            self.quota, usage, self.borrow_limit, unlendable, pool.capacity - used, pool.unassigned,
+            lendable_sum, borrowed,
+        )
+
     def borrows_now(self) -> bool:
         return self.usage > self.quota
 
