@@ -644,6 +644,8 @@ class _Replay:
                     groups.append(g)
                     g.ptr = 0
                     g.end = len(g.jobs)
+        if not self.strict and self._round_would_repeat(groups):
+            return False
         preempted: list[Job] = []
         admitted = False
         lendable = self.lendable_gpus
@@ -706,6 +708,7 @@ class _Replay:
                 share.reason = self._wait_reason(job)
                 self.reasons_log.add4(now, share.index, share.reason, job.index)
             elif g.ptr == 0:  # (behind its head, a job's refusal says nothing new about the group)
+                g.reason_noted_at = version
                 reason = self._wait_reason(job)
                 if reason != g.reason or not g.reason_logged:
                     self._add_waiting_time(g, now)
@@ -737,6 +740,17 @@ class _Replay:
                 and account.pool.released - account.released - job.passing_released_at < job.room_deficit
             )
         return False
+
+    def _round_would_repeat(self, groups: list[Group]) -> bool:
+        """best_effort_fifo: every group's first job was refused, and its reason noted, at the
+        current version (an earlier round, since which nothing changed). This round would refuse
+        them all again and note nothing new (why a group waits depends only on usage, quotas and
+        capacity, all as they were), so it is not run. (strict_fifo notes every refusal.)"""
+        version = self.version
+        for g in groups:
+            if g.refused_at != version or g.refused_key != g.jobs[0] or g.reason_noted_at != version:
+                return False
+        return True
 
     def _add_candidate(self, g: Group) -> None:
         """Its first job past the round's cursor, if any, becomes a candidate of the round."""

@@ -167,6 +167,7 @@ class Group:
         self.fit_only = False
         self.reason = POOL_FULL  # why its jobs wait, a WaitReason (set when its head is refused)
         self.reason_logged = False
+        self.reason_noted_at = -1  # fair sharing: the state version its reason was last looked at
         # Fair sharing: the state version and queue key of its last refusal.
         self.refused_at = -1
         self.refused_key = 0
