@@ -327,11 +327,16 @@ class _Replay:
             if not borrowed_before and borrowed_gpus(share) > 0:
                 self.room_reopened_all_at = self.version
             if account.usage > account.quota:
+                # Its share's value rose: candidates of it may now pass a NO_PASSING_ROOM job's
+                # strategy (they were left out of that job's room).
                 self.passing_reopened_all_at = self.version
             return
         for other in account.pool.accounts:
             if other is account or not (borrowed_before and other.share.reclaims_any):
                 other.room_released -= delta
+        # A NO_PASSING_ROOM job of this share: its lowest value fell, so more shares' candidates
+        # may pass. Of other shares: counted as room, whether the released job was a candidate
+        # that could pass or not (a share's value only falls with a release).
         share.passing_reopened_at = self.version
         account.pool.released -= delta
         account.released -= delta
