@@ -32,10 +32,18 @@ from scheduling.calendar import (
     unschedulable_at_every_instant,
 )
 from scheduling.errors import InputError
-from scheduling.fair import fair_victims, lendable_gpus, value_with
+from scheduling.fair import (
+    NO_ROOM_AT_ALL,
+    NO_ROOM_PASSING,
+    borrowed_gpus,
+    fair_victims,
+    lendable_gpus,
+    refusal_before_search,
+    value_with,
+)
 from scheduling.indexes import Group, job_id_order, victim_order
 from scheduling.metrics import UsageLog, compute_metrics
-from scheduling.model import Cause, Change, Policy, Queueing, UnschedulableReason
+from scheduling.model import Cause, Change, FairStrategy, Policy, Queueing, UnschedulableReason
 from scheduling.records import Records, as_array
 from scheduling.result import EventKind, JobOutcomes, ReplayResult, WaitHistory
 from scheduling.rules import (
@@ -47,6 +55,7 @@ from scheduling.rules import (
     round_key,
     unschedulable_reason,
     value_below,
+    value_equal,
     wait_reason,
 )
 from scheduling.state import (
@@ -78,6 +87,8 @@ bisect_right: Final = bisect.bisect_right
 ADMITTED: Final = 0
 REFUSED: Final = 1  # there were preemption candidates, but freeing them would not make it fit
 NO_VICTIMS: Final = 2  # there was no preemption candidate at all
+NO_ROOM: Final = 3  # fair sharing: it would not fit even were every candidate preempted
+NO_PASSING_ROOM: Final = 4  # nor were every candidate preempted that could pass a strategy
 
 END_OF_TIME: Final[float] = math.inf
 
@@ -253,10 +264,23 @@ class _Replay:
         self.fair = policy.fair_sharing is not None
         self.strategies = policy.fair_sharing.preemption_strategies if policy.fair_sharing is not None else ()
         self.lendable_gpus = lendable_gpus(self.pools)
+        # (bools: the compiled engine would look the enum members up on every try)
+        self.final_strategy = FairStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE in self.strategies
+        self.initial_strategy = FairStrategy.LESS_THAN_INITIAL_SHARE in self.strategies
+        final = FairStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE
+        self.final_first = bool(self.strategies) and self.strategies[0] is final  # (else initial)
         self.version = 0
         # The version of the last change that could turn any refusal into an admission (a job's
         # refusal holds while no such change, for all shares or for its own, came after it).
         self.reopened_all_at = 0
+        # A refusal for want of room (NO_ROOM) holds longer: until a change that could add
+        # candidates (this) or releases that could add the room it lacked (``Account.room_released``).
+        self.room_reopened_all_at = 0
+        self.calendar_changed_at = 0  # the version of the last change of capacity or quotas
+        # A NO_PASSING_ROOM refusal holds until a change that could add passing candidates or
+        # lower its share's value (this, ``ShareState.passing_reopened_at``), or releases by other
+        # shares that could add the room it lacked (``TypePool.released``, ``Account.released``).
+        self.passing_reopened_all_at = 0
 
     # --- accounting -----------------------------------------------------------------------
 
@@ -266,17 +290,56 @@ class _Replay:
         if account.round != self.round_id:  # its first change in this round: keep where it started
             account.round = self.round_id
             account.usage_at_round_start = account.usage
+        share = account.share
+        borrowed_before = self.fair and borrowed_gpus(share) > 0
         account.shift(delta)
         self.version += 1
-        if delta > 0 and not _borrows(account.share):
-            # A start that leaves its share within quota changes no share's value and adds no
-            # reclaim candidate: other shares' refused jobs would run the same victim search
-            # with less room (headroom only falls as another share's usage grows), so they stay
-            # refused. Only its own share's may change (a new in-share candidate).
-            account.share.reopened_at = self.version
-        else:
-            self.reopened_all_at = self.version
+        share.usage_changed_at = self.version
+        if self.fair:  # (the versions serve fair rounds only)
+            if delta > 0 and not borrowed_gpus(share) > 0:
+                # A start after which its share borrows no GPUs (B = 0) changes no share's value
+                # and adds no reclaim candidate: other shares' refused jobs would run the same
+                # victim search with less room (headroom only falls as another share's usage
+                # grows), so they stay refused. Only its own share's may change (a new in-share
+                # candidate).
+                share.reopened_at = self.version
+            else:
+                self.reopened_all_at = self.version
+            self._fair_room_changed(account, delta, borrowed_before)
         self.usage_log.change3(now, account.key, account.usage)
+
+    def _fair_room_changed(self, account: Account, delta: int, borrowed_before: bool) -> None:
+        """Which NO_ROOM refusals a change of usage can end. Such a job J would not fit were every
+        one of its candidates C preempted; its room then is the headroom with C's usage removed,
+        and that only grows when usage outside C falls or C grows. A start adds either a job of C
+        (the room with C removed is unchanged) or one outside it (less room), and C grows only
+        when a share starts to borrow (its jobs become reclaim candidates): then every NO_ROOM
+        refusal is reopened. A release of a job of C leaves the room unchanged (C loses it, or
+        more if its share stops borrowing); one outside C adds room in its type's pool. The
+        released job is in C for the other shares' jobs when its share borrowed and they reclaim
+        ``any`` (``lower_priority`` depends on J's priority: counted); for its own share's
+        jobs, it may not be (counted). A release of c instances adds at most c to J's room (each
+        of headroom's three limits grows by at most c), so the instances released outside C
+        are counted per account, and J stays refused while they are fewer than the room it
+        lacked (``Job.room_deficit``)."""
+        share = account.share
+        if delta > 0:
+            if not borrowed_before and borrowed_gpus(share) > 0:
+                self.room_reopened_all_at = self.version
+            if account.usage > account.quota:
+                # Its share's value rose: candidates of it may now pass a NO_PASSING_ROOM job's
+                # strategy (they were left out of that job's room).
+                self.passing_reopened_all_at = self.version
+            return
+        for other in account.pool.accounts:
+            if other is account or not (borrowed_before and other.share.reclaims_any):
+                other.room_released -= delta
+        # A NO_PASSING_ROOM job of this share: its lowest value fell, so more shares' candidates
+        # may pass. Of other shares: counted as room, whether the released job was a candidate
+        # that could pass or not (a share's value only falls with a release).
+        share.passing_reopened_at = self.version
+        account.pool.released -= delta
+        account.released -= delta
 
     def _usage_at_round_start(self, account: Account) -> int:
         return account.usage_at_round_start if account.round == self.round_id else account.usage
@@ -436,6 +499,9 @@ class _Replay:
         self.lendable_gpus = lendable_gpus(self.pools)
         self.version += 1
         self.reopened_all_at = self.version
+        self.calendar_changed_at = self.version
+        self.room_reopened_all_at = self.version
+        self.passing_reopened_all_at = self.version
 
     def update_priority(self, update: int, now: float) -> None:
         """UpdateServiceJob: ignored (and counted) for unknown, not yet submitted or ended jobs."""
@@ -447,6 +513,8 @@ class _Replay:
         job = self.jobs[index]
         self.version += 1
         self.reopened_all_at = self.version
+        self.room_reopened_all_at = self.version  # (candidates depend on priorities)
+        self.passing_reopened_all_at = self.version
         if job.state == RUNNABLE:
             self._dequeue(job, now)
             self._set_priority(job, priority)
@@ -567,20 +635,22 @@ class _Replay:
         (``version``), so those are passed over without a try until the next change."""
         self.round_id += 1
         groups: list[Group] = []
-        ends: list[int] = []  # strict: the one head each group offers; else all its jobs
+        # Each group offers the jobs from ptr to end: strict, its share's head; else all its jobs.
         if self.strict:
             for share in self.shares:
                 if share.queue:
                     g = self._group_of(self._job_of(share.queue[0]))
                     groups.append(g)
                     g.ptr = bisect_left(g.jobs, share.queue[0])
-                    ends.append(g.ptr + 1)
+                    g.end = g.ptr + 1
         else:
             for g in self.groups:
                 if g.jobs:
                     groups.append(g)
                     g.ptr = 0
-                    ends.append(len(g.jobs))
+                    g.end = len(g.jobs)
+        if not self.strict and self._round_would_repeat(groups):
+            return False
         preempted: list[Job] = []
         admitted = False
         lendable = self.lendable_gpus
@@ -588,72 +658,104 @@ class _Replay:
         # refusal would be passed over until the next change, so rather than pick them one by
         # one (a scan of all groups each), the group sits out and, at the next admission, skips
         # at once the jobs it would have offered before it (see _wake_asleep).
-        asleep = [-1] * len(groups)
-        values: list[tuple[bool, float]] = [(False, 0.0)] * len(groups)
-        valued_at = [-1] * len(groups)  # the version values[i] was computed at (refusals change none)
+        # (kept on the groups rather than in lists: the compiled engine keeps fields unboxed)
+        for g in groups:
+            g.asleep_at = -1
         while True:
-            best = -1
+            best: Group | None = None
             best_value = (False, 0.0)
             best_queue = 0
             version = self.version
-            for i, g in enumerate(groups):
-                if g.ptr >= ends[i]:
-                    continue
-                if valued_at[i] == version:
-                    value = values[i]
-                else:
-                    value = value_with(g.account, g.count, lendable)
-                    values[i] = value
-                    valued_at[i] = version
-                if asleep[i] == version:
-                    continue
+            for g in groups:
+                if g.ptr >= g.end or g.asleep_at == version:
+                    continue  # (an asleep group's value is as it was when it was picked)
+                # Its value changes only with its share's usage and with the calendar.
+                if g.valued_at < g.account.share.usage_changed_at or g.valued_at < self.calendar_changed_at:
+                    g.value = value_with(g.account, g.count, lendable)
+                    g.valued_at = version
                 queue = g.jobs[g.ptr]
-                if best < 0 or fair_round_before(value, queue, best_value, best_queue):
-                    best, best_value, best_queue = i, value, queue
-            if best < 0:
+                if best is None or fair_round_before(g.value, queue, best_value, best_queue):
+                    best, best_value, best_queue = g, g.value, queue
+            if best is None:
                 break
-            g = groups[best]
+            g = best
             key = g.jobs[g.ptr]
             if g.refused_at == version and key > g.refused_key:
                 g.ptr += 1  # behind a refusal in an earlier round, nothing changed since
                 continue
             job = self._job_of(key)
-            if job.refused_at >= max(self.reopened_all_at, job.account.share.reopened_at):
-                # Refused before, and nothing since could change that (a try depends only on
-                # usage, running jobs, priorities and L: see _change_usage). It would be refused
-                # again: only its bookkeeping is done.
-                outcome = REFUSED
+            if self._refusal_holds(job):
+                outcome = REFUSED  # (only its bookkeeping is done)
             else:
                 outcome = self.try_admit(job, now, preempted)
+                job.no_room = outcome == NO_ROOM
+                job.no_passing_room = outcome == NO_PASSING_ROOM
+                account = job.account  # (room_deficit: set by the try)
+                job.room_released_at = account.room_released
+                job.passing_released_at = account.pool.released - account.released
             if outcome == ADMITTED:
                 admitted = True
-                _wake_asleep(groups, ends, asleep, values, version, best_value, best_queue)
+                _wake_asleep(groups, version, best_value, best_queue)
                 if not self.strict:  # (strict: _start took it out of its queues already)
                     self._add_waiting_time(g, now)
                     del g.jobs[g.ptr]
-                ends[best] -= 1
+                g.end -= 1
                 if not g.jobs:
                     self._close(g)
                 continue
             g.refused_at = version
             g.refused_key = key
             job.refused_at = version
-            asleep[best] = version
-            reason = self._wait_reason(job)
+            g.asleep_at = version
             if self.strict:
                 share = job.account.share
                 self._add_share_waiting_time(share, now)
-                share.reason = reason
-                self.reasons_log.add4(now, share.index, reason, job.index)
-            elif g.ptr == 0 and (reason != g.reason or not g.reason_logged):
-                self._add_waiting_time(g, now)
-                self._settle_waiting_time(g)
-                g.reason = reason
-                g.reason_logged = True
-                self.reasons_log.add4(now, g.index, reason, -1)
+                share.reason = self._wait_reason(job)
+                self.reasons_log.add4(now, share.index, share.reason, job.index)
+            elif g.ptr == 0:  # (behind its head, a job's refusal says nothing new about the group)
+                g.reason_noted_at = version
+                reason = self._wait_reason(job)
+                if reason != g.reason or not g.reason_logged:
+                    self._add_waiting_time(g, now)
+                    self._settle_waiting_time(g)
+                    g.reason = reason
+                    g.reason_logged = True
+                    self.reasons_log.add4(now, g.index, reason, -1)
             g.ptr += 1
         self._requeue(preempted, now)
         return admitted
+
+    def _refusal_holds(self, job: Job) -> bool:
+        """Fair sharing: the job was refused before, and nothing since could change that (a try
+        depends only on usage, running jobs, priorities and L: see _change_usage), or nothing
+        could give it room (see _fair_room_changed). It would be refused again."""
+        refused_at = job.refused_at
+        account = job.account
+        if refused_at >= self.reopened_all_at and refused_at >= account.share.reopened_at:
+            return True
+        if job.no_room:
+            return (
+                refused_at >= self.room_reopened_all_at
+                and account.room_released - job.room_released_at < job.room_deficit
+            )
+        if job.no_passing_room:
+            return (
+                refused_at >= self.passing_reopened_all_at
+                and refused_at >= account.share.passing_reopened_at
+                and account.pool.released - account.released - job.passing_released_at < job.room_deficit
+            )
+        return False
+
+    def _round_would_repeat(self, groups: list[Group]) -> bool:
+        """best_effort_fifo: every group's first job was refused, and its reason noted, at the
+        current version (an earlier round, since which nothing changed). This round would refuse
+        them all again and note nothing new (why a group waits depends only on usage, quotas and
+        capacity, all as they were), so it is not run. (strict_fifo notes every refusal.)"""
+        version = self.version
+        for g in groups:
+            if g.refused_at != version or g.refused_key != g.jobs[0] or g.reason_noted_at != version:
+                return False
+        return True
 
     def _add_candidate(self, g: Group) -> None:
         """Its first job past the round's cursor, if any, becomes a candidate of the round."""
@@ -801,7 +903,16 @@ class _Replay:
         if no_candidates:
             return NO_VICTIMS
         if self.fair:
-            chosen = fair_victims(job, self.strategies, self.lendable_gpus)
+            # Refusals the search would give, told without it; NO_ROOM holds longer (see
+            # _fair_room_changed).
+            refusal = refusal_before_search(
+                job, self.final_strategy, self.initial_strategy, self.lendable_gpus
+            )
+            if refusal == NO_ROOM_AT_ALL:
+                return NO_ROOM
+            if refusal == NO_ROOM_PASSING:
+                return NO_PASSING_ROOM
+            chosen = fair_victims(job, self.final_first, len(self.strategies) > 1, self.lendable_gpus)
             if chosen is None:
                 return REFUSED
             for victim, cause in chosen:
@@ -1167,26 +1278,15 @@ class _Replay:
         return Totals(self.shares)
 
 
-def _borrows(share: ShareState) -> bool:
-    """B_s > 0: the share holds more than its quota of some type."""
-    for account in share.accounts:
-        if account.usage > account.quota:
-            return True
-    return False
-
-
-def _wake_asleep(
-    groups: list[Group], ends: list[int], asleep: list[int], values: list[tuple[bool, float]],
-    version: int, value: tuple[bool, float], key: int,
-) -> None:
+def _wake_asleep(groups: list[Group], version: int, value: tuple[bool, float], key: int) -> None:
     """An admission ends the state in which the round's asleep groups were refused. While it
     lasted, values stood still, so the round took candidates in increasing (value, queue key)
     order: each asleep group would have offered, and passed over, every job ordered before the
     admitted one. Skip those now; the rest are tried in the new state."""
-    for i, g in enumerate(groups):
-        if asleep[i] != version or g.ptr >= ends[i]:
+    for g in groups:
+        if g.asleep_at != version or g.ptr >= g.end:
             continue
-        if value_below(values[i], value):
-            g.ptr = ends[i]
-        elif values[i][0] == value[0] and values[i][1] == value[1]:
-            g.ptr = bisect_right(g.jobs, key, g.ptr, ends[i])
+        if value_below(g.value, value):
+            g.ptr = g.end
+        elif value_equal(g.value, value):
+            g.ptr = bisect_right(g.jobs, key, g.ptr, g.end)

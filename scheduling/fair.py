@@ -7,9 +7,9 @@ returns: the engine then preempts the victims for real.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from typing import Final
 
-from scheduling.model import FairStrategy
+from scheduling.indexes import Running
 from scheduling.rules import (
     NO_LIMIT,
     final_share_passes,
@@ -19,6 +19,7 @@ from scheduling.rules import (
     reclaim_allows,
     share_value,
     value_below,
+    value_equal,
     victim_key,
 )
 from scheduling.state import Account, Job, ShareState, TypePool
@@ -51,58 +52,173 @@ def borrowed_gpus(share: ShareState) -> float:
     return total
 
 
+def borrowed_gpus_with(share: ShareState, extra: Account, count: int) -> float:
+    """B_s(r): ``borrowed_gpus`` were ``count`` more instances in ``extra`` (the same sum, term by
+    term, without changing the account's usage)."""
+    total = 0.0
+    for account in share.accounts:
+        usage = account.usage + count if account is extra else account.usage
+        if usage > account.quota:
+            total += account.pool.gpus * (usage - account.quota)
+    return total
+
+
 def value_of(share: ShareState, lendable: float) -> tuple[bool, float]:
     return share_value(borrowed_gpus(share), lendable, share.fair_weight)
 
 
 def value_with(account: Account, count: int, lendable: float) -> tuple[bool, float]:
     """V_s(r): the share's value were ``count`` more instances of the account's type admitted."""
-    account.shift(count)
-    value = value_of(account.share, lendable)
-    account.shift(-count)
-    return value
+    share = account.share
+    return share_value(borrowed_gpus_with(share, account, count), lendable, share.fair_weight)
 
 
 class _Candidates:
-    """One share's candidates in victim order, read lazily (a share may run thousands of jobs),
-    with the next one at hand for the target's tie-break."""
+    """One share's candidates in victim order with the next one at hand for the target's
+    tie-break: read lazily from its account's running levels (a share may run thousands of jobs;
+    ``Running.in_victim_order``'s order, filtered by ``in_share_allows`` for the preemptor's own
+    share, else by ``reclaim_allows``), or from a list. (A cursor rather than a generator: the
+    compiled engine resumes a generator through Python's iterator protocol.)"""
 
-    __slots__ = ("share", "jobs", "next")
+    __slots__ = (
+        "share", "running", "below", "preemptor", "level", "entries", "runs", "place", "listed", "next",
+    )  # fmt: skip
 
-    def __init__(self, share: ShareState, jobs: Iterator[Job]) -> None:
+    def __init__(
+        self, share: ShareState, preemptor: Job, running: Running | None, below: int, listed: list[Job]
+    ) -> None:
         self.share = share
-        self.jobs = jobs
-        self.next: Job | None = next(jobs, None)
+        self.preemptor = preemptor
+        self.running = running  # None: read ``listed`` instead
+        self.below = below  # levels of a priority below this only
+        self.level = 0  # the next level to read
+        self.entries: list[Job] = []  # the level being read, from its end
+        self.runs: list[int] = []
+        self.place = -1 if running is not None else 0
+        self.listed = listed
+        self.next: Job | None = self._read()
 
     def pop(self) -> Job:
         job = self.next
         assert job is not None
-        self.next = next(self.jobs, None)
+        self.next = self._read()
         return job
 
+    def _read(self) -> Job | None:
+        running = self.running
+        if running is None:
+            if self.place < len(self.listed):
+                self.place += 1
+                return self.listed[self.place - 1]
+            return None
+        preemptor = self.preemptor
+        share = preemptor.account.share
+        own = self.share is share
+        while True:
+            while self.place >= 0:
+                job = self.entries[self.place]
+                live = job.run == self.runs[self.place]  # (else a stale entry: see Level)
+                self.place -= 1
+                if not live:
+                    continue
+                if own:
+                    if in_share_allows(
+                        share.preempts_in_share, share.preempts_equal_too, preemptor.priority,
+                        preemptor.submit, job.priority, job.submit,
+                    ):
+                        return job
+                elif reclaim_allows(share.may_reclaim, share.reclaims_any, preemptor.priority, job.priority):
+                    return job
+            priorities = running.priorities
+            if self.level >= len(priorities) or priorities[self.level] >= self.below:
+                return None
+            level = running.levels[priorities[self.level]]
+            self.level += 1
+            self.entries = level.jobs
+            self.runs = level.runs
+            self.place = len(level.jobs) - 1
 
-def _own_candidates(job: Job, account: Account) -> Iterator[Job]:
-    share = account.share
-    below = in_share_levels_below(share.preempts_equal_too, job.priority)
-    preempts, equal_too = share.preempts_in_share, share.preempts_equal_too
-    for other in account.running.in_victim_order(below):
-        if in_share_allows(preempts, equal_too, job.priority, job.submit, other.priority, other.submit):
-            yield other
+
+def _own_candidates(job: Job, account: Account) -> _Candidates:
+    below = in_share_levels_below(account.share.preempts_equal_too, job.priority)
+    return _Candidates(account.share, job, account.running, below, [])
 
 
-def _reclaim_candidates(job: Job, other: Account) -> Iterator[Job]:
-    share = job.account.share
-    for victim in other.running.in_victim_order(NO_LIMIT if share.reclaims_any else job.priority):
-        if reclaim_allows(share.may_reclaim, share.reclaims_any, job.priority, victim.priority):
-            yield victim
+def _reclaim_candidates(job: Job, other: Account) -> _Candidates:
+    below = NO_LIMIT if job.account.share.reclaims_any else job.priority
+    return _Candidates(other.share, job, other.running, below, [])
+
+
+def _preemptible(job: Job, other: Account) -> int:
+    """Instances of ``other`` (an account of the job's type) that the job's search could take:
+    section 8's candidates, or more (for ``lower_or_newer_equal_priority`` every own job of the
+    job's priority, newer or not)."""
+    running = other.running
+    if not running:
+        return 0
+    own = job.account.share
+    if other is job.account:
+        if not own.preempts_in_share:
+            return 0
+        return running.instances_below(in_share_levels_below(own.preempts_equal_too, job.priority))
+    if not own.may_reclaim or borrowed_gpus(other.share) <= 0:
+        return 0
+    # (all its running jobs: its usage, outside a search)
+    return other.usage if own.reclaims_any else running.instances_below(job.priority)
+
+
+# What a job's search can tell before it runs (``refusal_before_search``).
+SEARCH_NEEDED: Final = 0  # it must run
+NO_ROOM_AT_ALL: Final = 1  # the job would not fit even were every candidate preempted
+NO_ROOM_PASSING: Final = 2  # nor were every candidate preempted that could pass a strategy
+
+
+def _may_pass(final: bool, initial: bool, lowest_new: tuple[bool, float], value: tuple[bool, float]) -> bool:
+    """Whether any candidate of a share of ``value`` could pass a strategy in a search whose
+    preemptor's share's value is never below ``lowest_new``: the target's value only falls during
+    a search, so LessThanOrEqualToFinalShare needs ``lowest_new <= value`` and
+    LessThanInitialShare ``lowest_new < value``."""
+    return (final and not value_below(value, lowest_new)) or (initial and value_below(lowest_new, value))
+
+
+def refusal_before_search(job: Job, final: bool, initial: bool, lendable: float) -> int:
+    """NO_ROOM_AT_ALL or NO_ROOM_PASSING when the search for ``job`` cannot make it fit (headroom
+    only grows as usage falls, and the search only preempts candidates that pass), else
+    SEARCH_NEEDED. ``final``, ``initial``: whether the strategies include
+    LessThanOrEqualToFinalShare, LessThanInitialShare.
+
+    NO_ROOM_AT_ALL: the job does not fit even were every candidate (``_preemptible``) preempted.
+    NO_ROOM_PASSING: nor were every candidate preempted whose share's value lets it pass a strategy
+    (``_may_pass``) against the lowest value the job's share can have in the search: with the job
+    admitted and every own candidate preempted."""
+    account = job.account
+    accounts = account.pool.accounts
+    n = job.count
+    # Each account's preemptible instances, kept on it for this call (a list would be boxed).
+    for other in accounts:
+        other.preemptible = _preemptible(job, other)
+    room = account.headroom_if_preempted()
+    if n > room:
+        job.room_deficit = n - room
+        return NO_ROOM_AT_ALL
+    lowest_new = value_with(account, n - account.preemptible, lendable)
+    dropped = False
+    for other in accounts:
+        if other.preemptible and other is not account:
+            if not _may_pass(final, initial, lowest_new, value_of(other.share, lendable)):
+                other.preemptible = 0  # none of its candidates could be taken
+                dropped = True
+    if dropped:
+        room = account.headroom_if_preempted()
+        if n > room:
+            job.room_deficit = n - room
+            return NO_ROOM_PASSING
+    return SEARCH_NEEDED
 
 
 def _fits(account: Account, count: int) -> bool:
     """Section 4's fit for the job counted as admitted in ``account``."""
-    account.shift(-count)
-    fits = count <= account.headroom()
-    account.shift(count)
-    return fits
+    return count <= account.headroom_with(-count)
 
 
 def _target(pools: list[_Candidates], own: ShareState, lendable: float) -> _Candidates | None:
@@ -119,7 +235,7 @@ def _target(pools: list[_Candidates], own: ShareState, lendable: float) -> _Cand
             continue
         if best is None or value_below(best_value, value):
             best, best_value = pool, value
-        elif value[0] == best_value[0] and value[1] == best_value[1]:
+        elif value_equal(value, best_value):
             first = best.next
             assert first is not None
             if victim_key(job.priority, job.start_time, job.rank) < victim_key(
@@ -138,37 +254,44 @@ def _passes(
     preemptor's share's value and ``old`` the target's."""
     if not final_first:
         return initial_share_passes(new, old)
-    account.shift(-count)
-    after = value_of(account.share, lendable)
-    account.shift(count)
-    return final_share_passes(new, after)
+    return final_share_passes(new, value_with(account, -count, lendable))
+
+
+def _set_aside(victim: Job, share: ShareState, aside: dict[int, list[Job]], order: list[ShareState]) -> None:
+    """A candidate that failed the first strategy, kept for the second: per share, the shares in
+    the order their first candidate was set aside."""
+    if share.index not in aside:
+        aside[share.index] = []
+        order.append(share)
+    aside[share.index].append(victim)
 
 
 def fair_victims(
-    job: Job, strategies: tuple[FairStrategy, ...], lendable: float
+    job: Job, final_first: bool, initial_second: bool, lendable: float
 ) -> list[tuple[Job, int]] | None:
     """Section 8's preemption for a job that does not fit: the victims and each one's cause, or
-    None when no choice makes it fit (then nobody is preempted)."""
+    None when no choice makes it fit (then nobody is preempted). ``final_first``: the first
+    strategy is LessThanOrEqualToFinalShare (else LessThanInitialShare); ``initial_second``: the list
+    has LessThanInitialShare second. (Bools: the compiled engine would look the enum members up
+    on every search.)"""
     account = job.account
     own = account.share
     n = job.count
     within_quota = account.usage + n <= account.quota
     pools: list[_Candidates] = []
     if own.preempts_in_share:
-        pools.append(_Candidates(own, _own_candidates(job, account)))
+        pools.append(_own_candidates(job, account))
     if own.may_reclaim:
         for other in account.pool.accounts:
             if other.share is not own and other.running and borrowed_gpus(other.share) > 0:
-                pools.append(_Candidates(other.share, _reclaim_candidates(job, other)))
+                pools.append(_reclaim_candidates(job, other))
     if not pools:
         return None
 
     account.shift(n)  # the job counts as admitted in its share throughout the search
     taken: list[Job] = []
-    set_aside: list[_Candidates] = []
+    set_aside: list[ShareState] = []  # the shares with candidates set aside, in that order
     aside: dict[int, list[Job]] = {}
-    # (a bool: the compiled engine would look the enum member up on every candidate)
-    final_first = strategies[0] is FairStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE
     while not _fits(account, n):
         target = _target(pools, own, lendable)
         if target is None:
@@ -190,12 +313,8 @@ def fair_victims(
         if not _passes(final_first, new, old, target_account, 1, lendable):
             # Not even one instance would pass: every candidate is set aside, and of those only
             # the first can matter (the second strategy takes at most one per share).
-            victim = target.pop()
+            _set_aside(target.pop(), target.share, aside, set_aside)
             target.next = None
-            if target.share.index not in aside:
-                aside[target.share.index] = []
-                set_aside.append(_Candidates(target.share, iter(())))
-            aside[target.share.index].append(victim)
             continue
         passes_up_to = 1
         fails_from = NO_LIMIT
@@ -216,13 +335,10 @@ def fair_victims(
                 victim.account.shift(-count)
                 taken.append(victim)
                 break
-            if target.share.index not in aside:
-                aside[target.share.index] = []
-                set_aside.append(_Candidates(target.share, iter(())))
-            aside[target.share.index].append(victim)
-    if not _fits(account, n) and len(strategies) > 1:
+            _set_aside(victim, target.share, aside, set_aside)
+    if not _fits(account, n) and initial_second:
         # LessThanInitialShare over the set-aside candidates: at most one per share.
-        second = [_Candidates(pool.share, iter(aside[pool.share.index])) for pool in set_aside]
+        second = [_Candidates(share, job, None, 0, aside[share.index]) for share in set_aside]
         while not _fits(account, n):
             target = _target(second, own, lendable)
             if target is None:

@@ -167,8 +167,16 @@ class Group:
         self.fit_only = False
         self.reason = POOL_FULL  # why its jobs wait, a WaitReason (set when its head is refused)
         self.reason_logged = False
+        self.reason_noted_at = -1  # fair sharing: the state version its reason was last looked at
         # Fair sharing: the state version and queue key of its last refusal.
         self.refused_at = -1
         self.refused_key = 0
+        # Fair sharing, in a round: the last job it offers (past ptr) and the version it was
+        # refused at in the round (asleep); its share's value with its job admitted, and the
+        # version that value was computed at.
+        self.end = 0
+        self.asleep_at = -1
+        self.value: tuple[bool, float] = (False, 0.0)
+        self.valued_at = -1
         self.since = 0.0  # when its waiting time was last added up
         self.waited = 0.0  # job-seconds waited for ``reason`` not yet added to its share's totals

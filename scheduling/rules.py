@@ -144,6 +144,11 @@ def value_below(a: tuple[bool, float], b: tuple[bool, float]) -> bool:
     return a[1] < b[1]
 
 
+def value_equal(a: tuple[bool, float], b: tuple[bool, float]) -> bool:
+    """a == b for two share values (field by field, as ``value_below``)."""
+    return a[0] == b[0] and a[1] == b[1]
+
+
 def final_share_passes(new: tuple[bool, float], after: tuple[bool, float]) -> bool:
     """LessThanOrEqualToFinalShare: the preemptor's share, with the job, is at most the target's
     share without the victim."""
@@ -163,7 +168,7 @@ def fair_round_before(
     the queue order (priority, submit time, job_id)."""
     if value_below(value, other_value):
         return True
-    return value[0] == other_value[0] and value[1] == other_value[1] and queue < other_queue
+    return value_equal(value, other_value) and queue < other_queue
 
 
 # --- sections 4 and 6: why a job waits, and when it never runs ------------------------------------

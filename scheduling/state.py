@@ -35,7 +35,7 @@ class ShareState:
         "index", "lends", "borrows", "preempts_in_share", "preempts_equal_too", "may_reclaim",
         "reclaims_any", "accounts", "queue", "refused", "reason", "since", "waited",
         "cross_share_preemptions", "in_share_preemptions", "fair_sharing_preemptions", "capacity_preemptions",
-        "fair_weight", "reopened_at",
+        "fair_weight", "reopened_at", "usage_changed_at", "passing_reopened_at",
     )  # fmt: skip
 
     def __init__(self, index: int, share: Share) -> None:
@@ -61,12 +61,16 @@ class ShareState:
         # Fair sharing: the version of the last change that could turn a refusal of its jobs
         # into an admission (see _Replay._change_usage).
         self.reopened_at = 0
+        self.usage_changed_at = 0  # the version of its last change of usage (its value may change)
+        self.passing_reopened_at = 0  # of its last release (see _Replay._fair_room_changed)
 
 
 class TypePool:
     """One instance type's capacity and the sums of section 3 over all shares, kept incrementally."""
 
-    __slots__ = ("index", "gpus", "capacity", "unassigned", "used", "borrowed", "lendable", "accounts")
+    __slots__ = (
+        "index", "gpus", "capacity", "unassigned", "used", "borrowed", "lendable", "accounts", "released",
+    )  # fmt: skip
 
     def __init__(self, index: int, gpus: float, capacity: int, unassigned: int) -> None:
         self.index = index
@@ -77,6 +81,7 @@ class TypePool:
         self.borrowed = 0  # sum over shares of usage above quota
         self.lendable = 0  # sum over shares of what they may lend now
         self.accounts: list[Account] = []  # by share
+        self.released = 0  # fair sharing: instances released so far (see _Replay._fair_room_changed)
 
 
 class Account:
@@ -86,7 +91,7 @@ class Account:
     __slots__ = (
         "share", "pool", "type", "key", "quota", "borrow_limit", "lend_limit", "borrowable_ever", "usage",
         "round", "usage_at_round_start", "pending_instances", "running",
-        "groups", "startup", "lost", "rerun_startup",
+        "groups", "startup", "lost", "rerun_startup", "room_released", "released", "preemptible",
     )  # fmt: skip
 
     def __init__(
@@ -118,6 +123,11 @@ class Account:
         self.startup = 0.0
         self.lost = 0.0
         self.rerun_startup = 0.0
+        # Fair sharing: instances released so far that could add room for its NO_ROOM refusals.
+        self.room_released = 0
+        self.released = 0  # all instances it released so far
+        # Scratch for fair.refusal_before_search: its instances a job's search could preempt.
+        self.preemptible = 0
 
     def lendable(self, usage: int) -> int:
         return lendable(self.share.lends, self.quota, usage, self.lend_limit)
@@ -145,6 +155,53 @@ class Account:
             pool.lendable, pool.borrowed,
         )
 
+    def headroom_with(self, delta: int) -> int:
+        """``headroom`` were its usage ``delta`` more, without changing it: the pool's sums as
+        ``shift`` would change them."""
+        u = self.usage
+        q = self.quota
+        new_u = u + delta
+        pool = self.pool
+        borrowed = pool.borrowed
+        if u > q or new_u > q:
+            borrowed += (new_u - q if new_u > q else 0) - (u - q if u > q else 0)
+        lendable_sum = pool.lendable
+        if self.share.lends and (u < q or new_u < q):
+            lendable_sum += self.lendable(new_u) - self.lendable(u)
+        idle = q - new_u
+        unlendable = idle - self.lendable(new_u) if idle > 0 else 0
+        return headroom(
+            q, new_u, self.borrow_limit, unlendable, pool.capacity - (pool.used + delta), pool.unassigned,
+            lendable_sum, borrowed,
+        )
+
+    def headroom_if_preempted(self) -> int:
+        """``headroom`` were every account of its pool ``preemptible`` instances lighter (their
+        scratch field), without changing them: the pool's sums as ``shift`` would change them."""
+        pool = self.pool
+        used = pool.used
+        borrowed = pool.borrowed
+        lendable_sum = pool.lendable
+        for other in pool.accounts:
+            count = other.preemptible
+            if not count:
+                continue
+            u = other.usage
+            q = other.quota
+            new_u = u - count
+            used -= count
+            if u > q or new_u > q:
+                borrowed += (new_u - q if new_u > q else 0) - (u - q if u > q else 0)
+            if other.share.lends and (u < q or new_u < q):
+                lendable_sum += other.lendable(new_u) - other.lendable(u)
+        usage = self.usage - self.preemptible
+        idle = self.quota - usage
+        unlendable = idle - self.lendable(usage) if idle > 0 else 0
+        return headroom(
+            self.quota, usage, self.borrow_limit, unlendable, pool.capacity - used, pool.unassigned,
+            lendable_sum, borrowed,
+        )
+
     def borrows_now(self) -> bool:
         return self.usage > self.quota
 
@@ -158,7 +215,8 @@ class Job:
         "index", "account", "count", "submit", "duration", "checkpoint", "retries", "priority", "rank",
         "arrival", "queue_key", "group", "state", "start_time", "saved", "first_start", "end", "queued_since",
         "queued", "preemptions", "lost", "planned_end", "run", "deadline", "refused_at", "preempted_at",
-        "preempted_here",
+        "preempted_here", "no_room", "room_deficit", "room_released_at", "no_passing_room",
+        "passing_released_at",
     )  # fmt: skip
 
     def __init__(
@@ -198,6 +256,11 @@ class Job:
         self.run = -1  # the number of its current run in its account's Running, -1 while not running
         self.deadline = math.inf  # section 10: cancelled at this instant if still RUNNABLE
         self.refused_at = -1  # fair sharing: the state version it was last refused at
+        self.no_room = False  # and whether it was NO_ROOM (engine): no candidates could make room
+        self.room_deficit = 0  # then the instances it lacked (fair.refusal_before_search)
+        self.room_released_at = 0  # and its account's room_released at that try
+        self.no_passing_room = False  # or NO_PASSING_ROOM, with the instances it lacked,
+        self.passing_released_at = 0  # and the instances other shares had released in its pool
         self.preempted_at = math.nan  # the instant of its last preemption
         self.preempted_here = 0  # how often it was preempted at that instant
 
