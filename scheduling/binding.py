@@ -10,6 +10,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow.compute as pc
 
 from scheduling.errors import InputError
 from scheduling.job_ids import JobIds
@@ -94,15 +95,18 @@ def check_fits(policy: Policy, share_names: Iterable[str], type_names: Iterable[
 
 def job_id_order(ids: Sequence[str]) -> np.ndarray:
     """Rank of each job_id where ties are broken by job_id **(choice)**: when every id is an
-    integer they compare as numbers ("9" before "10"), otherwise as strings."""
+    integer they compare as numbers ("9" before "10"), otherwise as strings (by code point)."""
     if not ids:
         return np.zeros(0, dtype=np.int64)
-    job_ids = ids.to_list() if isinstance(ids, JobIds) else list(ids)  # numpy reads lists fast
+    column = ids if isinstance(ids, JobIds) else JobIds(ids)
+    job_ids = column.to_list()
     try:
         keys = np.array([int(j) for j in job_ids], dtype=object if _too_big(job_ids) else np.int64)
+        order = np.argsort(keys, kind="stable")
     except ValueError:
-        keys = np.array(job_ids, dtype=str)
-    order = np.argsort(keys, kind="stable")
+        # Arrow sorts the UTF-8 bytes, whose order is the code points' order (numpy's for str),
+        # in a third of the time of a numpy array of a million str
+        order = pc.sort_indices(column.arrow).to_numpy()
     rank = np.empty(len(job_ids), dtype=np.int64)
     rank[order] = np.arange(len(job_ids), dtype=np.int64)
     return rank
