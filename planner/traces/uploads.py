@@ -56,10 +56,9 @@ class DiskUploadHandler(TemporaryFileUploadHandler):
 
 class RawTraceParser(FileUploadParser):
     """A trace sent as the request body itself (``curl --data-binary @trace.csv``), whatever its
-    Content-Type (CSV, JSON, gzip): no multipart envelope to take apart, so the body goes to disk in
-    large reads through the same upload handlers (and the same streaming size limit). The file's
-    name comes from Content-Disposition or ``?filename=``; it only names the source, so it may be
-    absent."""
+    Content-Type (CSV, JSON, gzip), read through the same upload handlers (and the same streaming
+    size limit) as a form's file. The file's name comes from Content-Disposition or ``?filename=``;
+    it only names the source, so it may be absent."""
 
     def get_filename(self, stream, media_type, parser_context) -> str:
         named = super().get_filename(stream, media_type, parser_context)

@@ -50,7 +50,7 @@ class TraceViewSet(
     queryset = Trace.objects.select_related("created_by")
     serializer_class = TraceSerializer
     # a form with the file in it, or the file as the body itself with the fields in the query
-    # string (no multipart envelope to parse: the fastest way in for large traces)
+    # string (the simple way to send a JSON file or script an upload)
     parser_classes = [MultiPartParser, FormParser, RawTraceParser]
     filterset_fields = ["format", "name", "created_by"]
     search_fields = ["name", "description", "source_name"]
