@@ -105,7 +105,7 @@ def job_id_order(ids: Sequence[str]) -> np.ndarray:
         order = np.argsort(keys, kind="stable")
     except ValueError:
         # Arrow sorts the UTF-8 bytes, whose order is the code points' order (numpy's for str),
-        # in a third of the time of a numpy array of a million str
+        # in about 60% of the time of sorting a numpy array of a million str
         order = pc.sort_indices(column.arrow).to_numpy()
     rank = np.empty(len(job_ids), dtype=np.int64)
     rank[order] = np.arange(len(job_ids), dtype=np.int64)

@@ -59,7 +59,7 @@ TYPED = {
 def _parse_pool() -> pa.MemoryPool:
     """The memory the parser's blocks come from: jemalloc where pyarrow has it. Each 4 MB block is
     parsed into fresh buffers and let go; pyarrow's default (mimalloc) kept so much of that freed
-    memory that a million-job parse peaked at 4.0x the file's size, against 2.9x with jemalloc."""
+    memory that a million-job parse peaked at 4.0x the file's size, against 3.2x with jemalloc."""
     try:
         return pa.jemalloc_memory_pool()
     except NotImplementedError:
