@@ -257,6 +257,12 @@ def test_a_json_body_is_a_file_too_not_the_fields(admin_api):
     assert response.status_code == 400 and response.json()["error"]["field"] == "name"
 
 
+def test_a_body_sent_without_a_content_type_of_its_own_is_the_file(admin_api):
+    # curl --data-binary @trace.csv sends application/x-www-form-urlencoded unless told otherwise
+    body = raw_upload(admin_api, GOOD_CSV, "name=plain", content_type="application/x-www-form-urlencoded")
+    assert body.json()["status"] == "ready" and body.json()["job_count"] == 3
+
+
 def test_a_body_over_the_size_limit_is_a_413_and_keeps_nothing(admin_api, settings, media_root):
     settings.PLANNER_MAX_UPLOAD_BYTES = 20
     response = raw_upload(admin_api, GOOD_CSV, "name=big")

@@ -6,7 +6,7 @@ from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
-from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 
 from planner.api.errors import input_error
@@ -31,12 +31,9 @@ RAW_FIELDS = {
     "mapping": "column mapping, a JSON object",
     "filename": "the uploaded file's name (else Content-Disposition's)",
 }
-FORM_TYPES = ("multipart/form-data", "application/x-www-form-urlencoded")
-
-
 def upload_fields(request) -> dict:
     """The upload's fields: a form's own, or, for a file sent as the body, the query string's."""
-    if request.content_type.startswith(FORM_TYPES):
+    if request.content_type.startswith("multipart/form-data"):
         return request.data
     fields = {name: request.query_params[name] for name in RAW_FIELDS if name in request.query_params}
     if "file" in request.data:
@@ -50,8 +47,9 @@ class TraceViewSet(
     queryset = Trace.objects.select_related("created_by")
     serializer_class = TraceSerializer
     # a form with the file in it, or the file as the body itself with the fields in the query
-    # string (the simple way to send a JSON file or script an upload)
-    parser_classes = [MultiPartParser, FormParser, RawTraceParser]
+    # string (the simple way to send a JSON file or script an upload). No urlencoded form: it
+    # cannot hold a file, and it is what `curl --data-binary` sends without a Content-Type.
+    parser_classes = [MultiPartParser, RawTraceParser]
     filterset_fields = ["format", "name", "created_by"]
     search_fields = ["name", "description", "source_name"]
     ordering_fields = ["name", "created_at", "job_count"]
@@ -94,7 +92,7 @@ class TraceViewSet(
         ``parsing``); a worker parses it (``parse.bytes_read`` of ``parse.bytes_total``) and the
         trace becomes ``ready``, or ``failed`` with the error naming row and field (nothing else
         is kept). Poll ``url``. A body over the size limit is answered 413. The file comes in a
-        multipart form with the other fields, or as the body itself (any Content-Type but a form's)
+        multipart form with the other fields, or as the body itself (any Content-Type but multipart)
         with the fields in the query string."""
         limit = settings.PLANNER_MAX_UPLOAD_BYTES
         declared = int(request.META.get("CONTENT_LENGTH") or 0)
