@@ -296,7 +296,8 @@ class _Replay:
         self.version += 1
         share.usage_changed_at = self.version
         if self.fair:  # (the versions serve fair rounds only)
-            if delta > 0 and not borrowed_gpus(share) > 0:
+            borrowed_after = borrowed_gpus(share) > 0
+            if delta > 0 and not borrowed_after:
                 # A start after which its share borrows no GPUs (B = 0) changes no share's value
                 # and adds no reclaim candidate: other shares' refused jobs would run the same
                 # victim search with less room (headroom only falls as another share's usage
@@ -305,10 +306,12 @@ class _Replay:
                 share.reopened_at = self.version
             else:
                 self.reopened_all_at = self.version
-            self._fair_room_changed(account, delta, borrowed_before)
+            self._fair_room_changed(account, delta, borrowed_before, borrowed_after)
         self.usage_log.change3(now, account.key, account.usage)
 
-    def _fair_room_changed(self, account: Account, delta: int, borrowed_before: bool) -> None:
+    def _fair_room_changed(
+        self, account: Account, delta: int, borrowed_before: bool, borrowed_after: bool
+    ) -> None:
         """Which NO_ROOM refusals a change of usage can end. Such a job J would not fit were every
         one of its candidates C preempted; its room then is the headroom with C's usage removed,
         and that only grows when usage outside C falls or C grows. A start adds either a job of C
@@ -321,10 +324,11 @@ class _Replay:
         jobs, it may not be (counted). A release of c instances adds at most c to J's room (each
         of headroom's three limits grows by at most c), so the instances released outside C
         are counted per account, and J stays refused while they are fewer than the room it
-        lacked (``Job.room_deficit``)."""
+        lacked (``Job.room_deficit``). ``borrowed_before``, ``borrowed_after``: whether the share
+        borrowed GPUs (B > 0) before and after the change."""
         share = account.share
         if delta > 0:
-            if not borrowed_before and borrowed_gpus(share) > 0:
+            if borrowed_after and not borrowed_before:
                 self.room_reopened_all_at = self.version
             if account.usage > account.quota:
                 # Its share's value rose: candidates of it may now pass a NO_PASSING_ROOM job's

@@ -134,46 +134,43 @@ class Account:
 
     def shift(self, delta: int) -> None:
         """Usage changes by ``delta``, with the pool's used, borrowed and lendable sums."""
-        u = self.usage
-        q = self.quota
-        new_u = u + delta
+        new_u = self.usage + delta
         pool = self.pool
-        if u > q or new_u > q:
-            pool.borrowed += (new_u - q if new_u > q else 0) - (u - q if u > q else 0)
-        if self.share.lends and (u < q or new_u < q):
-            pool.lendable += self.lendable(new_u) - self.lendable(u)
+        pool.borrowed += self.borrowed_change(new_u)
+        pool.lendable += self.lendable_change(new_u)
         pool.used += delta
         self.usage = new_u
 
+    def borrowed_change(self, new_u: int) -> int:
+        """How the pool's borrowed sum would change were its usage ``new_u``."""
+        u = self.usage
+        q = self.quota
+        if u > q or new_u > q:
+            return (new_u - q if new_u > q else 0) - (u - q if u > q else 0)
+        return 0
+
+    def lendable_change(self, new_u: int) -> int:
+        """How the pool's lendable sum would change were its usage ``new_u``."""
+        u = self.usage
+        q = self.quota
+        if self.share.lends and (u < q or new_u < q):
+            return self.lendable(new_u) - self.lendable(u)
+        return 0
+
     def headroom(self) -> int:
         """The most instances the share could start now without preemption (``rules.headroom``)."""
-        idle = self.quota - self.usage
-        unlendable = idle - self.lendable(self.usage) if idle > 0 else 0
         pool = self.pool
-        return headroom(
-            self.quota, self.usage, self.borrow_limit, unlendable, pool.capacity - pool.used, pool.unassigned,
-            pool.lendable, pool.borrowed,
-        )
+        return self._headroom_at(self.usage, pool.capacity - pool.used, pool.lendable, pool.borrowed)
 
     def headroom_with(self, delta: int) -> int:
         """``headroom`` were its usage ``delta`` more, without changing it: the pool's sums as
         ``shift`` would change them."""
-        u = self.usage
-        q = self.quota
-        new_u = u + delta
+        new_u = self.usage + delta
         pool = self.pool
-        borrowed = pool.borrowed
-        if u > q or new_u > q:
-            borrowed += (new_u - q if new_u > q else 0) - (u - q if u > q else 0)
-        lendable_sum = pool.lendable
-        if self.share.lends and (u < q or new_u < q):
-            lendable_sum += self.lendable(new_u) - self.lendable(u)
-        idle = q - new_u
-        unlendable = idle - self.lendable(new_u) if idle > 0 else 0
-        return headroom(
-            q, new_u, self.borrow_limit, unlendable, pool.capacity - (pool.used + delta), pool.unassigned,
-            lendable_sum, borrowed,
-        )
+        return self._headroom_at(
+            new_u, pool.capacity - (pool.used + delta), pool.lendable + self.lendable_change(new_u),
+            pool.borrowed + self.borrowed_change(new_u),
+        )  # fmt: skip
 
     def headroom_if_preempted(self) -> int:
         """``headroom`` were every account of its pool ``preemptible`` instances lighter (their
@@ -184,22 +181,21 @@ class Account:
         lendable_sum = pool.lendable
         for other in pool.accounts:
             count = other.preemptible
-            if not count:
-                continue
-            u = other.usage
-            q = other.quota
-            new_u = u - count
-            used -= count
-            if u > q or new_u > q:
-                borrowed += (new_u - q if new_u > q else 0) - (u - q if u > q else 0)
-            if other.share.lends and (u < q or new_u < q):
-                lendable_sum += other.lendable(new_u) - other.lendable(u)
-        usage = self.usage - self.preemptible
+            if count:
+                new_u = other.usage - count
+                used -= count
+                borrowed += other.borrowed_change(new_u)
+                lendable_sum += other.lendable_change(new_u)
+        return self._headroom_at(self.usage - self.preemptible, pool.capacity - used, lendable_sum, borrowed)
+
+    def _headroom_at(self, usage: int, free: int, lendable_sum: int, borrowed: int) -> int:
+        """``rules.headroom`` for this account at ``usage``, with the pool's free instances and its
+        lendable and borrowed sums as given."""
         idle = self.quota - usage
         unlendable = idle - self.lendable(usage) if idle > 0 else 0
+        pool = self.pool
         return headroom(
-            self.quota, usage, self.borrow_limit, unlendable, pool.capacity - used, pool.unassigned,
-            lendable_sum, borrowed,
+            self.quota, usage, self.borrow_limit, unlendable, free, pool.unassigned, lendable_sum, borrowed
         )
 
     def borrows_now(self) -> bool:
