@@ -76,10 +76,10 @@ class JobIds(Sequence[str]):
         return pc.index(self._ids, pa.scalar(value, type=self._ids.type)).as_py()
 
     def index(self, value: Any, start: int = 0, stop: int | None = None) -> int:
-        position = self.find(value) if isinstance(value, str) and start == 0 and stop is None else -1
+        if start != 0 or stop is not None:  # (a bounded search: rare, done on the strings)
+            return self.to_list().index(value, start, len(self) if stop is None else stop)
+        position = self.find(value) if isinstance(value, str) else -1
         if position < 0:
-            if start != 0 or stop is not None:
-                return self.to_list().index(value, start, len(self) if stop is None else stop)
             raise ValueError(f"{value!r} is not a job id of the trace")
         return position
 
@@ -103,10 +103,6 @@ class JobIds(Sequence[str]):
     def take(self, positions: Sequence[int] | np.ndarray) -> list[str]:
         """The ids at ``positions``, as Python strings."""
         return self._ids.take(pa.array(np.asarray(positions, dtype=np.int64))).to_pylist()
-
-    def utf8(self) -> np.ndarray:
-        """Every id's UTF-8 bytes as one fixed-width bytes array (for sorting and search indexes)."""
-        return np.array(self._ids.cast(pa.large_binary()).to_numpy(zero_copy_only=False), dtype=np.bytes_)
 
     # -- storage: two plain arrays, readable with np.load(allow_pickle=False) ------------------------
 
