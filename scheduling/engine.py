@@ -21,7 +21,8 @@ from itertools import chain
 from typing import Final
 
 import numpy as np
-from librt.vecs import append, vec
+from librt.vecs import vec
+from mypy_extensions import i64
 
 from scheduling.binding import BoundTrace, bind
 from scheduling.calendar import (
@@ -181,40 +182,34 @@ class _Replay:
                     others = sum(other.lendable(0) for other in pool.accounts if other is not account)
                     account.borrowable_ever = pool.unassigned + others
 
-        # Jobs in trace order.
+        # Jobs: their columns in trace order, as native arrays; a job becomes a ``Job`` when it
+        # is submitted and leaves ``jobs`` (its outcome written to the outcome columns) when it
+        # ends. A million jobs made up front were 300 MB written once and read at their turn;
+        # made and let go in time, the few thousand alive at once reuse each other's memory.
         self.n_jobs = n = len(trace)
-        share_of: list[int] = bound.share.astype(np.int64).tolist()
-        type_of: list[int] = bound.instance_type.astype(np.int64).tolist()
-        count: list[int] = trace.instance_count.astype(np.int64).tolist()
-        submit: list[float] = trace.submit_time.astype(np.float64).tolist()
-        duration: list[float] = trace.duration.astype(np.float64).tolist()
-        checkpoint: list[float] = (
-            np.nan_to_num(trace.checkpoint_interval, nan=0.0).astype(np.float64).tolist()
-        )
-        retries: list[int] = trace.preemption_retries.astype(np.int64).tolist()
-        priority: list[int] = trace.priority.astype(np.int64).tolist()
-        rank: list[int] = bound.id_rank.astype(np.int64).tolist()
-        accounts = [share.accounts for share in self.shares]
-        self.jobs: list[Job] = [
-            Job(
-                i,
-                accounts[share_of[i]][type_of[i]],
-                count[i],
-                submit[i],
-                duration[i],
-                checkpoint[i],
-                retries[i],
-                priority[i],
-                rank[i],
-            )
-            for i in range(n)
-        ]
-        # Arrival order, (submit time, job_id): the events' order and the queues' tie-break.
-        order: list[int] = np.lexsort((bound.id_rank, trace.submit_time)).tolist()
-        self.by_arrival: list[Job] = [self.jobs[i] for i in order]
-        for place, job in enumerate(self.by_arrival):
-            job.arrival = place
-            job.queue_key = queue_key(job.priority, place, n)
+        self.share_of = vec[i64](bound.share.astype(np.int64))
+        self.type_of = vec[i64](bound.instance_type.astype(np.int64))
+        self.count = vec[i64](trace.instance_count.astype(np.int64))
+        self.submit = vec[float](trace.submit_time.astype(np.float64))
+        self.duration = vec[float](trace.duration.astype(np.float64))
+        self.checkpoint = vec[float](np.nan_to_num(trace.checkpoint_interval, nan=0.0).astype(np.float64))
+        self.retries = vec[i64](trace.preemption_retries.astype(np.int64))
+        self.priority = vec[i64](trace.priority.astype(np.int64))
+        self.rank = vec[i64](bound.id_rank.astype(np.int64))
+        # Arrival order, (submit time, job_id): the events' order and the queues' tie-break; a
+        # job's queue key holds its place in it.
+        order = np.lexsort((bound.id_rank, trace.submit_time))
+        self.arrivals = vec[i64](order.astype(np.int64))  # the job at each place
+        self.arrival_times = vec[float](trace.submit_time[order].astype(np.float64))
+        self.jobs: list[Job | None] = [None] * n  # the jobs submitted and not ended, by index
+        self.by_arrival: list[Job | None] = [None] * n  # the same, by arrival place
+        # Outcomes, written as each job ends (and at the end for those still waiting).
+        self.outcome_state = vec[float](np.zeros(n))
+        self.outcome_first_start = vec[float](np.full(n, np.nan))
+        self.outcome_end = vec[float](np.full(n, np.nan))
+        self.outcome_queued = vec[float](np.zeros(n))
+        self.outcome_preemptions = vec[float](np.zeros(n))
+        self.outcome_lost = vec[float](np.zeros(n))
         self.reason: dict[int, UnschedulableReason] = {}  # of UNSCHEDULABLE jobs
 
         self.groups: list[Group] = []
@@ -351,7 +346,7 @@ class _Replay:
     # --- the event loop -------------------------------------------------------------------
 
     def run(self, progress: ProgressCallback | None) -> None:
-        submit_order = self.by_arrival
+        arrival_times = self.arrival_times
         updates = self.bound.trace.updates
         update_order: list[int] = np.argsort(updates.time, kind="stable").tolist()
         update_time: list[float] = updates.time.astype(np.float64).tolist()
@@ -367,7 +362,7 @@ class _Replay:
         while True:
             now = min(
                 min(
-                    submit_order[next_submit].submit if next_submit < n_jobs else END_OF_TIME,
+                    arrival_times[next_submit] if next_submit < n_jobs else END_OF_TIME,
                     update_time[update_order[next_update]] if next_update < n_updates else END_OF_TIME,
                 ),
                 min(
@@ -388,8 +383,8 @@ class _Replay:
             if self.next_change < n_changes and changes[self.next_change][0] == now:
                 self._apply_changes(changes[self.next_change][1], now)
                 self.next_change += 1
-            while next_submit < n_jobs and submit_order[next_submit].submit == now:
-                self.submit_job(submit_order[next_submit], now)
+            while next_submit < n_jobs and arrival_times[next_submit] == now:
+                self.submit_job(self._arrive(next_submit), now)
                 next_submit += 1
             while next_update < n_updates and update_time[update_order[next_update]] == now:
                 self.update_priority(update_order[next_update], now)
@@ -407,12 +402,48 @@ class _Replay:
         if self.pending_jobs and not self.changes:
             raise RuntimeError(f"{self.pending_jobs} jobs were left pending with nothing running")
 
+    def _arrive(self, place: int) -> Job:
+        """The job at this place in arrival order, made as it is submitted."""
+        i = self.arrivals[place]
+        job = Job(
+            i,
+            self.shares[self.share_of[i]].accounts[self.type_of[i]],
+            self.count[i],
+            self.submit[i],
+            self.duration[i],
+            self.checkpoint[i],
+            self.retries[i],
+            self.priority[i],
+            self.rank[i],
+        )
+        job.arrival = place
+        job.queue_key = queue_key(job.priority, place, self.n_jobs)
+        self.jobs[i] = job
+        self.by_arrival[place] = job
+        return job
+
+    def _ended(self, job: Job) -> None:
+        """Its outcome is final: written to the columns, and the job let go."""
+        self._write_outcome(job)
+        self.jobs[job.index] = None
+        self.by_arrival[job.arrival] = None
+
+    def _write_outcome(self, job: Job) -> None:
+        i = job.index
+        self.outcome_state[i] = job.state
+        self.outcome_first_start[i] = job.first_start
+        self.outcome_end[i] = job.end
+        self.outcome_queued[i] = job.queued
+        self.outcome_preemptions[i] = job.preemptions
+        self.outcome_lost[i] = job.lost
+
     def submit_job(self, job: Job, now: float) -> None:
         reason = self._unschedulable(job)
         if reason is not None:
             job.state = UNSCHEDULABLE
             self.reason[job.index] = reason
             self._event(now, job, EventKind.UNSCHEDULABLE)
+            self._ended(job)
             return
         job.state = RUNNABLE
         job.queued_since = now
@@ -459,6 +490,7 @@ class _Replay:
                 job.end = now
                 job.queued += now - job.queued_since
                 self._event(now, job, EventKind.CANCEL)
+                self._ended(job)
 
     # --- section 9: capacity and quotas over time ---------------------------------------------
 
@@ -511,10 +543,10 @@ class _Replay:
         """UpdateServiceJob: ignored (and counted) for unknown, not yet submitted or ended jobs."""
         index = int(self.bound.update_job[update])
         priority = int(self.bound.trace.updates.priority[update])
-        if index < 0 or self.jobs[index].state not in (RUNNABLE, RUNNING):
+        job = self.jobs[index] if index >= 0 else None
+        if job is None:  # not submitted yet, or ended: neither RUNNABLE nor RUNNING
             self.ignored_updates += 1
             return
-        job = self.jobs[index]
         self.version += 1
         self.reopened_all_at = self.version
         self.room_reopened_all_at = self.version  # (candidates depend on priorities)
@@ -554,6 +586,7 @@ class _Replay:
         self._capacity_released(account.pool, owner=account.share)
         if self.record_events:
             self.events.append((now, job.index, EventKind.FINISH, None, -1))
+        self._ended(job)
 
     # --- the scheduling pass (section 4) ---------------------------------------------------
 
@@ -1062,6 +1095,7 @@ class _Replay:
         if failed:
             victim.state = FAILED
             victim.end = now
+            self._ended(victim)
         else:
             victim.state = RUNNABLE
             victim.queued_since = now
@@ -1128,7 +1162,10 @@ class _Replay:
     # --- queues ----------------------------------------------------------------------------
 
     def _job_of(self, key: int) -> Job:
-        return self.by_arrival[key % self.n_jobs]
+        """The job of a queue key (queue keys are of waiting jobs: never one that ended)."""
+        job = self.by_arrival[key % self.n_jobs]
+        assert job is not None
+        return job
 
     def _head_priority(self, g: Group) -> int:
         return self._job_of(g.jobs[0]).priority
@@ -1253,23 +1290,16 @@ class _Replay:
     # --- results ---------------------------------------------------------------------------
 
     def outcomes(self) -> JobOutcomes:
-        # One pass over the jobs into native columns (a list per field would box every value).
-        state, first_start, end = vec[float](), vec[float](), vec[float]()
-        queued, preemptions, lost = vec[float](), vec[float](), vec[float]()
-        for job in self.jobs:
-            state = append(state, job.state)
-            first_start = append(first_start, job.first_start)
-            end = append(end, job.end)
-            queued = append(queued, job.queued)
-            preemptions = append(preemptions, job.preemptions)
-            lost = append(lost, job.lost)
+        for job in self.jobs:  # those that never ended (section 9: waiting for capacity)
+            if job is not None:
+                self._write_outcome(job)
         return JobOutcomes.from_columns(
-            state=as_array(state),
-            first_start=as_array(first_start),
-            end=as_array(end),
-            queued=as_array(queued),
-            preemptions=as_array(preemptions),
-            lost=as_array(lost),
+            state=as_array(self.outcome_state),
+            first_start=as_array(self.outcome_first_start),
+            end=as_array(self.outcome_end),
+            queued=as_array(self.outcome_queued),
+            preemptions=as_array(self.outcome_preemptions),
+            lost=as_array(self.outcome_lost),
             reason=self.reason,
             ignored_updates=self.ignored_updates,
             history=self.history.finish(strict=self.strict),

@@ -24,7 +24,7 @@ _ITER_CHUNK = 65_536
 
 
 class JobIds(Sequence[str]):
-    __slots__ = ("_ids",)
+    __slots__ = ("_ids", "_sorted")
 
     def __init__(self, ids: JobIds | pa.Array | pa.ChunkedArray | Iterable[str] = ()):
         if isinstance(ids, JobIds):
@@ -37,6 +37,9 @@ class JobIds(Sequence[str]):
             array = pa.array(ids if isinstance(ids, list) else list(ids), type=_TYPE)
         # Arrow's two string layouts (32- and 64-bit offsets) are both kept as they come
         self._ids: pa.Array = array if array.type in (_TYPE, pa.string()) else array.cast(_TYPE)
+        # (the order of the ids and where equal ids meet in it, worked out once: the reader's
+        # check for repeats and the replay's ranking both need it)
+        self._sorted: tuple[np.ndarray, np.ndarray] | None = None
 
     @property
     def arrow(self) -> pa.Array:
@@ -138,58 +141,75 @@ class JobIds(Sequence[str]):
         """Ids stored as a numpy bytes array (how earlier ``.npz`` files hold them)."""
         return cls(pa.array(values, type=pa.binary()).cast(_TYPE))
 
+    # -- order -----------------------------------------------------------------------------------------
+
+    def order(self) -> np.ndarray:
+        """The positions of the ids in code-point order (stable: equal ids keep their order)."""
+        return self._sort()[0]
+
+    def _sort(self) -> tuple[np.ndarray, np.ndarray]:
+        """(the order, the places in it whose id equals the one before). UTF-8 bytes compare as
+        their code points do, so the ids are sorted as bytes: cut into 8-byte words read as
+        big-endian numbers (zero past an id's end), sorted on the words as numbers and then on
+        the length (an id comes before itself with NULs added). At a million ids this takes
+        under half of Arrow's sort of the strings, which compares them one pair at a time; ids
+        longer than ``_MAX_WORDS`` words go to that sort."""
+        if self._sorted is not None:
+            return self._sorted
+        data, offsets = self.to_arrays()
+        lengths = np.diff(offsets)
+        n_words = -(-int(lengths.max(initial=0)) // 8)
+        if n_words > _MAX_WORDS:
+            order = pc.sort_indices(self._ids).to_numpy()
+            ordered = self._ids.take(pa.array(order))
+            same = pc.equal(ordered[1:], ordered[:-1]).to_numpy(zero_copy_only=False)
+        else:
+            words = _words(data, offsets[:-1], lengths, n_words)
+            order = np.lexsort([lengths, *words[::-1]])  # (its last key sorts first)
+            same = np.ones(max(len(order) - 1, 0), dtype=bool)
+            for key in (lengths, *words):
+                ordered = key[order]
+                same &= ordered[1:] == ordered[:-1]
+        self._sorted = order, np.flatnonzero(same) + 1
+        return self._sorted
+
     # -- the check every reader makes -----------------------------------------------------------------
 
     def first_repeat(self) -> tuple[int, int] | None:
         """(position of the first id that repeats an earlier one, position of that earlier one),
-        or None when every id is unique. Ids are told apart by a fingerprint first (numpy over the
-        Arrow buffers: no string is copied, where a hash set of a million ids holds a copy of every
-        one); only ids whose fingerprints meet are compared as text."""
-        n = len(self._ids)
-        if n < 2:
+        or None when every id is unique: read off the sorted ids (``_sort``), where equal ids
+        stand together in their order of position. No id is made a Python string."""
+        order, repeats = self._sort()
+        if not len(repeats):
             return None
-        data, offsets = self.to_arrays()
-        prints = np.concatenate(
-            [_fingerprints(data, offsets[low : low + _PRINT_CHUNK + 1]) for low in range(0, n, _PRINT_CHUNK)]
-        )
-        order = np.argsort(prints, kind="stable")
-        sorted_prints = prints[order]
-        meets = np.flatnonzero(sorted_prints[1:] == sorted_prints[:-1])
-        if not len(meets):
-            return None
-        suspects = np.unique(np.concatenate([order[meets], order[meets + 1]]))
-        first: dict[str, int] = {}
-        for position, job in zip(suspects.tolist(), self.take(suspects), strict=True):
-            if job in first:
-                return position, first[job]
-            first[job] = position
-        return None
+        i = int(np.argmin(order[repeats]))  # the repeat at the earliest position
+        # Its run of equal ids starts just before the first of the consecutive places up to it.
+        steps = repeats[: i + 1] - np.arange(i + 1)  # constant along a run of consecutive places
+        first = int(repeats[np.searchsorted(steps, steps[i])]) - 1
+        return int(order[repeats[i]]), int(order[first])
 
 
-# Fingerprint of an id: its length and its first and last 16 bytes, mixed into 64 bits. Ids that
-# differ only in the middle of a long id meet, and are then compared as text.
-_PRINT_CHUNK = 65_536  # ids per step: 16 bytes each side in int64 positions is 16 MB a step
-_EDGE = 16
-_MIX = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93,
-                 0xFF51AFD7ED558CCD], dtype=np.uint64)  # fmt: skip
+def _words(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, n_words: int) -> np.ndarray:
+    """Word k (k < n_words) of each id as row k: 8 bytes from its byte 8k, as a big-endian
+    number, zero past the id's end (never its neighbour's bytes). Made a chunk of ids at a time,
+    so that the steps' arrays stay small beside the words themselves."""
+    if len(data) < 8:
+        data = np.concatenate([data, np.zeros(8 - len(data), dtype=np.uint8)])
+    windows = np.lib.stride_tricks.sliding_window_view(data, 8)  # the 8 bytes from each byte on
+    last = len(data) - 8  # (no padded copy of the bytes: a word past the last window is read
+    words = np.empty((n_words, len(starts)), dtype=np.uint64)  # from it and shifted into place)
+    for low in range(0, len(starts), _WORDS_CHUNK):
+        chunk = slice(low, low + _WORDS_CHUNK)
+        for k in range(n_words):
+            at = starts[chunk] + 8 * k
+            raw = windows[np.minimum(at, last)].view(">u8")[:, 0].astype(np.uint64)
+            shift = (np.clip(at - last, 0, 7) * 8).astype(np.uint64)  # 0 but for the last few ids
+            kept = np.clip(lengths[chunk] - 8 * k, 0, 8)
+            words[k, chunk] = (raw << shift) & _KEEP_BYTES[kept]
+    return words
 
 
-def _fingerprints(data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    starts, ends = offsets[:-1], offsets[1:]
-    lengths = ends - starts
-    step = np.arange(_EDGE)
-    last = max(len(data) - 1, 0)
-    padded = np.concatenate([data, np.zeros(1, dtype=np.uint8)])  # a byte to point at when empty
-    # the first 16 bytes, and the last 16, of each id alone: a short id's are zero past its bytes,
-    # never its neighbours' (which would make one id's fingerprint depend on where it stands)
-    head_at = starts[:, None] + step
-    tail_at = ends[:, None] - _EDGE + step
-    head = np.where(step < lengths[:, None], padded[np.minimum(head_at, last)], 0).astype(np.uint8)
-    tail = np.where(tail_at >= starts[:, None], padded[np.clip(tail_at, 0, last)], 0).astype(np.uint8)
-    words = np.concatenate([head, tail], axis=1).view(np.uint64)  # 4 words of 8 bytes per id
-    with np.errstate(over="ignore"):
-        mixed = lengths.astype(np.uint64) * _MIX[4]
-        for k in range(4):
-            mixed ^= words[:, k] * _MIX[k]
-            mixed ^= mixed >> np.uint64(29)
-    return mixed
+_MAX_WORDS = 8  # ids of up to 64 bytes are sorted as words
+_WORDS_CHUNK = 131_072
+# the first k bytes of a big-endian word kept (k = 0 to 8)
+_KEEP_BYTES = np.array([0] + [(2**64 - 1) ^ (2 ** (64 - 8 * k) - 1) for k in range(1, 9)], dtype=np.uint64)

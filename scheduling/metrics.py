@@ -167,38 +167,55 @@ def _window(span: tuple[float, float], window: tuple[float, float]) -> tuple[flo
     return start, end
 
 
-def _step_matrices(logs, t, n_types, n_shares, start, end, extra_times=()):
-    """Rebuild per-share step functions of several change logs of type t on the union of their
-    change instants in [start, end] (start included).
+def _change_columns(records: Records, t: int, n_types: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(time, share, value) of a change log's changes of type t, in time order."""
+    times, keys, values = _columns(records)
+    if n_types > 1:
+        mine = keys % n_types == t  # this type's changes only
+        times, keys, values = times[mine], keys[mine], values[mine]
+    return times, keys // n_types, values
 
-    Returns (instants, one matrix instants x shares per log); several changes at the same
-    instant keep the last one, which is the state after that instant."""
-    columns = []
-    for records in logs:
-        times, keys, values = _columns(records)
-        if n_types > 1:
-            mine = keys % n_types == t  # this type's changes only
-            times, keys, values = times[mine], keys[mine], values[mine]
-        columns.append((times, keys // n_types, values))
-    # extra_times: instants where something else steps (the calendar's changes)
-    extra = np.asarray(extra_times, dtype=float)
-    inside = [c[0][(c[0] >= start) & (c[0] <= end)] for c in columns]
-    times = np.concatenate([[start], extra[(extra >= start) & (extra <= end)], *inside])
+
+def _instants(change_times: list[np.ndarray], start: float, end: float) -> np.ndarray:
+    """The union of several logs' change instants in [start, end], start included, in order."""
+    inside = [times[(times >= start) & (times <= end)] for times in change_times]
+    times = np.concatenate([[start], *inside])
     times.sort(kind="stable")  # the logs are each in time order: a merge of sorted runs
-    instants = times[np.append(True, times[1:] != times[:-1])]
-    n = len(instants)
-    matrices = []
-    for times, shares, values in columns:
-        # The instant of each change (changes are logged in time order; none is before start).
-        step = np.maximum(np.searchsorted(instants, times, side="right") - 1, 0)
-        # The last change of each share at each instant (changes are numbered from 1 in time
-        # order; 0 is the value before any change), then at every instant the change in force;
-        # shares x instants, so that both run along memory, and handed out transposed (a view).
-        latest = np.zeros((n_shares, n), dtype=np.int64)
-        np.maximum.at(latest.reshape(-1), shares * n + step, np.arange(1, len(times) + 1))
-        np.maximum.accumulate(latest, axis=1, out=latest)
-        matrices.append(np.concatenate(([0.0], values))[latest].T)
-    return instants, matrices
+    return times[np.append(True, times[1:] != times[:-1])]
+
+
+class _StepFunction:
+    """Per-share step functions of one change log, rebuilt on the instants a block at a time
+    (instants x shares): a million-job replay has millions of instants, and the whole matrix,
+    hundreds of MB, would cost more in fresh pages than in arithmetic. Blocks are asked for in
+    order; several changes at one instant keep the last, which is the state after that instant."""
+
+    def __init__(self, changes: tuple[np.ndarray, ...], instants: np.ndarray, n_shares: int):
+        times, self.shares, self.values = changes
+        # The instant of each change (changes are logged in time order; none is before start),
+        # so each block's changes are one slice of the log.
+        self.step = np.maximum(np.searchsorted(instants, times, side="right") - 1, 0)
+        self.n_shares = n_shares
+        self.state = np.zeros(n_shares)  # the values in force before the next block
+        self.next_change = 0
+
+    def block(self, lo: int, hi: int) -> np.ndarray:
+        """The values of every share at the instants lo to hi - 1 (instants x shares)."""
+        first = self.next_change
+        last = first + int(np.searchsorted(self.step[first:], hi, side="left"))
+        self.next_change = last
+        n = self.n_shares
+        # At each (instant, share) the number of the last change there: n + k for the block's
+        # k-th change, share s's value before the block (s) where none is; then at every
+        # instant the change in force is the latest so far, and the values are looked up.
+        latest = np.zeros((hi - lo, n), dtype=np.int64)
+        latest[0] = np.arange(n)
+        places = (self.step[first:last] - lo) * n + self.shares[first:last]
+        np.maximum.at(latest.reshape(-1), places, np.arange(n, n + last - first))
+        np.maximum.accumulate(latest, axis=0, out=latest)
+        values = np.concatenate((self.state, self.values[first:last]))[latest]
+        self.state = values[-1]
+        return values
 
 
 def _type_accounts(policy, t, type_name, log, start, end, edges, day_edges) -> dict[str, Any]:
@@ -210,10 +227,13 @@ def _type_accounts(policy, t, type_name, log, start, end, edges, day_edges) -> d
     shares = policy.shares
     # Both step functions on the union of their instants, so both stay exact.
     logs = (log.usage_changes, log.pending_changes)
+    changes = [_change_columns(records, t, log.n_types) for records in logs]
     quota_changes = _calendar_changes(log.quota_changes, t, log.n_types)
     capacity_changes = _calendar_changes(log.capacity_changes, t, log.n_types)
-    extra_times = [c[0] for c in quota_changes + capacity_changes]
-    instants, (usage, pending) = _step_matrices(logs, t, log.n_types, len(shares), start, end, extra_times)
+    # The calendar's instants too: accounts step there as well.
+    calendar_times = np.array([c[0] for c in quota_changes + capacity_changes], dtype=float)
+    instants = _instants([calendar_times, *(c[0] for c in changes)], start, end)
+    usage, pending = (_StepFunction(c, instants, len(shares)) for c in changes)
     durations = np.diff(np.append(instants, end))
     grids = [_EdgePlaces(instants, end, e) for e in (edges, day_edges)]
 
@@ -222,15 +242,15 @@ def _type_accounts(policy, t, type_name, log, start, end, edges, day_edges) -> d
     unassigned = policy.unassigned(type_name)
     capacity = float(policy.capacity.get(type_name, 0))
     integrals: dict[str, _Integral] = {}
-    busy = 0.0
     for lo in range(0, len(instants), BLOCK):
         hi = min(lo + BLOCK, len(instants))
-        block_usage, block_durations = usage[lo:hi], durations[lo:hi]
+        block_usage, block_durations = usage.block(lo, hi), durations[lo:hi]
         # Section 9: capacity and quotas in force at each instant of the block.
         block_quota = _steps_at(instants[lo:hi], quota, quota_changes)
         block_capacity = _steps_at(instants[lo:hi], np.array([capacity]), capacity_changes)
         block_unassigned = block_capacity[:, 0] - block_quota.sum(axis=1)
-        quantities = _accounts_at(block_usage, pending[lo:hi], block_quota, lend_limit, block_unassigned)
+        block_pending = pending.block(lo, hi)
+        quantities = _accounts_at(block_usage, block_pending, block_quota, lend_limit, block_unassigned)
         quantities["quota"] = block_quota
         quantities["capacity"] = block_capacity
         quantities["unassigned_capacity"] = block_unassigned[:, None]
@@ -238,13 +258,13 @@ def _type_accounts(policy, t, type_name, log, start, end, edges, day_edges) -> d
             if name not in integrals:
                 integrals[name] = _Integral(values.shape[1], grids)
             integrals[name].add(values, block_durations, lo)
-        busy += float(block_usage.sum(axis=1) @ block_durations)
     results = {name: integral.result() for name, integral in integrals.items()}
     return {
         # Integrals of capacity(t) and quota(t) over the horizon (instance-seconds).
         "capacity": float(results["capacity"][0][0]),
         "quota_seconds": results["quota"][0],
-        "busy": busy,
+        # usage = own + borrowed at every instant (min(u, q) + max(u - q, 0))
+        "busy": float(results["own"][0].sum() + results["borrowed"][0].sum()),
         "total": {name: r[0] for name, r in results.items()},
         "buckets": {name: r[1] for name, r in results.items()},
         "days": {name: r[2] for name, r in results.items()},
@@ -318,13 +338,18 @@ class _Integral:
     def add(self, values: np.ndarray, durations: np.ndarray, lo: int) -> None:
         """The block of instants lo to lo + len(values) - 1."""
         area = values * durations[:, None]
-        np.cumsum(area, axis=0, out=area)
-        for grid, at_edges in zip(self.grids, self.at_edges):
-            edges = grid.within(lo, lo + len(values))
-            step = grid.step[edges] - lo
-            before = self.total + np.where((step > 0)[:, None], area[np.maximum(step - 1, 0)], 0.0)
-            at_edges[edges] = before + values[step] * grid.into[edges, None]
-        self.total += area[-1]
+        edges = [grid.within(lo, lo + len(values)) for grid in self.grids]
+        steps = [grid.step[places] - lo for grid, places in zip(self.grids, edges)]
+        # The area before each step that has an edge in it: the block cut at those steps, each
+        # piece summed, the pieces added up (a cumulative sum of every instant would write as
+        # many rows as it reads; the edges are a few hundred, the instants millions).
+        cuts = np.unique(np.concatenate([[0], *steps]))
+        pieces = np.add.reduceat(area, cuts, axis=0)
+        before = np.concatenate((np.zeros((1, area.shape[1])), np.cumsum(pieces, axis=0)))
+        for grid, at_edges, places, step in zip(self.grids, self.at_edges, edges, steps):
+            area_before = self.total + before[np.searchsorted(cuts, step)]
+            at_edges[places] = area_before + values[step] * grid.into[places, None]
+        self.total += before[-1]
 
     def result(self) -> tuple:
         """(total, per interval of each grid)."""

@@ -46,7 +46,11 @@ STATE_NAMES = {
     State.CANCELLED: JobState.CANCELLED.value,
 }
 REASONS = [None] + [reason.value for reason in UnschedulableReason]
-JSON_CHUNK = 65_536  # jobs (or events) encoded at a time when RESULT.json is written
+# Jobs (or events) encoded at a time when RESULT.json is written. Small on purpose: a chunk is a
+# list of dicts (about 600 bytes a job) and its encoded bytes; 65,536 jobs made 40 MB that the
+# allocator gave back to the system after each chunk and faulted in again for the next (a third
+# of the write), where a few thousand are reused in place, in the processor's cache.
+JSON_CHUNK = 4_096
 
 
 class EventKind(str, Enum):
@@ -272,7 +276,8 @@ class ReplayResult:
         path = Path(path)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         try:
-            with os.fdopen(fd, "wb") as f:
+            with os.fdopen(fd, "wb") as opened:
+                f = _WriteBehind(opened)
                 head = json.dumps(self.to_dict(False, False), separators=(",", ":"))
                 f.write(head[:-1].encode())
                 if include_jobs:
@@ -318,7 +323,41 @@ class ReplayResult:
             )
 
 
-def _write_list(out: IO[bytes], chunks: Iterable[list]) -> None:
+class _WriteBehind:
+    """A large file written without keeping it in the page cache: every ``WINDOW`` bytes the
+    kernel is asked to start writing the window out, and to drop the window before, written out
+    by then (POSIX_FADV_DONTNEED drops clean pages only, and never waits). RESULT.json of a
+    million jobs is 231 MB; cached, every page of it is memory the kernel must find and zero, the
+    dearest part of writing it on a virtual machine whose host backs memory on first touch (0.8
+    s against 0.25 s measured here). Dropped pages are taken again for the windows after."""
+
+    WINDOW = 8 << 20
+
+    def __init__(self, file: IO[bytes]):
+        self.file = file
+        self.written = 0
+        self.started = 0  # the window being written is from here on
+        self.dropped = 0  # the pages before this are given back
+
+    def write(self, data: bytes | memoryview) -> None:
+        self.file.write(data)
+        self.written += len(data)
+        if self.written - self.started >= self.WINDOW:
+            self.file.flush()
+            _drop_cached(self.file, self.started, self.written)  # (dirty: its writeback starts)
+            _drop_cached(self.file, self.dropped, self.started)
+            self.dropped, self.started = self.started, self.written
+
+
+def _drop_cached(file: IO[bytes], start: int, end: int) -> None:
+    if end > start and hasattr(os, "posix_fadvise"):
+        try:
+            os.posix_fadvise(file.fileno(), start, end - start, os.POSIX_FADV_DONTNEED)
+        except OSError:  # a file system without it: the pages stay cached, as they would anyway
+            pass
+
+
+def _write_list(out: IO[bytes] | _WriteBehind, chunks: Iterable[list]) -> None:
     """A JSON list written a chunk at a time (orjson: NaN would be null, as strict JSON has it)."""
     out.write(b"[")
     first = True
@@ -327,7 +366,7 @@ def _write_list(out: IO[bytes], chunks: Iterable[list]) -> None:
             continue
         if not first:
             out.write(b",")
-        out.write(orjson.dumps(chunk)[1:-1])
+        out.write(memoryview(orjson.dumps(chunk))[1:-1])  # (the list's brackets cut without a copy)
         first = False
     out.write(b"]")
 

@@ -116,6 +116,7 @@ class _Columns:
     """What the blocks that passed hold, per field (numpy pieces, joined at the end)."""
 
     job_id: list[pa.Array] = field(default_factory=list)  # Arrow pieces: never Python strings
+    ids: JobIds | None = None  # the pieces as one column, once joined
     pieces: dict[str, list[np.ndarray]] = field(default_factory=dict)
     user: list[str] = field(default_factory=list)
     name: list[str] = field(default_factory=list)
@@ -131,10 +132,14 @@ class _Columns:
         self.pieces.setdefault(name, []).append(values)
 
     def job_ids(self) -> JobIds:
-        """The ids read so far as one column (the pieces joined once, then kept as that column)."""
-        if len(self.job_id) != 1:
-            self.job_id = [JobIds(pa.chunked_array(self.job_id, type=pa.string())).arrow]
-        return JobIds(self.job_id[0])
+        """The ids read so far as one column (the pieces joined once, then kept as that column,
+        with what it works out about itself: the check for repeats sorts it, the replay ranks by
+        that order)."""
+        if len(self.job_id) != 1 or self.ids is None:
+            if len(self.job_id) != 1:
+                self.job_id = [JobIds(pa.chunked_array(self.job_id, type=pa.string())).arrow]
+            self.ids = JobIds(self.job_id[0])
+        return self.ids
 
     def column(self, name: str, dtype: Any, default: float | int) -> np.ndarray:
         # the pieces let go as the column is made: a parse holds each column once, not twice

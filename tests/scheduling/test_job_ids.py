@@ -1,6 +1,6 @@
 """Job ids held as one Arrow column (scheduling.job_ids): read like the list they replace, stored
 and loaded as two arrays (and from the fixed-width arrays of earlier files), and the first repeated
-id found exactly, also among ids whose fingerprints meet."""
+id found exactly, read off the ids sorted as 8-byte words; that order is code-point order."""
 
 from __future__ import annotations
 
@@ -83,16 +83,32 @@ def test_the_first_repeat_is_the_earliest_position_that_repeats():
     assert JobIds(["", "x", ""]).first_repeat() == (2, 0)
 
 
-def test_ids_whose_fingerprints_meet_are_told_apart_as_text():
-    # same length, same first and last 16 bytes: the fingerprints meet, the texts differ
+def test_ids_that_differ_only_deep_inside_are_told_apart():
+    # the same first and last 16 bytes: only the words in the middle differ
     middle = [f"{'p' * 16}{k:04d}{'s' * 16}" for k in range(300)]
     assert JobIds(middle).first_repeat() is None
     assert JobIds([*middle, middle[42]]).first_repeat() == (300, 42)
 
 
-def test_a_short_id_is_fingerprinted_alone_not_with_its_neighbours():
-    # "ab" follows different ids: its fingerprint must not read their bytes
+def test_a_short_id_is_read_alone_not_with_its_neighbours():
+    # "ab" follows different ids: its words must not take in their bytes
     assert JobIds(["xxxxxxxxxxxxxxxxxxxx", "ab", "yyyyyyyyyyyyyyyyyyyy", "ab"]).first_repeat() == (3, 1)
+
+
+def test_a_run_of_equal_ids_reports_its_first_member():
+    assert JobIds(["c", "x", "b", "x", "x", "b"]).first_repeat() == (3, 1)
+    assert JobIds(["z", "b", "a", "a", "b"]).first_repeat() == (3, 2)
+
+
+def test_ids_longer_than_the_words_go_to_arrows_sort():
+    long = [f"{'q' * 70}{k:03d}" for k in (5, 1, 3)]
+    assert list(JobIds(long).order()) == [1, 2, 0]
+    assert JobIds([*long, long[1]]).first_repeat() == (3, 1)
+
+
+def test_the_order_is_by_code_point_shorter_first_and_stable():
+    ids = ["b", "a\x00", "a", "ab", "", "\u00e9", "z" * 9, "z" * 8, "a", "\U0001f600", "\uffff"]
+    assert list(JobIds(ids).order()) == sorted(range(len(ids)), key=lambda i: (ids[i], i))
 
 
 def test_a_repeat_far_into_a_large_column_is_found():
@@ -115,3 +131,9 @@ def naive_first_repeat(ids: list[str]) -> tuple[int, int] | None:
 @given(st.lists(st.text(alphabet="ab\u00e9 -", max_size=40), max_size=60))
 def test_the_first_repeat_agrees_with_a_plain_set(ids):
     assert JobIds(ids).first_repeat() == naive_first_repeat(ids)
+
+
+@settings(max_examples=300, derandomize=True, deadline=None)
+@given(st.lists(st.text(alphabet="ab\x00\u00e9\U0001f600", max_size=20), max_size=60))
+def test_the_order_agrees_with_sorting_the_strings(ids):
+    assert list(JobIds(ids).order()) == sorted(range(len(ids)), key=lambda i: (ids[i], i))
