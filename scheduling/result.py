@@ -18,6 +18,7 @@ from typing import IO, Any
 import numpy as np
 import orjson
 
+from scheduling.jobs_json import encoded_jobs
 from scheduling.model import Cause, JobState, Policy, UnschedulableReason
 from scheduling.records import Records
 from scheduling.trace import Trace
@@ -46,6 +47,9 @@ STATE_NAMES = {
     State.CANCELLED: JobState.CANCELLED.value,
 }
 REASONS = [None] + [reason.value for reason in UnschedulableReason]
+# RESULT.json's names of the codes of JobOutcomes.state and .reason
+_STATE_NAMES = np.array([STATE_NAMES[State(code)] for code in range(len(State))], dtype=object)
+_REASON_NAMES = np.array(REASONS, dtype=object)
 # Jobs (or events) encoded at a time when RESULT.json is written. Small on purpose: a chunk is a
 # list of dicts (about 600 bytes a job) and its encoded bytes; 65,536 jobs made 40 MB that the
 # allocator gave back to the system after each chunk and faulted in again for the next (a third
@@ -199,64 +203,65 @@ class ReplayResult:
             yield from chunk
 
     def job_chunks(self, size: int | None = None) -> Iterator[list[dict[str, Any]]]:
-        """The jobs of RESULT.json, ``size`` (default JSON_CHUNK) at a time: each column converted
-        once per chunk (numpy to Python lists, names looked up by code) rather than value by value."""
+        """The jobs of RESULT.json as dicts, ``size`` (default JSON_CHUNK) at a time."""
         size = size or JSON_CHUNK
+        for low in range(0, len(self.trace), size):
+            yield self._job_dicts(low, min(low + size, len(self.trace)))
+
+    def _job_dicts(self, low: int, high: int) -> list[dict[str, Any]]:
+        """Jobs low to high - 1 as dicts: each column converted once (numpy to Python lists,
+        names looked up by code) rather than value by value."""
         trace, o = self.trace, self.outcomes
         share_names = np.array(trace.share_names, dtype=object)
-        state_names = np.array([STATE_NAMES[State(code)] for code in range(len(State))], dtype=object)
-        reasons = np.array(REASONS, dtype=object)
-        for low in range(0, len(trace), size):
-            high = min(low + size, len(trace))
-            part = slice(low, high)
-            submit = trace.submit_time[part]
-            start = o.first_start[part]
-            end = o.end[part]
-            started = ~np.isnan(start)
-            rows = zip(
-                trace.job_id[part],
-                share_names[trace.share[part]].tolist(),
-                state_names[o.state[part]].tolist(),
-                submit.tolist(),
-                start.tolist(),
-                end.tolist(),
-                (start - submit).tolist(),
-                o.queued[part].tolist(),
-                o.preemptions[part].tolist(),
-                o.lost[part].tolist(),
-                reasons[o.reason[part]].tolist(),
-                started.tolist(),
-                strict=True,
-            )
-            yield [
-                {
-                    "job_id": job_id,
-                    "share": share,
-                    "state": state,
-                    "submit_time": submitted,
-                    "first_start": first if was_started else None,
-                    "end": None if finish != finish else finish,  # nan: not ended
-                    "wait": wait if was_started else None,
-                    "queued": queued,
-                    "preemptions": preemptions,
-                    "lost_seconds": lost,
-                    "reason": reason,
-                }
-                for (
-                    job_id,
-                    share,
-                    state,
-                    submitted,
-                    first,
-                    finish,
-                    wait,
-                    queued,
-                    preemptions,
-                    lost,
-                    reason,
-                    was_started,
-                ) in rows  # fmt: skip
-            ]
+        part = slice(low, high)
+        submit = trace.submit_time[part]
+        start = o.first_start[part]
+        end = o.end[part]
+        started = ~np.isnan(start)
+        rows = zip(
+            trace.job_id[part],
+            share_names[trace.share[part]].tolist(),
+            _STATE_NAMES[o.state[part]].tolist(),
+            submit.tolist(),
+            start.tolist(),
+            end.tolist(),
+            (start - submit).tolist(),
+            o.queued[part].tolist(),
+            o.preemptions[part].tolist(),
+            o.lost[part].tolist(),
+            _REASON_NAMES[o.reason[part]].tolist(),
+            started.tolist(),
+            strict=True,
+        )
+        return [
+            {
+                "job_id": job_id,
+                "share": share,
+                "state": state,
+                "submit_time": submitted,
+                "first_start": first if was_started else None,
+                "end": None if finish != finish else finish,  # nan: not ended
+                "wait": wait if was_started else None,
+                "queued": queued,
+                "preemptions": preemptions,
+                "lost_seconds": lost,
+                "reason": reason,
+            }
+            for (
+                job_id,
+                share,
+                state,
+                submitted,
+                first,
+                finish,
+                wait,
+                queued,
+                preemptions,
+                lost,
+                reason,
+                was_started,
+            ) in rows  # fmt: skip
+        ]
 
     def iter_events(self):
         job_ids = self.trace.job_id.to_list()  # each event names one or two jobs: Python strings, once
@@ -282,15 +287,19 @@ class ReplayResult:
                 f.write(head[:-1].encode())
                 if include_jobs:
                     f.write(b',"jobs":')
-                    _write_list(f, self.job_chunks())
+                    names = _STATE_NAMES.tolist(), _REASON_NAMES.tolist()
+                    _write_list(f, encoded_jobs(self.trace, self.outcomes, *names, self._encoded_job_dicts))
                 if include_events and self.events is not None:
                     f.write(b',"events":')
-                    _write_list(f, _chunked(self.iter_events(), JSON_CHUNK))
+                    _write_list(f, (_encoded(chunk) for chunk in _chunked(self.iter_events(), JSON_CHUNK)))
                 f.write(b"}")
             os.replace(tmp, path)
         except BaseException:
             os.unlink(tmp)
             raise
+
+    def _encoded_job_dicts(self, low: int, high: int) -> memoryview:
+        return _encoded(self._job_dicts(low, high))
 
     def save_outcomes(self, target) -> None:
         o = self.outcomes
@@ -357,18 +366,23 @@ def _drop_cached(file: IO[bytes], start: int, end: int) -> None:
             pass
 
 
-def _write_list(out: IO[bytes] | _WriteBehind, chunks: Iterable[list]) -> None:
-    """A JSON list written a chunk at a time (orjson: NaN would be null, as strict JSON has it)."""
+def _write_list(out: IO[bytes] | _WriteBehind, chunks: Iterable[bytes | memoryview]) -> None:
+    """A JSON list written a chunk at a time, each chunk its items joined by commas."""
     out.write(b"[")
     first = True
     for chunk in chunks:
-        if not chunk:
+        if not len(chunk):
             continue
         if not first:
             out.write(b",")
-        out.write(memoryview(orjson.dumps(chunk))[1:-1])  # (the list's brackets cut without a copy)
+        out.write(chunk)
         first = False
     out.write(b"]")
+
+
+def _encoded(items: list) -> memoryview:
+    """Items as JSON joined by commas (orjson: NaN would be null, as strict JSON has it)."""
+    return memoryview(orjson.dumps(items))[1:-1]  # (the list's brackets cut without a copy)
 
 
 def _chunked(items: Iterable, size: int) -> Iterator[list]:
