@@ -104,11 +104,12 @@ def _phase_start() -> int:
 
 def cli_phases(trace_path: str, policy_path: str, out_path: str) -> dict:
     """Each phase of the command line in this process: seconds, jobs/s and peak RSS after it."""
-    from scheduling.cli import read_policy
+    from scheduling.cli import one_shot_process, read_policy
     from scheduling.engine import replay
     from scheduling.traces import read_trace
 
     figures: dict = {}
+    one_shot_process()  # as the command does
     policy = read_policy(policy_path)
     before = _phase_start()
     figures["start_mb"] = before
@@ -149,19 +150,23 @@ def bare_loop(trace_path: str) -> float:
     return time.perf_counter() - wall
 
 
-def run_cli(env: dict) -> None:
+def run_cli(env: dict, repeat: int = 1) -> None:
+    """The phases once, then the command and the bare loop side by side ``repeat`` times (the
+    machine's speed varies from minute to minute: each pair is run back to back)."""
     with tempfile.TemporaryDirectory(prefix="planner-cli-bench-") as folder:
         trace, policy, what = write_case(Path(folder))
         out = Path(folder) / "result.json"
         print(f"command line on {what} ({trace.stat().st_size / 2**20:,.0f} MB CSV)")
         phases = json.loads(_python(["--cli-phases", str(trace), str(policy), str(out)], env))
-        bare = float(_python(["--bare-loop", str(trace)], env))
-        wall = time.perf_counter()
-        subprocess.run(
-            [sys.executable, "-m", "scheduling", "replay", "--policy", str(policy), "--trace", str(trace),
-             "--out", str(out)], check=True, cwd=ROOT, env=env,
-        )  # fmt: skip
-        command = time.perf_counter() - wall
+        pairs = []
+        for _ in range(max(1, repeat)):
+            bare = float(_python(["--bare-loop", str(trace)], env))
+            wall = time.perf_counter()
+            subprocess.run(
+                [sys.executable, "-m", "scheduling", "replay", "--policy", str(policy), "--trace", str(trace),
+                 "--out", str(out)], check=True, cwd=ROOT, env=env,
+            )  # fmt: skip
+            pairs.append((time.perf_counter() - wall, bare))
     jobs = phases["jobs"]
     print("phase | seconds | jobs/s | peak RSS in the phase | peak above the phase's start")
     for phase in ("read", "replay", "write"):
@@ -169,8 +174,12 @@ def run_cli(env: dict) -> None:
         print(f"{phase} | {seconds:.2f} | {jobs / seconds:,.0f} | {peak:,} MB | {above:,} MB")
     sizes = f"CSV {phases['file_mb']} MB; RESULT.json {phases['result_mb']} MB"
     print(f"(after imports: {phases['start_mb']} MB; {sizes})")
-    print(f"python -m scheduling replay end to end: {command:.2f} s")
-    print(f"bare loop (csv.reader + two heap events per job): {bare:.2f} s; ratio {command / bare:.2f}x")
+    print("python -m scheduling replay end to end | bare loop (csv.reader + two heap events per job) | ratio")
+    for command, bare in pairs:
+        print(f"{command:.2f} s | {bare:.2f} s | {command / bare:.2f}x")
+    if len(pairs) > 1:
+        ratios = sorted(command / bare for command, bare in pairs)
+        print(f"ratio: median {ratios[len(ratios) // 2]:.2f}x, worst {ratios[-1]:.2f}x of {len(pairs)} pairs")
 
 
 def _python(args: list[str], env: dict) -> str:

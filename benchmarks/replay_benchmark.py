@@ -3,7 +3,8 @@
     .venv/bin/python benchmarks/replay_benchmark.py                 # 10k, 100k, 1M synthetic + real traces
     .venv/bin/python benchmarks/replay_benchmark.py --cases 10k itp   # a selection
     .venv/bin/python benchmarks/replay_benchmark.py --repeat 3        # the fastest of 3 runs a case
-    .venv/bin/python benchmarks/replay_benchmark.py --cli             # the command line, phase by phase
+    .venv/bin/python benchmarks/replay_benchmark.py --cli --repeat 5  # the command line by phase,
+                                                                      # then 5 pairs of it and the bare loop
     .venv/bin/python benchmarks/replay_benchmark.py --upload tiled 5m # upload to study finished (API)
 
 Synthetic cases replay `scheduling.synthetic.generate(N)` on the 4-share demo policy (two shares lend
@@ -168,7 +169,7 @@ def main() -> None:
         env = {"PYTHONPATH": str(ROOT), "PATH": os.environ.get("PATH", "/usr/bin:/bin"), **_engine_choice()}
         print(f"reference loop: {reference_loop_seconds()} s")
         if args.cli:
-            ingest.run_cli(env)
+            ingest.run_cli(env, args.repeat)
         for case in args.upload or []:
             ingest.run_upload(env, None if case == "tiled" else 5_000_000)
         return

@@ -47,7 +47,7 @@ def _replay(args: argparse.Namespace) -> None:
     from scheduling.engine import replay
     from scheduling.traces import read_trace
 
-    _one_shot_memory()
+    one_shot_process()
     policy = read_policy(args.policy)
     options = {"mapping": _mapping(args.mapping)} if args.mapping else {}
     trace = read_trace(args.trace, format=args.format, **options)
@@ -55,7 +55,7 @@ def _replay(args: argparse.Namespace) -> None:
     result.write_json(args.out, include_jobs=True, include_events=args.events)
 
 
-def _one_shot_memory() -> None:
+def one_shot_process() -> None:
     """A replay is one process that reads, replays and writes, then exits: memory it frees is
     better kept for its next phase than given back. glibc hands blocks over 128 KB (a numpy
     array of a block of jobs, a chunk of RESULT.json) back to the system when they are freed,
