@@ -165,9 +165,12 @@ class JobIds(Sequence[str]):
             same = pc.equal(ordered[1:], ordered[:-1]).to_numpy(zero_copy_only=False)
         else:
             words = _words(data, offsets[:-1], lengths, n_words)
-            order = np.lexsort([lengths, *words[::-1]])  # (its last key sorts first)
+            # a word (or the length) the same in every id orders nothing: "job-0000" of
+            # "job-0000017", say
+            keys = [key for key in (*words, lengths) if len(key) and (key != key[0]).any()]
+            order = np.lexsort(keys[::-1]) if keys else np.arange(len(lengths))  # (last key first)
             same = np.ones(max(len(order) - 1, 0), dtype=bool)
-            for key in (lengths, *words):
+            for key in keys:
                 ordered = key[order]
                 same &= ordered[1:] == ordered[:-1]
         self._sorted = order, np.flatnonzero(same) + 1
