@@ -22,6 +22,7 @@ from scheduling.jobs_json import encoded_jobs
 from scheduling.model import Cause, JobState, Policy, UnschedulableReason
 from scheduling.records import Records
 from scheduling.trace import Trace
+from scheduling.write_behind import WriteBehind
 
 
 class State(IntEnum):
@@ -282,7 +283,7 @@ class ReplayResult:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as opened:
-                f = _WriteBehind(opened)
+                f = WriteBehind(opened)
                 head = json.dumps(self.to_dict(False, False), separators=(",", ":"))
                 f.write(head[:-1].encode())
                 if include_jobs:
@@ -332,41 +333,7 @@ class ReplayResult:
             )
 
 
-class _WriteBehind:
-    """A large file written without keeping it in the page cache: every ``WINDOW`` bytes the
-    kernel is asked to start writing the window out, and to drop the window before, written out
-    by then (POSIX_FADV_DONTNEED drops clean pages only, and never waits). RESULT.json of a
-    million jobs is 231 MB; cached, every page of it is memory the kernel must find and zero, the
-    dearest part of writing it on a virtual machine whose host backs memory on first touch (0.8
-    s against 0.25 s measured here). Dropped pages are taken again for the windows after."""
-
-    WINDOW = 8 << 20
-
-    def __init__(self, file: IO[bytes]):
-        self.file = file
-        self.written = 0
-        self.started = 0  # the window being written is from here on
-        self.dropped = 0  # the pages before this are given back
-
-    def write(self, data: bytes | memoryview) -> None:
-        self.file.write(data)
-        self.written += len(data)
-        if self.written - self.started >= self.WINDOW:
-            self.file.flush()
-            _drop_cached(self.file, self.started, self.written)  # (dirty: its writeback starts)
-            _drop_cached(self.file, self.dropped, self.started)
-            self.dropped, self.started = self.started, self.written
-
-
-def _drop_cached(file: IO[bytes], start: int, end: int) -> None:
-    if end > start and hasattr(os, "posix_fadvise"):
-        try:
-            os.posix_fadvise(file.fileno(), start, end - start, os.POSIX_FADV_DONTNEED)
-        except OSError:  # a file system without it: the pages stay cached, as they would anyway
-            pass
-
-
-def _write_list(out: IO[bytes] | _WriteBehind, chunks: Iterable[bytes | memoryview]) -> None:
+def _write_list(out: IO[bytes] | WriteBehind, chunks: Iterable[bytes | memoryview]) -> None:
     """A JSON list written a chunk at a time, each chunk its items joined by commas."""
     out.write(b"[")
     first = True

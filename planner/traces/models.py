@@ -185,6 +185,8 @@ class Trace(models.Model):
                         moved = True
                     except OSError:  # another file system: copied below
                         pass
+                    else:  # (closed now: Django's file would try to delete it when collected)
+                        upload.close()
                 if not moved:
                     for chunk in upload.chunks():
                         out.write(chunk)

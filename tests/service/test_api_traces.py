@@ -274,3 +274,27 @@ def test_a_body_over_the_size_limit_is_a_413_and_keeps_nothing(admin_api, settin
 def test_an_empty_body_is_no_file(admin_api):
     response = raw_upload(admin_api, b"", "name=empty")
     assert response.status_code == 400 and response.json()["error"]["field"] == "file"
+
+
+def _rows(count: int) -> bytes:
+    return b"job_id,submit_time,share,duration\n" + b"".join(
+        b"job-%07d,%d,QS%d,60\n" % (k, k, 1 + k % 2) for k in range(count)
+    )
+
+
+@pytest.mark.parametrize("send", ["form", "body"])
+def test_a_file_streamed_to_disk_and_written_behind_arrives_whole(admin_api, settings, monkeypatch, send):
+    # Past FILE_UPLOAD_MAX_MEMORY_SIZE the upload goes to a temporary file, written behind a
+    # window at a time (windows of 4 KB here, so that many are let go)
+    from scheduling import write_behind
+
+    monkeypatch.setattr(write_behind, "WINDOW", 4096)
+    settings.FILE_UPLOAD_MAX_MEMORY_SIZE = 1024
+    content = _rows(3000)
+    if send == "form":
+        body = upload(admin_api, content, name="disk").json()
+    else:
+        body = raw_upload(admin_api, content, "name=disk").json()
+    assert body["status"] == "ready", body["error"]
+    assert body["job_count"] == 3000 and body["parse"]["bytes_total"] == len(content)
+    assert Trace.objects.get(pk=body["id"]).load_jobs().job_id[2999] == "job-0002999"
