@@ -2,9 +2,10 @@
 
 A million jobs as dicts for orjson took about a second (making the dicts, encoding them, freeing
 them), most of writing RESULT.json. Here each number column is encoded by orjson as a numpy array
-(in C: the same text orjson gives a Python float, NaN as ``null``), split into one text per job
-by Arrow, the names are looked up as ready-made JSON texts, and Arrow's element-wise join puts
-each job's object together; the chunk's objects are one buffer, written as it is. The bytes are
+(in C: the same text orjson gives a Python float, NaN as ``null``) and read by Arrow as one text
+per job (views of that one buffer, cut after each comma), the names are looked up as ready-made
+JSON texts, and Arrow's element-wise join puts each job's object together; the chunk's objects are
+one buffer, written as it is. The bytes are
 those the dicts gave (``tests/scheduling/test_result_json.py``). An id that JSON must escape
 beyond a quote or a backslash (a control character) sends its chunk to the dicts.
 """
