@@ -168,7 +168,8 @@ def _window(span: tuple[float, float], window: tuple[float, float]) -> tuple[flo
 
 
 def _change_columns(records: Records, t: int, n_types: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(time, share, value) of a change log's changes of type t, in time order."""
+    """(time, share, value) of a change log's changes of type t, in time order (for the pool's
+    capacity log, whose key is the type alone, the "share" is 0)."""
     times, keys, values = _columns(records)
     if n_types > 1:
         mine = keys % n_types == t  # this type's changes only
@@ -278,9 +279,8 @@ BLOCK = 1 << 15  # instants per block of the accounts (x shares x 8 bytes per ar
 def _calendar_changes(records: Records, t: int, n_types: int) -> list[tuple[float, int, float]]:
     """The calendar's changes of type t as applied by the engine: (time, column, new value);
     a column is a share for quotas (0 for the pool's capacity)."""
-    times, keys, values = _columns(records)
-    mine = keys % n_types == t
-    return list(zip(times[mine].tolist(), (keys[mine] // n_types).tolist(), values[mine].tolist()))
+    times, columns, values = _change_columns(records, t, n_types)
+    return list(zip(times.tolist(), columns.tolist(), values.tolist()))
 
 
 def _steps_at(instants: np.ndarray, base: np.ndarray, changes: list[tuple[float, int, float]]) -> np.ndarray:

@@ -135,9 +135,10 @@ class _Columns:
         """The ids read so far as one column (the pieces joined once, then kept as that column,
         with what it works out about itself: the check for repeats sorts it, the replay ranks by
         that order)."""
-        if len(self.job_id) != 1 or self.ids is None:
-            if len(self.job_id) != 1:
-                self.job_id = [JobIds(pa.chunked_array(self.job_id, type=pa.string())).arrow]
+        if len(self.job_id) != 1:  # (new pieces since: joined, and the column made again)
+            self.job_id = [JobIds(pa.chunked_array(self.job_id, type=pa.string())).arrow]
+            self.ids = None
+        if self.ids is None:
             self.ids = JobIds(self.job_id[0])
         return self.ids
 
