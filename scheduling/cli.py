@@ -128,7 +128,7 @@ def _forecast(args: argparse.Namespace) -> None:
         data = Path(args.snapshot).read_bytes()
     except OSError as exc:
         raise InputError(f"cannot read the snapshot {args.snapshot}: {exc}", field="snapshot") from None
-    snapshot = read_snapshot(data, fmt=args.snapshot_format)
+    snapshot = read_snapshot(data, fmt=args.snapshot_format, policy=policy)
     history = read_trace(args.history, format=args.format) if args.history else None
     inputs = ForecastInputs(
         policy, snapshot, history, samples=args.samples, seed=args.seed, arrivals=args.arrivals,

@@ -69,5 +69,4 @@ def policy_at(policy: Policy, time: float) -> Policy:
 
 def bound_snapshot(inputs: ForecastInputs) -> Snapshot:
     """The snapshot checked against the policy (shares and types known, a type for every job)."""
-    policy = inputs.policy
-    return bind_snapshot(inputs.snapshot, {s.name for s in policy.shares}, list(policy.instance_types))
+    return bind_snapshot(inputs.snapshot, inputs.policy)
