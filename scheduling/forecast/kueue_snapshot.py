@@ -8,10 +8,11 @@
   (``spec.queueName`` in its namespace) from the LocalQueues in the List or ``queue_shares``, as the
   trace importer does; the policy imported from the live configuration names shares by ClusterQueue;
 - instance type = the flavor assigned to the GPU resource (flavors are the policy's instance types);
-  a pending workload has none yet (the forecast takes the first type its share has quota of);
+  a pending workload has none yet: the first type its share has quota of **(choice: Kueue tries a
+  ClusterQueue's flavors in order)**;
 - instances = GPUs (per podSet, ``count`` x the GPUs its pod template requests, requests else limits)
-  / the type's GPUs per instance (``gpus_per_instance``, 1 when not given, as the Kueue policy import
-  counts a flavor without its annotation); workloads asking no GPU are not in the pool: left out;
+  / the type's GPUs per instance in the policy (1 without one, as the Kueue policy import counts a
+  flavor without its annotation); workloads asking no GPU are not in the pool: left out;
 - priority = ``spec.priority`` (kept when all are within 0..9999, else ranked keeping their order);
 - ``max_runtime_seconds`` = ``spec.maximumExecutionTimeSeconds`` minus the
   ``status.accumulatedPastExecutionTimeSeconds`` already spent;
@@ -29,8 +30,8 @@ from datetime import datetime
 from typing import Any
 
 from scheduling.errors import InputError
-from scheduling.forecast.snapshot import Snapshot, SnapshotJob, check_snapshot
-from scheduling.model import MAX_PRIORITY
+from scheduling.forecast.snapshot import Snapshot, SnapshotJob, check_snapshot, default_type
+from scheduling.model import MAX_PRIORITY, Policy
 from scheduling.traces.fields import parse_time
 from scheduling.traces.kueue_workloads import API_VERSIONS, GPU_RESOURCE
 
@@ -80,9 +81,12 @@ def read_kueue_snapshot(
     value: Any,
     *,
     queue_shares: Mapping[str, str] | None = None,
-    gpus_per_instance: Mapping[str, float] | None = None,
+    policy: Policy | None = None,
     gpu_resource: str = GPU_RESOURCE,
 ) -> Snapshot:
+    """``policy`` (the live configuration's) tells how many GPUs an instance of each flavor has and
+    which type a workload not admitted will take (``snapshot.default_type``); without it an instance
+    is one GPU and the type is left to the forecast."""
     if not isinstance(value, Mapping) or not isinstance(value.get("items"), list):
         raise InputError("must be a kubectl List: {kind: List, items: [...]}", field="items")
     shares = dict(queue_shares or {})
@@ -123,7 +127,11 @@ def read_kueue_snapshot(
                 "spec.queueName",
             )
         flavor = read["flavor"]
-        per = float((gpus_per_instance or {}).get(flavor, 1.0)) if flavor else 1.0
+        if flavor is None and policy is not None and share in policy.share_index():
+            flavor = default_type(policy, share)
+        per = 1.0
+        if flavor is not None and policy is not None and flavor in policy.instance_types:
+            per = float(policy.instance_types[flavor].gpus)
         count = read["gpus"] / per
         if not float(count).is_integer():
             raise item.fail(f"{read['gpus']:g} GPUs are not whole instances of {per:g} GPUs", "spec.podSets")

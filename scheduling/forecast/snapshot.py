@@ -132,8 +132,7 @@ def read_snapshot(data: bytes | str | dict, fmt: str = "auto", *, policy: Policy
     if fmt == "kueue-workloads":
         from scheduling.forecast.kueue_snapshot import read_kueue_snapshot
 
-        per = {name: t.gpus for name, t in policy.instance_types.items()} if policy is not None else None
-        return read_kueue_snapshot(value, gpus_per_instance=per)
+        return read_kueue_snapshot(value, policy=policy)
     if fmt == "aws-batch":
         from scheduling.forecast.aws_batch_snapshot import read_aws_batch_snapshot
 
@@ -280,6 +279,16 @@ def check_snapshot(snapshot: Snapshot) -> None:
             seen[job.job_id] = where
 
 
+def default_type(policy: Policy, share_name: str) -> str | None:
+    """The type of a job that names none: the pool's one type, else the first type (in the policy's
+    order) its share has quota of, None when there is no such type."""
+    type_names = list(policy.instance_types)
+    if len(type_names) == 1:
+        return type_names[0]
+    share = policy.share(share_name)
+    return next((t for t in type_names if share.quota(t) > 0), None)
+
+
 def bind_snapshot(snapshot: Snapshot, policy: Policy) -> Snapshot:
     """Check that the snapshot's shares and types are the policy's, and name the type of a job that
     left it out: the pool's one type, else the first type (in the policy's order) its share has
@@ -296,14 +305,13 @@ def bind_snapshot(snapshot: Snapshot, policy: Policy) -> Snapshot:
             if job.share not in share_names:
                 raise InputError(f"unknown share {job.share!r}: not in the policy", field=f"{where}.share")
             if job.instance_type is None:
-                share = policy.share(job.share)
-                held = [t for t in type_names if share.quota(t) > 0]
-                if len(type_names) != 1 and not held:
+                chosen = default_type(policy, job.share)
+                if chosen is None:
                     raise InputError(
                         "is missing: the pool has several instance types and its share has quota of none",
                         field=f"{where}.instance_type",
                     )
-                job = replace(job, instance_type=type_names[0] if len(type_names) == 1 else held[0])
+                job = replace(job, instance_type=chosen)
             elif job.instance_type not in type_names:
                 raise InputError(
                     f"unknown instance type {job.instance_type!r}: not in the policy",
