@@ -305,11 +305,11 @@ def run_case(name: str, policy: Policy, states: list[State], samples: int, horiz
 def speed(samples: int) -> None:
     """200 samples of a 1,000-job snapshot with a week of arrivals, on one core."""
     from scheduling.compiled import engine_kind
-    from scheduling.synthetic import demo_policy_dict, generate
+    from scheduling.synthetic import demo_policy_dict, demo_pool_gpus, generate
 
-    history = generate(20_000, seed=3)
+    history = generate(20_000, seed=3)  # 40 days of the 4-share demo pool
     span = float(history.submit_time.max() - history.submit_time.min())
-    policy = Policy.from_dict(demo_policy_dict(256))
+    policy = Policy.from_dict(demo_policy_dict(demo_pool_gpus(history)))
     t0 = float(history.submit_time.min()) + span * 0.6
     before = np.flatnonzero(history.submit_time <= t0)
     week = np.flatnonzero((history.submit_time > t0 - 7 * DAY) & (history.submit_time <= t0))

@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from scheduling.errors import InputError
 from scheduling.forecast import ForecastInputs, forecast, read_snapshot, run_samples
 from scheduling.forecast.arrivals import ArrivalDays
 from scheduling.forecast.durations import DurationHistory, size_class
@@ -187,3 +188,16 @@ def test_baselines():
     assert old["baselines"] == {"requested_time": T0 + 300, "share_median_wait": T0}
     assert fresh["baselines"] == {"requested_time": T0 + 350, "share_median_wait": T0 + 150}
     assert ends(out, "r")["baselines"] == {"requested_time": T0 - 100, "share_median_wait": T0 - 100}
+
+
+def test_arrivals_without_a_type_in_a_one_type_pool_and_with_an_unknown_type():
+    submit = [T0 - DAY + 100.0]
+    h = history([("A", 1, 10.0)], submit=submit)
+    h.instance_type[:] = -1  # omitted: the pool's one type
+    days = ArrivalDays(h, T0, policy())
+    assert days.columns(np.array([0]))["instance_type"].tolist() == [0]
+    h.type_names = ["tpu"]
+    h.instance_type[:] = 0
+    with pytest.raises(InputError) as caught:
+        ArrivalDays(h, T0, policy())
+    assert (caught.value.row, caught.value.field) == (1, "history.instance_type")
