@@ -79,7 +79,10 @@ def read_aws_batch_snapshot(value: Any) -> Snapshot:
         raise InputError("must be an object {list_service_jobs, describe_service_job}", field="snapshot")
     unknown = sorted(set(value) - {"list_service_jobs", "describe_service_job", "job_queue_snapshot", "time"})
     if unknown:
-        raise InputError("unknown key", field=unknown[0])
+        raise InputError(
+            "is not a key of an AWS Batch snapshot (list_service_jobs, describe_service_job, "
+            "job_queue_snapshot, time)", field=unknown[0],
+        )  # fmt: skip
     listed = _listed(value.get("list_service_jobs"))
     described = _described(value.get("describe_service_job"))
     latest = -math.inf
