@@ -270,8 +270,12 @@ def judge(result: dict, state: State, horizon_end: float) -> dict[str, float]:
     }
 
 
-def run_case(name: str, policy: Policy, states: list[State], samples: int, horizon_days: float) -> None:
-    print(f"\n{name}: {len(states)} cuts, {samples} samples, horizon {horizon_days:g} days, arrivals history")
+def run_case(
+    name: str, policy: Policy, states: list[State], samples: int, horizon_days: float, window: float | None
+) -> None:
+    durations = "section 11" if window is None else f"{window:g}-day windows (beyond section 11)"
+    print(f"\n{name}: {len(states)} cuts, {samples} samples, horizon {horizon_days:g} days, arrivals history,"
+          f" durations {durations}")  # fmt: skip
     header = f"{'cut (day)':>9} {'running':>7} {'pending':>7} {'started':>7} {'coverage':>8} " \
              f"{'p50 MAE h':>9} {'requested h':>11} {'share wait h':>12} {'seconds':>7}"  # fmt: skip
     print(header)
@@ -281,8 +285,9 @@ def run_case(name: str, policy: Policy, states: list[State], samples: int, horiz
     for state in states:
         began = time.perf_counter()
         inputs = ForecastInputs(
-            policy, state.snapshot, state.history, samples=samples, horizon_days=horizon_days
-        )
+            policy, state.snapshot, state.history, samples=samples, horizon_days=horizon_days,
+            duration_window_days=window,
+        )  # fmt: skip
         result = forecast(inputs)
         seconds = time.perf_counter() - began
         scores = judge(result, state, inputs.until)
@@ -334,6 +339,7 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=100)
     parser.add_argument("--horizon-days", type=float, default=14.0)
     parser.add_argument("--speed", action="store_true", help="only the speed figure")
+    parser.add_argument("--duration-window-days", type=float, help="beyond section 11 (docs/forecast.md)")
     args = parser.parse_args()
     if args.speed:
         speed(200)
@@ -343,7 +349,7 @@ def main() -> None:
     print(f"engine: {engine_kind()}")
     for case in args.cases:
         policy, states = itp_states(args.cuts) if case == "itp" else openb_states(args.cuts)
-        run_case(case, policy, states, args.samples, args.horizon_days)
+        run_case(case, policy, states, args.samples, args.horizon_days, args.duration_window_days)
 
 
 if __name__ == "__main__":

@@ -201,3 +201,34 @@ def test_arrivals_without_a_type_in_a_one_type_pool_and_with_an_unknown_type():
     with pytest.raises(InputError) as caught:
         ArrivalDays(h, T0, policy())
     assert (caught.value.row, caught.value.field) == (1, "history.instance_type")
+
+
+def test_duration_windows_draw_a_sample_from_one_period():
+    # Beyond section 11 (opt-in): 60 jobs of 100 s half an hour apart from 0, 60 of 500 s from
+    # 1000 hours. A 2-day window around any job holds 48 or more of its period's and none of the
+    # other's: in each sample both pending jobs (both start at T0 on two instances) run 100 s or both
+    # 500 s; with the whole pool they mix.
+    half_hours = [1800.0 * i for i in range(60)]
+    h = history([("A", 1, 100.0)] * 60 + [("A", 1, 500.0)] * 60,
+                submit=half_hours + [3.6e6 + t for t in half_hours])  # fmt: skip
+    snap = read_snapshot(snapshot(pending=[
+        {"job_id": "p", "share": "A", "submit_time": T0}, {"job_id": "q", "share": "A", "submit_time": T0}]))
+    windowed = ForecastInputs(policy(2), snap, h, samples=24, arrivals="none", duration_window_days=2)
+    ends_ = run_samples(windowed, 0, 24).end - T0
+    assert all(row[0] == row[1] for row in ends_.tolist())
+    assert set(ends_[:, 0].tolist()) == {100.0, 500.0}
+    whole = ForecastInputs(policy(2), snap, h, samples=24, arrivals="none")
+    mixed = run_samples(whole, 0, 24).end - T0
+    assert any(row[0] != row[1] for row in mixed.tolist())
+    assert forecast(windowed)["duration_window_days"] == 2
+
+
+def test_a_window_with_fewer_than_30_durations_falls_back_to_the_whole_pool():
+    hours = [3600.0 * i for i in range(20)]
+    h = history([("A", 1, 100.0)] * 20 + [("A", 1, 500.0)] * 20, submit=hours + [3.6e6 + t for t in hours])
+    durations = DurationHistory(h)
+    pool = durations.pool("A", 1)
+    assert durations.windowed(pool, np.random.default_rng(0), 2) is None  # 20 in any window
+    assert len(durations.windowed(pool, np.random.default_rng(0), 2000)) == 40
+    with pytest.raises(InputError):
+        ForecastInputs(policy(), read_snapshot(snapshot()), h, duration_window_days=0)
