@@ -245,7 +245,7 @@ def openb_states(cuts: int) -> tuple[Policy, list[State]]:
 
 
 def judge(result: dict, state: State, horizon_end: float) -> dict[str, float]:
-    covered = 0
+    covered = early = 0
     errors: dict[str, list[float]] = {"p50": [], "requested_time": [], "share_median_wait": []}
     jobs = {j["job_id"]: j for j in result["jobs"]}
     for job_id, truth in state.truth.items():
@@ -255,6 +255,7 @@ def judge(result: dict, state: State, horizon_end: float) -> dict[str, float]:
         low = math.inf if start["p10"] is None else start["p10"]
         high = math.inf if start["p90"] is None else start["p90"]
         covered += low <= actual <= high
+        early += actual < low
         if math.isfinite(actual):
             for name, value in (("p50", start["p50"]), *forecast_job["baselines"].items()):
                 point = horizon_end if value is None else value
@@ -264,6 +265,7 @@ def judge(result: dict, state: State, horizon_end: float) -> dict[str, float]:
         "pending": n,
         "started": len(errors["p50"]),
         "coverage": covered / n if n else math.nan,
+        "early": early / n if n else math.nan,  # the actual start before p10 (else after p90)
         **{f"mae_{k}": float(np.median(v)) if v else math.nan for k, v in errors.items()},
         "_covered": covered,
         "_errors": errors,  # type: ignore[dict-item]
@@ -276,12 +278,11 @@ def run_case(
     durations = "section 11" if window is None else f"{window:g}-day windows (beyond section 11)"
     print(f"\n{name}: {len(states)} cuts, {samples} samples, horizon {horizon_days:g} days, arrivals history,"
           f" durations {durations}")  # fmt: skip
-    header = f"{'cut (day)':>9} {'running':>7} {'pending':>7} {'started':>7} {'coverage':>8} " \
+    header = f"{'cut (day)':>9} {'running':>7} {'pending':>7} {'started':>7} {'coverage':>8} {'early':>5} " \
              f"{'p50 MAE h':>9} {'requested h':>11} {'share wait h':>12} {'seconds':>7}"  # fmt: skip
     print(header)
     pooled_errors: dict[str, list[float]] = {"p50": [], "requested_time": [], "share_median_wait": []}
-    covered = total = 0
-    origin = min(float(s.snapshot.time) for s in states) if states else 0.0
+    covered = total = early = 0
     for state in states:
         began = time.perf_counter()
         inputs = ForecastInputs(
@@ -292,17 +293,19 @@ def run_case(
         seconds = time.perf_counter() - began
         scores = judge(result, state, inputs.until)
         covered += scores["_covered"]
+        early += round(scores["early"] * scores["pending"])
         total += scores["pending"]
         for k, v in scores["_errors"].items():
             pooled_errors[k].extend(v)
         day = state.snapshot.time / DAY
         print(f"{day:9.2f} {len(state.snapshot.running):7d} {scores['pending']:7d} {scores['started']:7d} "
-              f"{scores['coverage']:8.2f} {scores['mae_p50']:9.2f} {scores['mae_requested_time']:11.2f} "
+              f"{scores['coverage']:8.2f} {scores['early']:5.2f} {scores['mae_p50']:9.2f} "
+              f"{scores['mae_requested_time']:11.2f} "
               f"{scores['mae_share_median_wait']:12.2f} {seconds:7.1f}")  # fmt: skip
-    del origin
     mae = {k: float(np.median(v)) if v else math.nan for k, v in pooled_errors.items()}
     better = min(mae["requested_time"], mae["share_median_wait"])
     print(f"{'pooled':>9} {'':7} {total:7d} {len(pooled_errors['p50']):7d} {covered / max(total, 1):8.2f} "
+          f"{early / max(total, 1):5.2f} "
           f"{mae['p50']:9.2f} {mae['requested_time']:11.2f} {mae['share_median_wait']:12.2f}")  # fmt: skip
     print(f"p50 MAE / better baseline: {mae['p50'] / better:.2f}" if better else "no baseline error")
 
