@@ -110,6 +110,9 @@ MAX_BORROW_LIMIT_PERCENT = 100_000.0  # 1,000 times the share's own quota
 MAX_SHARES = 500  # per policy (AWS Batch allows 20 quota shares per job queue)
 MAX_RUNNABLE_TIMEOUT_SECONDS = 365 * 86_400.0  # a year in RUNNABLE: any real limit is far shorter
 MAX_FAIR_WEIGHT = 1_000_000.0  # Kueue weights are small numbers; 0 already means "never favoured"
+# A calendar of ten thousand dated changes is a change every hour for over a year: a real plan has
+# tens. Past it, a page, an export and every replay would spend seconds on the calendar alone.
+MAX_CHANGES = 10_000
 
 
 @dataclass(frozen=True)
@@ -484,7 +487,13 @@ def _parse_changes(raw: Any, instance_types: Mapping[str, InstanceType]) -> tupl
         return ()
     if not isinstance(raw, list):
         raise InputError("must be a list of {time, capacity} or {time, share, capacity}", field="changes")
+    if len(raw) > MAX_CHANGES:
+        raise InputError(
+            f"{len(raw):,} changes: a policy's calendar holds at most {MAX_CHANGES:,}", field="changes"
+        )
     changes = []
+    # (time, target, type) -> the change that set it: one instant sets a target's type once.
+    setters: dict[tuple[float, str | None, str], int] = {}
     for i, item in enumerate(raw):
         where = f"changes[{i}]"
         if not isinstance(item, Mapping):
@@ -499,6 +508,15 @@ def _parse_changes(raw: Any, instance_types: Mapping[str, InstanceType]) -> tupl
         capacity = _parse_counts(item.get("capacity"), f"{where}.capacity", instance_types, required=True)
         if not capacity:
             raise InputError("names no instance type", field=f"{where}.capacity")
+        for type_name in capacity:
+            earlier = setters.setdefault((time, share, type_name), i)
+            if earlier != i:
+                target = "the pool" if share is None else f"share {share}"
+                raise InputError(
+                    f"changes[{earlier}] already sets {type_name} of {target} at {time:g} s: "
+                    "two changes cannot set one target and type at one instant",
+                    field=f"{where}.capacity.{type_name}",
+                )
         changes.append(Change(time=time, capacity=capacity, share=share))
     # Stable: changes at one time keep the order they were written in (a later one wins).
     return tuple(sorted(changes, key=lambda c: c.time))

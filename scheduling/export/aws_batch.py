@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from scheduling.capacity_plans import changes_in_words
 from scheduling.errors import InputError
 from scheduling.export.escape import comment_text, shell_word
 from scheduling.model import (
@@ -162,10 +163,8 @@ def _not_in_aws_notes(policy: Policy) -> list[str]:
     if weighted:
         notes.append(f"fair_weight of shares ({', '.join(weighted)}) has no AWS Batch setting: not exported")
     if policy.changes:
-        when = "; ".join(
-            f"at {change.time:g} s {'the pool' if change.share is None else 'quota share ' + change.share}: "
-            + ", ".join(f"{n} x {t}" for t, n in change.capacity.items())
-            for change in policy.changes
+        when = changes_in_words(
+            policy.changes, lambda share: "the pool" if share is None else f"quota share {share}"
         )
         notes.append(
             f"AWS Batch has no dated capacity or quotas: the calendar's {len(policy.changes)} changes are "
