@@ -95,7 +95,12 @@ def to_kueue_yaml(
         header += textwrap.wrap(
             comment_text(note), width=100, initial_indent="# - ", subsequent_indent="#   "
         )
-    body = yaml.safe_dump_all(documents, sort_keys=False, default_flow_style=False, explicit_start=True)
+    # libyaml's emitter when it is built: the pure-Python one took seconds over a long calendar's
+    # annotation (one long string, analysed character by character).
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    body = yaml.dump_all(
+        documents, Dumper=dumper, sort_keys=False, default_flow_style=False, explicit_start=True
+    )
     return "\n".join(header) + "\n" + body
 
 

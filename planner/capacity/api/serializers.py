@@ -23,7 +23,7 @@ from planner.capacity.models import (
 from planner.validators import validate_borrow_limit_percent, validate_name
 from scheduling.capacity_plans import TrainingPlan
 from scheduling.errors import InputError
-from scheduling.model import MAX_INSTANCES, parse_instance_count
+from scheduling.model import MAX_CHANGES, MAX_INSTANCES, parse_instance_count
 from scheduling.traces.fields import parse_time
 
 
@@ -212,6 +212,12 @@ class PolicySerializer(serializers.ModelSerializer):
             )
         raw = {key: attrs.pop(key) for key in RAW_POLICY_KEYS if key in attrs}
         if raw.get("changes") is not None:
+            if isinstance(raw["changes"], list) and len(raw["changes"]) > MAX_CHANGES:
+                # Refused before anything reads the list (the engine says the same, later).
+                raise serializers.ValidationError(
+                    {"changes": f"{len(raw['changes']):,} changes: a policy's calendar holds at most "
+                     f"{MAX_CHANGES:,}"}
+                )
             check_type_names(_change_type_names(raw["changes"]), "changes")
         policy = Policy(pk=self.instance.pk if self.instance else None)
         if self.instance is not None:
