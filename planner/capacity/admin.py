@@ -1,7 +1,7 @@
 """Raw edits of pools, instance types, policies and shares; every change goes through the
 engine's validator (model ``clean()`` and the formsets below)."""
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from django.forms.models import BaseInlineFormSet
 from django.urls import reverse
@@ -179,7 +179,11 @@ class PolicyAdmin(admin.ModelAdmin):
             while Policy.objects.filter(name=name).exists():
                 name = f"{policy.name} (copy {suffix})"
                 suffix += 1
-            policy.duplicate(name)
+            try:
+                policy.duplicate(name)
+            except ValidationError as error:
+                self.message_user(request, " ".join(error.messages), level=messages.ERROR)
+                return
         self.message_user(request, f"Duplicated {queryset.count()} policies.")
 
 

@@ -528,7 +528,14 @@ class Policy(models.Model):
     def duplicate(self, name: str, description: str | None = None) -> Policy:
         """A copy with every share and limit, remembering this policy as its parent."""
         """A copy with every share, limit, setting and calendar row, remembering this policy as
-        its parent."""
+        its parent. A stored policy the engine now refuses (a calendar stored before a rule held:
+        a change before 1970) is not copied: ValidationError saying why."""
+        try:
+            self.engine_policy()
+        except ValidationError as error:
+            raise ValidationError(
+                f"{self.name} is not a valid policy, so it is not copied: {' '.join(error.messages)}"
+            ) from None
         copy = Policy.objects.create(
             name=name,
             pool=self.pool,

@@ -20,10 +20,11 @@ from planner.curves.models import CapacityCurve, CurvePoint, PointRole, SearchPo
 from planner.studies.attempts import reap_stale
 from planner.studies.models import RunStatus
 from planner.traces.models import Trace
+from planner.validators import LONG_NAME_LENGTH
 from scheduling.capacity_curve import MAX_PLANS, MAX_POLICIES, curve_sizes, plan_label
 from scheduling.capacity_plans import TrainingPlan, add_training_plan
 from scheduling.errors import InputError
-from scheduling.model import parse_policy
+from scheduling.model import check_name, parse_policy
 from scheduling.scaling import SizeMode, capacity_at, pool_gpus, scale_policy, sized_type
 from scheduling.worth import Criterion, SearchRange, conclusion, matches, next_sizes, parse_metric
 
@@ -76,6 +77,17 @@ def _scaled(snapshot: dict, size: int, mode: SizeMode, instance_type: str, field
         return capacity, scale_policy(snapshot, capacity)
     except InputError as error:
         raise ValidationError({field: f"{snapshot['name']} at {size:,}: {error.describe()}"}) from None
+
+
+def _checked_name(name: str) -> str:
+    """A curve's or search's own name, held to the one rule for names (``check_name``: one line of
+    printable text): "" (the default name, made from names already checked) passes."""
+    if not name:
+        return name
+    try:
+        return check_name(name, "name", LONG_NAME_LENGTH)
+    except InputError as error:
+        raise ValidationError({"name": error.reason}) from None
 
 
 def _urgent(urgent_shares: Sequence[str], snapshots: Sequence[dict]) -> list[str]:
@@ -150,6 +162,7 @@ def start_curve(
     first when None) is one more point: that policy at its own size with the plan added; its own
     size joins the curve's sizes, so the plan is compared with the policy without it. Raises
     ValidationError naming the field."""
+    name = _checked_name(name)
     if not policies:
         raise ValidationError({"policies": "choose at least one policy"})
     if len({p.pk for p in policies}) != len(policies):
@@ -231,6 +244,7 @@ def start_search(
 ) -> WorthSearch:
     """The first step: B at today's size (B's own pool) and A at today's size and the first rungs
     up. Raises ValidationError naming the field."""
+    name = _checked_name(name)
     if policy_a.pk == policy_b.pk:
         raise ValidationError({"policy_b": "compare two different policies"})
     snapshot_a, snapshot_b = _snapshot(policy_a, "policy_a"), _snapshot(policy_b, "policy_b")

@@ -39,6 +39,7 @@ from planner.web.forms import (
     VariantNameForm,
 )
 from planner.web.listing import listed_policies
+from planner.web.query import parse_id, query_id
 from planner.web.variants import PRESETS, make_variant
 from planner.web.views.headline import study_url
 from scheduling.capacity_plans import capacity_steps
@@ -58,14 +59,10 @@ def policy_list(request):
         share_count=Count("shares", distinct=True), study_count=Count("runs__study", distinct=True)
     )
     pools = Pool.objects.all()
-    pool_id = request.GET.get("pool", "")
-    if pool_id.isdigit():
-        policies = policies.filter(pool_id=int(pool_id))
-    return render(
-        request,
-        "web/policy_list.html",
-        {"policies": policies, "pools": pools, "pool_id": int(pool_id) if pool_id.isdigit() else None},
-    )
+    pool_id = query_id(request.GET, "pool")
+    if pool_id:
+        policies = policies.filter(pool_id=pool_id)
+    return render(request, "web/policy_list.html", {"policies": policies, "pools": pools, "pool_id": pool_id})
 
 
 def instance_types_of(
@@ -321,8 +318,7 @@ def calendar_figure(policy: Policy, calendar_count: int) -> dict:
 
 def _id_of(edit: str) -> int:
     """The row id in ``?edit=change-<id>``; 0 (no row) for anything else."""
-    text = edit.removeprefix("change-")
-    return int(text) if text.isascii() and text.isdigit() and len(text) < 19 else 0
+    return parse_id(edit.removeprefix("change-")) or 0
 
 
 def policy_page(policy: Policy, anchor: str = "shares") -> str:
@@ -576,7 +572,11 @@ def policy_duplicate(request, pk: int):
     if not form.is_valid():
         context = policy_context(request, policy, duplicate_form=form)
         return render(request, "web/policy_detail.html", context, status=400)
-    variant = policy.duplicate(form.cleaned_data["name"])
+    try:
+        variant = policy.duplicate(form.cleaned_data["name"])
+    except ValidationError as error:
+        messages.error(request, " ".join(error.messages))
+        return redirect(policy_page(policy, "variants"))
     messages.success(request, f"{variant.name} is a copy of {policy.name}: change its shares below.")
     return redirect(policy_page(variant))
 
