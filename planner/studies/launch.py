@@ -8,8 +8,11 @@ from collections.abc import Iterable, Sequence
 from celery import group
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.utils import timezone
+from kombu.exceptions import OperationalError as BrokerError
 
 from planner.capacity.models import Policy
+from planner.outages import ServiceUnavailable, broker_failure
 from planner.studies.models import Run, RunStatus, Study
 from planner.traces.models import Trace
 from scheduling.binding import check_fits
@@ -26,13 +29,31 @@ def check_policy_fits(policy: EnginePolicy, trace: Trace, field: str) -> None:
         raise ValidationError({field: f"{error.reason} (trace {trace.name})"}) from None
 
 
-def enqueue_runs(run_ids: Iterable[int]) -> None:
-    """Send one ``replay_run`` task per run after the current transaction commits."""
-    from planner.studies.tasks import replay_run
-
+def enqueue_runs(run_ids: Iterable[int], what: str = "The study") -> None:
+    """Send one ``replay_run`` task per run after the current transaction commits (``what`` names
+    the work in the 503's message when the broker refuses them)."""
     ids = list(run_ids)
     if ids:
-        transaction.on_commit(lambda: group(replay_run.s(run_id) for run_id in ids).apply_async())
+        transaction.on_commit(lambda: _send_runs(ids, what))
+
+
+def _send_runs(ids: list[int], what: str) -> None:
+    """Publish the runs' tasks; when the broker refuses, the runs (already stored) are marked
+    failed with the reason, so that none stays queued for a task that was never sent, and the
+    request answers 503 (``planner.outages``)."""
+    from planner.studies.tasks import replay_run
+
+    try:
+        group(replay_run.s(run_id) for run_id in ids).apply_async()
+    except BrokerError as error:
+        reason = broker_failure(error)
+        Run.objects.filter(pk__in=ids, status=RunStatus.QUEUED).update(
+            status=RunStatus.FAILED, error=f"not queued: {reason}; rerun it", finished_at=timezone.now()
+        )
+        raise ServiceUnavailable(
+            f"{what} was saved, but its {len(ids)} replay{'s' if len(ids) != 1 else ''} could not be queued: "
+            f"{reason}. They are marked failed: rerun them once the task queue is back."
+        ) from error
 
 
 def trace_not_ready(trace: Trace) -> str:
@@ -87,7 +108,7 @@ def launch_study(
         for policy, snapshot in zip(policies, snapshots, strict=True)
     ]
     if enqueue:
-        enqueue_runs(run.pk for run in runs)
+        enqueue_runs((run.pk for run in runs), what=f"Study {study.name}")
     return study
 
 
@@ -105,4 +126,4 @@ def rerun(run: Run) -> None:
             started_at=None,
             finished_at=None,
         )
-        enqueue_runs([run.pk])
+        enqueue_runs([run.pk], what=f"The rerun of {run.policy_name}")

@@ -118,10 +118,11 @@ def to_aws_batch(policy: Policy | Mapping[str, Any], *, prices: bool = True) -> 
             "to a job queue"
         )
     used: set[str] = set()
+    used_files: set[str] = set()
     share_files = []
     for share in policy.shares:
         name = _unique(_aws_name(share.name), used)
-        file_name = f"{QUOTA_SHARE_PREFIX}{name}.json"
+        file_name = f"{QUOTA_SHARE_PREFIX}{_unique_ignoring_case(name, used_files)}.json"
         documents[file_name] = _quota_share(policy, share, name, base, notes)
         share_files.append(file_name)
     return ExportBundle(documents=documents, script=_script(policy, base, share_files), notes=tuple(notes))
@@ -650,6 +651,17 @@ def _unique(name: str, used: set[str]) -> str:
         suffix = f"-{n}"
         candidate, n = name[: 128 - len(suffix)] + suffix, n + 1
     used.add(candidate)
+    return candidate
+
+
+def _unique_ignoring_case(name: str, used: set[str]) -> str:
+    """``name`` for a file: unique once case is ignored, as on macOS's and Windows' file systems
+    (shares ``a`` and ``A`` would write one file over the other there). ``used`` holds casefolds."""
+    candidate, n = name, 2
+    while candidate.casefold() in used:
+        suffix = f"-{n}"
+        candidate, n = name[: 128 - len(suffix)] + suffix, n + 1
+    used.add(candidate.casefold())
     return candidate
 
 
