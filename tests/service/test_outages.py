@@ -84,7 +84,8 @@ def test_a_study_whose_replays_cannot_be_queued_is_a_503_and_its_runs_fail(aws_p
 def test_the_study_form_with_the_broker_down_is_a_503_page(aws_policy, aws_trace):
     client = Client()
     client.force_login(make_user("root", "admin"))
-    form = {"name": "page study", "trace": aws_trace.pk, "policies": [aws_policy.pk], "baseline": aws_policy.pk}
+    form = {"name": "page study", "trace": aws_trace.pk, "policies": [aws_policy.pk]}
+    form["baseline"] = aws_policy.pk
     with broker_down():
         response = client.post("/studies/new/", form)
     assert response.status_code == 503, response.content[:500]
