@@ -58,7 +58,10 @@ def test_bad_times_name_row_field_and_value(value, message):
     assert str(caught).startswith(message)
 
 
-RANGE_RULE = "is before 1970-01-01T00:00:00Z (a negative time): times are seconds from 0 or ISO-8601 timestamps from 1970 on"
+RANGE_RULE = (
+    "is before 1970-01-01T00:00:00Z (a negative time): times are seconds from 0 or ISO-8601 timestamps "
+    "from 1970 on"
+)
 
 
 @pytest.mark.parametrize(
