@@ -10,6 +10,7 @@ could not be queued is marked failed with the reason (``planner.studies.launch``
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template.response import TemplateResponse
@@ -49,6 +50,22 @@ def outage_message(error: BaseException) -> str:
 def broker_failure(error: BaseException) -> str:
     """A broker error in a few words, for a run's stored reason."""
     return f"the task queue (Celery's broker) could not be reached ({type(error).__name__}: {error})"[:500]
+
+
+def publish_or_fail(
+    send: Callable[[], object], fail: Callable[[str], object], *, what: str, count: int, then: str
+) -> None:
+    """``send()`` the tasks of work already stored; when the broker refuses, ``fail(reason)`` marks
+    that work failed (so none of it waits for a task never sent) and ServiceUnavailable says so."""
+    try:
+        send()
+    except BrokerError as error:
+        reason = broker_failure(error)
+        fail(f"not queued: {reason}; {then}")
+        raise ServiceUnavailable(
+            f"{what} was saved, but its {count} replay{'s' if count != 1 else ''} could not be queued: "
+            f"{reason}. They are marked failed: {then} once the task queue is back."
+        ) from error
 
 
 def unavailable_response(request: HttpRequest, error: BaseException) -> HttpResponse:

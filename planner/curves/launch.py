@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from planner.capacity.models import Policy
 from planner.curves.models import CapacityCurve, CurvePoint, PointRole, SearchPoint, WorthSearch
+from planner.outages import publish_or_fail
 from planner.studies.attempts import reap_stale
 from planner.studies.models import RunStatus
 from planner.traces.models import Trace
@@ -29,18 +30,41 @@ from scheduling.scaling import SizeMode, capacity_at, pool_gpus, scale_policy, s
 from scheduling.worth import Criterion, SearchRange, conclusion, matches, next_sizes, parse_metric
 
 
-def enqueue_curve_points(ids: Iterable[int]) -> None:
+def enqueue_curve_points(ids: Iterable[int], what: str | None = None) -> None:
+    """One task per point after the commit; ``what`` as in ``studies.launch.enqueue_runs``."""
     from planner.curves.tasks import replay_curve_point
 
-    for pk in list(ids):
-        transaction.on_commit(lambda pk=pk: replay_curve_point.delay(pk))
+    _enqueue_points(CurvePoint, replay_curve_point, list(ids), what)
 
 
-def enqueue_search_points(ids: Iterable[int]) -> None:
+def enqueue_search_points(ids: Iterable[int], what: str | None = None) -> None:
     from planner.curves.tasks import replay_search_point
 
-    for pk in list(ids):
-        transaction.on_commit(lambda pk=pk: replay_search_point.delay(pk))
+    _enqueue_points(SearchPoint, replay_search_point, list(ids), what)
+
+
+def _enqueue_points(model, task, pks: list[int], what: str | None) -> None:
+    if not pks:
+        return
+    if what is None:
+        for pk in pks:
+            transaction.on_commit(lambda pk=pk: task.delay(pk))
+    else:
+        transaction.on_commit(lambda: _send_points(model, task, pks, what))
+
+
+def _send_points(model, task, pks: list[int], what: str) -> None:
+    """One task per point after the commit; when the broker refuses, the points still queued are
+    failed with the reason (the curve or search then reads as failed), and the request gets a 503."""
+    publish_or_fail(
+        lambda: [task.delay(pk) for pk in pks],
+        lambda reason: model.objects.filter(pk__in=pks, status=RunStatus.QUEUED).update(
+            status=RunStatus.FAILED, error=reason, finished_at=timezone.now()
+        ),
+        what=what,
+        count=len(pks),
+        then="start it again",
+    )
 
 
 def _snapshot(policy: Policy, field: str) -> dict:
@@ -220,7 +244,7 @@ def start_curve(
         for line, policy, size, capacity, scaled, *plan in rows
     )
     if enqueue:
-        enqueue_curve_points(point.pk for point in points)
+        enqueue_curve_points((point.pk for point in points), what=f"The curve {curve.name}")
     return curve
 
 
@@ -297,7 +321,9 @@ def start_search(
     )
     candidates = _candidates(search, next_sizes(search_range, {}), step=1)
     if enqueue:
-        enqueue_search_points([target.pk, *(point.pk for point in candidates)])
+        enqueue_search_points(
+            [target.pk, *(point.pk for point in candidates)], what=f"The worth search {search.name}"
+        )
     return search
 
 

@@ -9,10 +9,9 @@ from celery import group
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
-from kombu.exceptions import OperationalError as BrokerError
 
 from planner.capacity.models import Policy
-from planner.outages import ServiceUnavailable, broker_failure
+from planner.outages import publish_or_fail
 from planner.studies.models import Run, RunStatus, Study
 from planner.traces.models import Trace
 from scheduling.binding import check_fits
@@ -29,11 +28,19 @@ def check_policy_fits(policy: EnginePolicy, trace: Trace, field: str) -> None:
         raise ValidationError({field: f"{error.reason} (trace {trace.name})"}) from None
 
 
-def enqueue_runs(run_ids: Iterable[int], what: str = "The study") -> None:
-    """Send one ``replay_run`` task per run after the current transaction commits (``what`` names
-    the work in the 503's message when the broker refuses them)."""
+def enqueue_runs(run_ids: Iterable[int], what: str | None = None) -> None:
+    """Send one ``replay_run`` task per run after the current transaction commits. With ``what``
+    (a request made the runs: "Study X"), a broker that refuses them fails the runs with the reason
+    and answers 503 naming ``what``; without (the reaper), the broker's error is raised as it is,
+    and the runs stay as they were for the next sweep."""
+    from planner.studies.tasks import replay_run
+
     ids = list(run_ids)
-    if ids:
+    if not ids:
+        return
+    if what is None:
+        transaction.on_commit(lambda: group(replay_run.s(run_id) for run_id in ids).apply_async())
+    else:
         transaction.on_commit(lambda: _send_runs(ids, what))
 
 
@@ -43,17 +50,15 @@ def _send_runs(ids: list[int], what: str) -> None:
     request answers 503 (``planner.outages``)."""
     from planner.studies.tasks import replay_run
 
-    try:
-        group(replay_run.s(run_id) for run_id in ids).apply_async()
-    except BrokerError as error:
-        reason = broker_failure(error)
-        Run.objects.filter(pk__in=ids, status=RunStatus.QUEUED).update(
-            status=RunStatus.FAILED, error=f"not queued: {reason}; rerun it", finished_at=timezone.now()
-        )
-        raise ServiceUnavailable(
-            f"{what} was saved, but its {len(ids)} replay{'s' if len(ids) != 1 else ''} could not be queued: "
-            f"{reason}. They are marked failed: rerun them once the task queue is back."
-        ) from error
+    publish_or_fail(
+        lambda: group(replay_run.s(run_id) for run_id in ids).apply_async(),
+        lambda reason: Run.objects.filter(pk__in=ids, status=RunStatus.QUEUED).update(
+            status=RunStatus.FAILED, error=reason, finished_at=timezone.now()
+        ),
+        what=what,
+        count=len(ids),
+        then="rerun them",
+    )
 
 
 def trace_not_ready(trace: Trace) -> str:

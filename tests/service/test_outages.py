@@ -92,3 +92,36 @@ def test_the_study_form_with_the_broker_down_is_a_503_page(aws_policy, aws_trace
     text = response.content.decode()
     assert "Study page study was saved, but its 1 replay could not be queued" in text
     assert Study.objects.get(name="page study").runs.get().status == RunStatus.FAILED
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_curve_whose_points_cannot_be_queued_is_a_503_and_reads_as_failed(aws_policy, aws_trace):
+    from planner.curves.models import CapacityCurve
+
+    api = APIClient()
+    api.force_authenticate(make_user("root", "admin"))
+    payload = {"trace": aws_trace.pk, "policies": [aws_policy.pk], "sizes": [3, 6], "name": "curve"}
+    with broker_down():
+        response = api.post("/api/curves/", payload, format="json")
+    assert response.status_code == 503
+    assert response.json()["detail"].startswith("The curve curve was saved, but its 2 replays could not be")
+    curve = CapacityCurve.objects.get(name="curve")
+    assert curve.status == RunStatus.FAILED
+    assert all(p.error.startswith("not queued: the task queue") for p in curve.points.all())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_reaper_path_leaves_runs_as_they_were_when_the_broker_refuses(aws_policy, aws_trace):
+    # Without a request to answer, the broker's own error is raised and the run keeps its state,
+    # for the next sweep to send again (a short outage must not fail work already running).
+    from django.db import transaction
+
+    from planner.studies.launch import enqueue_runs, launch_study
+
+    study = launch_study(name="queued", trace=aws_trace, policies=[aws_policy], enqueue=False)
+    run = study.runs.get()
+    with broker_down(), pytest.raises(OperationalError):
+        with transaction.atomic():
+            enqueue_runs([run.pk])
+    run.refresh_from_db()
+    assert run.status == RunStatus.QUEUED
