@@ -138,6 +138,9 @@ class CalendarChangeInline(admin.TabularInline):
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
 
+ADMIN_CALENDAR_ROWS = 200  # past this many calendar rows the admin links to the policy page
+
+
 @admin.register(Policy)
 class PolicyAdmin(admin.ModelAdmin):
     list_display = [
@@ -155,6 +158,30 @@ class PolicyAdmin(admin.ModelAdmin):
     search_fields = ["name", "description"]
     inlines = [ShareInline, CalendarChangeInline]
     actions = ["duplicate_policies"]
+    readonly_fields = ["calendar_elsewhere"]
+
+    def get_inlines(self, request, obj):
+        # A long calendar is not one form per row here (10,000 rows took the page past any
+        # timeout): it is edited on the policy page, which shows its first rows and a count.
+        if obj is not None and obj.changes.count() > ADMIN_CALENDAR_ROWS:
+            return [ShareInline]
+        return super().get_inlines(request, obj)
+
+    def get_fields(self, request, obj=None):
+        fields = list(super().get_fields(request, obj))
+        if obj is None or obj.changes.count() <= ADMIN_CALENDAR_ROWS:
+            fields.remove("calendar_elsewhere")
+        return fields
+
+    @admin.display(description="calendar")
+    def calendar_elsewhere(self, policy: Policy) -> str:
+        url = reverse("web:policy", args=[policy.pk]) + "#calendar"
+        return format_html(
+            '{} dated changes: more than {} are edited on <a href="{}">the policy page</a>',
+            policy.changes.count(),
+            ADMIN_CALENDAR_ROWS,
+            url,
+        )
 
     @admin.display(description="shares")
     def share_count(self, policy: Policy) -> int:

@@ -112,3 +112,20 @@ def test_the_page_form_refuses_a_change_past_the_limit(aws_policy):
     assert page.status_code == 400
     assert LIMIT_MESSAGE in html.unescape(page.content.decode())
     assert CalendarChange.objects.filter(policy=aws_policy).count() == MAX_CHANGES
+
+
+def test_the_django_admin_links_a_long_calendar_to_the_policy_page(aws_policy):
+    from django.contrib.auth.models import User
+
+    client = Client()
+    client.force_login(User.objects.create_superuser("root", "root@example.com", "pw"))
+    store_calendar(aws_policy, 3)
+    short = client.get(f"/admin/capacity/policy/{aws_policy.pk}/change/").content.decode()
+    assert 'name="changes-2-time"' in short  # a short calendar is edited in place
+    store_calendar(aws_policy, 300)
+    response = client.get(f"/admin/capacity/policy/{aws_policy.pk}/change/")
+    assert response.status_code == 200
+    text = response.content.decode()
+    assert 'name="changes-0-time"' not in text
+    assert "300 dated changes: more than 200 are edited on" in text
+    assert f'href="/policies/{aws_policy.pk}/#calendar"' in text
