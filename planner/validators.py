@@ -18,6 +18,7 @@ from scheduling.model import (
     MAX_STARTUP_SECONDS,
     check_name,
     parse_bounded_number,
+    parse_fair_weight,
     parse_instance_count,
 )
 
@@ -29,6 +30,7 @@ _RULES: dict[str, Callable[[Any], object]] = {
     "gpus_per_instance": lambda v: parse_bounded_number(v, "gpus", 0, MAX_GPUS_PER_INSTANCE),
     "hourly_price": lambda v: parse_bounded_number(v, "hourly_price", 0, MAX_HOURLY_PRICE),
     "startup_seconds": lambda v: parse_bounded_number(v, "startup_seconds", 0, MAX_STARTUP_SECONDS),
+    "fair_weight": lambda v: parse_fair_weight(v, "fair_weight"),
     "borrow_limit_percent": lambda v: parse_bounded_number(
         v, "borrow_limit_percent", -1, MAX_BORROW_LIMIT_PERCENT
     ),
@@ -64,3 +66,4 @@ validate_gpus_per_instance = EngineRule("gpus_per_instance")
 validate_hourly_price = EngineRule("hourly_price")
 validate_startup_seconds = EngineRule("startup_seconds")
 validate_borrow_limit_percent = EngineRule("borrow_limit_percent")
+validate_fair_weight = EngineRule("fair_weight")

@@ -22,7 +22,7 @@ from typing import Any
 from scheduling.calibration import wait_text
 from scheduling.capacity_plans import TrainingPlan
 from scheduling.errors import InputError
-from scheduling.model import Policy
+from scheduling.model import MAX_INSTANCES, Policy
 from scheduling.scaling import HOURS_PER_MONTH, monthly_list_price, pool_gpus
 
 DEFAULT_FACTORS = (0.75, 0.875, 1.0, 1.125, 1.25, 1.5, 1.75, 2.0)  # 8 sizes around today's
@@ -40,13 +40,23 @@ def curve_sizes(today: int, *, factors: Sequence[float] = (), sizes: Sequence[in
         for i, size in enumerate(sizes):
             if isinstance(size, bool) or not isinstance(size, int) or size < 1:
                 raise InputError(f"{size!r} is not a whole number of instances >= 1", field=f"sizes[{i}]")
+            if size > MAX_INSTANCES:
+                raise InputError(
+                    f"{size:,} instances: a size is at most {MAX_INSTANCES:,}", field=f"sizes[{i}]"
+                )
         chosen = set(sizes)
     else:
         chosen = set()
         for i, factor in enumerate(factors or DEFAULT_FACTORS):
             if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 0 < factor <= 100:
                 raise InputError(f"{factor!r} is not a factor between 0 and 100", field=f"factors[{i}]")
-            chosen.add(max(1, int(today * factor + 0.5)))
+            size = max(1, int(today * factor + 0.5))
+            if size > MAX_INSTANCES:
+                raise InputError(
+                    f"{factor:g} x {today:,} is {size:,} instances: a size is at most {MAX_INSTANCES:,}",
+                    field=f"factors[{i}]",
+                )
+            chosen.add(size)
     if len(chosen) > MAX_SIZES:
         raise InputError(f"{len(chosen)} sizes: a curve has at most {MAX_SIZES}", field="sizes")
     return sorted(chosen)

@@ -110,6 +110,13 @@ MAX_BORROW_LIMIT_PERCENT = 100_000.0  # 1,000 times the share's own quota
 MAX_SHARES = 500  # per policy (AWS Batch allows 20 quota shares per job queue)
 MAX_RUNNABLE_TIMEOUT_SECONDS = 365 * 86_400.0  # a year in RUNNABLE: any real limit is far shorter
 MAX_FAIR_WEIGHT = 1_000_000.0  # Kueue weights are small numbers; 0 already means "never favoured"
+# Kueue's weight is a resource.Quantity: 1m (0.001) is the smallest positive one it writes. A
+# smaller positive weight (1e-320, subnormal) turns a share's value (borrowed / weight) into
+# infinity; 0 is the weight that never favours a share.
+MIN_FAIR_WEIGHT = 0.001
+# A calendar of ten thousand dated changes is a change every hour for over a year: a real plan has
+# tens. Past it, a page, an export and every replay would spend seconds on the calendar alone.
+MAX_CHANGES = 10_000
 
 
 @dataclass(frozen=True)
@@ -445,9 +452,7 @@ def _parse_share(raw: Any, index: int, instance_types: Mapping[str, InstanceType
             InSharePreemption, raw.get("in_share_preemption", "never"), f"{where}.in_share_preemption"
         ),
         reclaim=_parse_enum(Reclaim, raw.get("reclaim", "any"), f"{where}.reclaim"),
-        fair_weight=_parse_number(
-            raw.get("fair_weight", 1), f"{where}.fair_weight", minimum=0, maximum=MAX_FAIR_WEIGHT
-        ),
+        fair_weight=parse_fair_weight(raw.get("fair_weight", 1), f"{where}.fair_weight"),
     )
 
 
@@ -484,7 +489,13 @@ def _parse_changes(raw: Any, instance_types: Mapping[str, InstanceType]) -> tupl
         return ()
     if not isinstance(raw, list):
         raise InputError("must be a list of {time, capacity} or {time, share, capacity}", field="changes")
+    if len(raw) > MAX_CHANGES:
+        raise InputError(
+            f"{len(raw):,} changes: a policy's calendar holds at most {MAX_CHANGES:,}", field="changes"
+        )
     changes = []
+    # (time, target, type) -> the change that set it: one instant sets a target's type once.
+    setters: dict[tuple[float, str | None, str], int] = {}
     for i, item in enumerate(raw):
         where = f"changes[{i}]"
         if not isinstance(item, Mapping):
@@ -499,6 +510,15 @@ def _parse_changes(raw: Any, instance_types: Mapping[str, InstanceType]) -> tupl
         capacity = _parse_counts(item.get("capacity"), f"{where}.capacity", instance_types, required=True)
         if not capacity:
             raise InputError("names no instance type", field=f"{where}.capacity")
+        for type_name in capacity:
+            earlier = setters.setdefault((time, share, type_name), i)
+            if earlier != i:
+                target = "the pool" if share is None else f"share {share}"
+                raise InputError(
+                    f"changes[{earlier}] already sets {type_name} of {target} at {time:g} s: "
+                    "two changes cannot set one target and type at one instant",
+                    field=f"{where}.capacity.{type_name}",
+                )
         changes.append(Change(time=time, capacity=capacity, share=share))
     # Stable: changes at one time keep the order they were written in (a later one wins).
     return tuple(sorted(changes, key=lambda c: c.time))
@@ -575,6 +595,23 @@ def parse_instance_count(value: Any, where: str) -> int:
     if number != int(number):
         raise InputError(f"{value!r} is not a whole number of instances", field=where)
     return int(number)
+
+
+def parse_fair_weight(value: Any, where: str) -> float:
+    """A Kueue fairSharing weight: 0, or from MIN_FAIR_WEIGHT to MAX_FAIR_WEIGHT. Not a boolean
+    (JSON ``true`` is not 1) and not -0 (a sign no weight has)."""
+    if isinstance(value, bool):
+        raise InputError(f"{str(value).lower()} is not a number", field=where)
+    weight = _parse_number(value, where, minimum=0, maximum=MAX_FAIR_WEIGHT)
+    if weight == 0 and str(value).strip().startswith("-"):  # -0.0, "-0": the sign is lost past here
+        raise InputError("-0 is not a weight: give 0 (never favoured) or a positive number", field=where)
+    if 0 < weight < MIN_FAIR_WEIGHT:
+        raise InputError(
+            f"{weight:g} is below the smallest positive weight {MIN_FAIR_WEIGHT:g} (Kueue's 1m): "
+            "give 0 or at least that",
+            field=where,
+        )
+    return weight
 
 
 def parse_bounded_number(value: Any, where: str, minimum: float, maximum: float) -> float:

@@ -20,6 +20,7 @@ from typing import Any
 
 from scheduling.capacity_curve import worst_p95
 from scheduling.errors import InputError
+from scheduling.model import MAX_INSTANCES
 
 LADDER_UP = (1.125, 1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0)  # of today's size, while A falls short
 LADDER_DOWN = (0.875, 0.75, 0.5, 0.25)  # while A already matches
@@ -117,6 +118,11 @@ class SearchRange:
             )
         if self.upper and self.upper < self.today:
             raise InputError(f"{self.upper}: the upper bound is below today's {self.today}", field="upper")
+        if self.upper > MAX_INSTANCES or self.today > MAX_INSTANCES:
+            raise InputError(
+                f"{max(self.upper, self.today):,} instances: a size is at most {MAX_INSTANCES:,}",
+                field="upper",
+            )
 
     @property
     def top(self) -> int:

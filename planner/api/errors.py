@@ -5,6 +5,8 @@ Bad input of a trace upload is ``{"error": {"row", "field", "message"}}`` (``inp
 
 from __future__ import annotations
 
+import logging
+
 from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import ProtectedError
@@ -12,7 +14,10 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from planner.outages import OUTAGES, RETRY_AFTER_SECONDS, outage_message
 from scheduling.errors import InputError
+
+log = logging.getLogger("planner.outages")
 
 
 def as_drf(error: DjangoValidationError) -> serializers.ValidationError:
@@ -31,6 +36,14 @@ def input_error(error: InputError, http_status: int = status.HTTP_400_BAD_REQUES
 
 
 def exception_handler(exc, context):
+    if isinstance(exc, OUTAGES):  # the broker or the throttle's Redis is down: 503, not 500
+        message = outage_message(exc)
+        log.warning("503 on the API: %s (%s)", message, exc)
+        return Response(
+            {"detail": message},
+            status=status.HTTP_503_SERVICE_UNAVAILABLE,
+            headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+        )
     if isinstance(exc, RequestDataTooBig):  # an upload stopped while streaming (planner.traces.uploads)
         return input_error(InputError(str(exc), field="file"), status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
     if isinstance(exc, DjangoValidationError):

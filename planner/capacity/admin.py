@@ -1,7 +1,7 @@
 """Raw edits of pools, instance types, policies and shares; every change goes through the
 engine's validator (model ``clean()`` and the formsets below)."""
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from django.forms.models import BaseInlineFormSet
 from django.urls import reverse
@@ -138,6 +138,9 @@ class CalendarChangeInline(admin.TabularInline):
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
 
+ADMIN_CALENDAR_ROWS = 200  # past this many calendar rows the admin links to the policy page
+
+
 @admin.register(Policy)
 class PolicyAdmin(admin.ModelAdmin):
     list_display = [
@@ -155,6 +158,30 @@ class PolicyAdmin(admin.ModelAdmin):
     search_fields = ["name", "description"]
     inlines = [ShareInline, CalendarChangeInline]
     actions = ["duplicate_policies"]
+    readonly_fields = ["calendar_elsewhere"]
+
+    def get_inlines(self, request, obj):
+        # A long calendar is not one form per row here (10,000 rows took the page past any
+        # timeout): it is edited on the policy page, which shows its first rows and a count.
+        if obj is not None and obj.changes.count() > ADMIN_CALENDAR_ROWS:
+            return [ShareInline]
+        return super().get_inlines(request, obj)
+
+    def get_fields(self, request, obj=None):
+        fields = list(super().get_fields(request, obj))
+        if obj is None or obj.changes.count() <= ADMIN_CALENDAR_ROWS:
+            fields.remove("calendar_elsewhere")
+        return fields
+
+    @admin.display(description="calendar")
+    def calendar_elsewhere(self, policy: Policy) -> str:
+        url = reverse("web:policy", args=[policy.pk]) + "#calendar"
+        return format_html(
+            '{} dated changes: more than {} are edited on <a href="{}">the policy page</a>',
+            policy.changes.count(),
+            ADMIN_CALENDAR_ROWS,
+            url,
+        )
 
     @admin.display(description="shares")
     def share_count(self, policy: Policy) -> int:
@@ -179,7 +206,11 @@ class PolicyAdmin(admin.ModelAdmin):
             while Policy.objects.filter(name=name).exists():
                 name = f"{policy.name} (copy {suffix})"
                 suffix += 1
-            policy.duplicate(name)
+            try:
+                policy.duplicate(name)
+            except ValidationError as error:
+                self.message_user(request, " ".join(error.messages), level=messages.ERROR)
+                return
         self.message_user(request, f"Duplicated {queryset.count()} policies.")
 
 

@@ -362,15 +362,17 @@ class Policy(models.Model):
         if self.pk is None:
             return []
         renamed = renamed or {}
-        rows = self.changes.select_related("share", "instance_type")
+        # Plain tuples, not model objects: a calendar of 10,000 rows is read on every page, export
+        # and API call about the policy, and building its model instances took seconds.
+        rows = self.changes.values_list("time", "share__name", "instance_type__name", "count")
         return [
             ChangeSpec(
-                time=row.time,
-                share=None if row.share is None else renamed.get(row.share.name, row.share.name),
-                instance_type=row.instance_type.name,
-                count=row.count,
+                time=time,
+                share=None if share is None else renamed.get(share, share),
+                instance_type=type_name,
+                count=count,
             )
-            for row in rows
+            for time, share, type_name, count in rows
         ]
 
     def settings_dict(self) -> dict:
@@ -526,7 +528,14 @@ class Policy(models.Model):
     def duplicate(self, name: str, description: str | None = None) -> Policy:
         """A copy with every share and limit, remembering this policy as its parent."""
         """A copy with every share, limit, setting and calendar row, remembering this policy as
-        its parent."""
+        its parent. A stored policy the engine now refuses (a calendar stored before a rule held:
+        a change before 1970) is not copied: ValidationError saying why."""
+        try:
+            self.engine_policy()
+        except ValidationError as error:
+            raise ValidationError(
+                f"{self.name} is not a valid policy, so it is not copied: {' '.join(error.messages)}"
+            ) from None
         copy = Policy.objects.create(
             name=name,
             pool=self.pool,

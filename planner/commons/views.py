@@ -14,6 +14,7 @@ from planner.commons.report import commons_report, default_run, runs_of
 from planner.traces.models import Trace
 from planner.web.access import reader_required
 from planner.web.charts import share_colors
+from planner.web.query import query_id
 from scheduling.commons import MIN_TREND_PERIODS
 
 
@@ -62,7 +63,7 @@ def priority_rows(inflation: dict[str, Any], colors: dict[str, str]) -> list[dic
 def commons_page(request: HttpRequest) -> HttpResponse:
     traces = list(Trace.objects.ready().only("id", "name", "job_count").order_by("-created_at", "-id"))
     by_id = {trace.pk: trace for trace in traces}
-    trace = by_id.get(_int(request, "trace") or -1, traces[0] if traces else None)
+    trace = by_id.get(query_id(request.GET, "trace") or -1, traces[0] if traces else None)
     money = shows_money(request.user)
     units = ("hours", "usd") if money else ("hours",)
     unit = request.GET.get("unit") if request.GET.get("unit") in units else "hours"

@@ -10,8 +10,10 @@ from django.db.models import Q
 from planner.capacity.models import Policy
 from planner.traces.models import Trace
 from planner.web.forms import parse_time_field
+from planner.web.query import parse_ids
 from scheduling.capacity_curve import DEFAULT_FACTORS
 from scheduling.capacity_plans import TrainingPlan
+from scheduling.model import MAX_INSTANCES
 from scheduling.scaling import SizeMode
 from scheduling.worth import DEFAULT_PARALLEL, MAX_PARALLEL, Metric
 
@@ -41,7 +43,7 @@ def _linked(data, initial, prefix: str) -> list[int]:
     if data is not None and hasattr(data, "getlist"):
         for key in ("policies", "policy_a", "policy_b"):
             ids += data.getlist(f"{prefix}-{key}")
-    return [int(value) for value in ids if str(value).isdigit()]
+    return parse_ids(ids)
 
 
 def _split(text: str) -> list[str]:
@@ -179,7 +181,10 @@ class WorthForm(forms.Form):
         max_length=100, required=False, help_text="blank: the type with most GPUs"
     )
     upper = forms.IntegerField(
-        min_value=1, required=False, help_text="the largest size to try, in instances (blank: 4x today's)"
+        min_value=1,
+        max_value=MAX_INSTANCES,
+        required=False,
+        help_text="the largest size to try, in instances (blank: 4x today's)",
     )
     parallel = forms.IntegerField(
         min_value=1, max_value=MAX_PARALLEL, initial=DEFAULT_PARALLEL,

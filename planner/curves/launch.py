@@ -17,29 +17,54 @@ from django.utils import timezone
 
 from planner.capacity.models import Policy
 from planner.curves.models import CapacityCurve, CurvePoint, PointRole, SearchPoint, WorthSearch
+from planner.outages import publish_or_fail
 from planner.studies.attempts import reap_stale
 from planner.studies.models import RunStatus
 from planner.traces.models import Trace
+from planner.validators import LONG_NAME_LENGTH
 from scheduling.capacity_curve import MAX_PLANS, MAX_POLICIES, curve_sizes, plan_label
 from scheduling.capacity_plans import TrainingPlan, add_training_plan
 from scheduling.errors import InputError
-from scheduling.model import parse_policy
+from scheduling.model import check_name, parse_policy
 from scheduling.scaling import SizeMode, capacity_at, pool_gpus, scale_policy, sized_type
 from scheduling.worth import Criterion, SearchRange, conclusion, matches, next_sizes, parse_metric
 
 
-def enqueue_curve_points(ids: Iterable[int]) -> None:
+def enqueue_curve_points(ids: Iterable[int], what: str | None = None) -> None:
+    """One task per point after the commit; ``what`` as in ``studies.launch.enqueue_runs``."""
     from planner.curves.tasks import replay_curve_point
 
-    for pk in list(ids):
-        transaction.on_commit(lambda pk=pk: replay_curve_point.delay(pk))
+    _enqueue_points(CurvePoint, replay_curve_point, list(ids), what)
 
 
-def enqueue_search_points(ids: Iterable[int]) -> None:
+def enqueue_search_points(ids: Iterable[int], what: str | None = None) -> None:
     from planner.curves.tasks import replay_search_point
 
-    for pk in list(ids):
-        transaction.on_commit(lambda pk=pk: replay_search_point.delay(pk))
+    _enqueue_points(SearchPoint, replay_search_point, list(ids), what)
+
+
+def _enqueue_points(model, task, pks: list[int], what: str | None) -> None:
+    if not pks:
+        return
+    if what is None:
+        for pk in pks:
+            transaction.on_commit(lambda pk=pk: task.delay(pk))
+    else:
+        transaction.on_commit(lambda: _send_points(model, task, pks, what))
+
+
+def _send_points(model, task, pks: list[int], what: str) -> None:
+    """One task per point after the commit; when the broker refuses, the points still queued are
+    failed with the reason (the curve or search then reads as failed), and the request gets a 503."""
+    publish_or_fail(
+        lambda: [task.delay(pk) for pk in pks],
+        lambda reason: model.objects.filter(pk__in=pks, status=RunStatus.QUEUED).update(
+            status=RunStatus.FAILED, error=reason, finished_at=timezone.now()
+        ),
+        what=what,
+        count=len(pks),
+        then="start it again",
+    )
 
 
 def _snapshot(policy: Policy, field: str) -> dict:
@@ -76,6 +101,17 @@ def _scaled(snapshot: dict, size: int, mode: SizeMode, instance_type: str, field
         return capacity, scale_policy(snapshot, capacity)
     except InputError as error:
         raise ValidationError({field: f"{snapshot['name']} at {size:,}: {error.describe()}"}) from None
+
+
+def _checked_name(name: str) -> str:
+    """A curve's or search's own name, held to the one rule for names (``check_name``: one line of
+    printable text): "" (the default name, made from names already checked) passes."""
+    if not name:
+        return name
+    try:
+        return check_name(name, "name", LONG_NAME_LENGTH)
+    except InputError as error:
+        raise ValidationError({"name": error.reason}) from None
 
 
 def _urgent(urgent_shares: Sequence[str], snapshots: Sequence[dict]) -> list[str]:
@@ -150,6 +186,7 @@ def start_curve(
     first when None) is one more point: that policy at its own size with the plan added; its own
     size joins the curve's sizes, so the plan is compared with the policy without it. Raises
     ValidationError naming the field."""
+    name = _checked_name(name)
     if not policies:
         raise ValidationError({"policies": "choose at least one policy"})
     if len({p.pk for p in policies}) != len(policies):
@@ -207,7 +244,7 @@ def start_curve(
         for line, policy, size, capacity, scaled, *plan in rows
     )
     if enqueue:
-        enqueue_curve_points(point.pk for point in points)
+        enqueue_curve_points((point.pk for point in points), what=f"The curve {curve.name}")
     return curve
 
 
@@ -231,6 +268,7 @@ def start_search(
 ) -> WorthSearch:
     """The first step: B at today's size (B's own pool) and A at today's size and the first rungs
     up. Raises ValidationError naming the field."""
+    name = _checked_name(name)
     if policy_a.pk == policy_b.pk:
         raise ValidationError({"policy_b": "compare two different policies"})
     snapshot_a, snapshot_b = _snapshot(policy_a, "policy_a"), _snapshot(policy_b, "policy_b")
@@ -283,7 +321,9 @@ def start_search(
     )
     candidates = _candidates(search, next_sizes(search_range, {}), step=1)
     if enqueue:
-        enqueue_search_points([target.pk, *(point.pk for point in candidates)])
+        enqueue_search_points(
+            [target.pk, *(point.pk for point in candidates)], what=f"The worth search {search.name}"
+        )
     return search
 
 

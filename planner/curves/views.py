@@ -34,6 +34,7 @@ from planner.curves.launch import reap_curves, reap_searches, start_curve, start
 from planner.curves.models import CapacityCurve, WorthSearch
 from planner.reports.exports import csv_response
 from planner.web.access import EDIT_DENIED, editor_required, reader_required
+from planner.web.query import query_id, query_ids
 from scheduling.capacity_curve import curve_lines, p95_bought_per_dollar
 
 LATEST = 50
@@ -58,15 +59,15 @@ def _form_errors(form, error: ValidationError, renames: dict[str, str] | None = 
 def _initial(request: HttpRequest) -> dict:
     """Fields filled in from the URL, as the study and advisor pages link here."""
     initial: dict = {}
-    if request.GET.get("trace", "").isdigit():
-        initial["trace"] = int(request.GET["trace"])
-    policies = [int(p) for p in request.GET.getlist("policies") if p.isdigit()]
+    if query_id(request.GET, "trace"):
+        initial["trace"] = query_id(request.GET, "trace")
+    policies = query_ids(request.GET, "policies")
     if policies:
         initial["policies"] = policies
         initial["policy_a"], initial["policy_b"] = policies[0], policies[-1]
     for key in ("policy_a", "policy_b"):
-        if request.GET.get(key, "").isdigit():
-            initial[key] = int(request.GET[key])
+        if query_id(request.GET, key):
+            initial[key] = query_id(request.GET, key)
     if request.GET.get("urgent_shares"):
         initial["urgent_shares"] = request.GET["urgent_shares"]
     return initial

@@ -38,6 +38,7 @@ from planner.studies.models import Run, RunStatus, Study
 from planner.studies.reaper import reap_stale_runs
 from planner.studies.window import ensure_study_window
 from planner.web.access import finance_required, reader_required
+from planner.web.query import query_id
 
 PROGRESS_FIELDS = (
     "id", "study", "policy", "policy_name", "status", "progress", "error", "attempts", "worker", "heartbeat",
@@ -310,7 +311,7 @@ def finance_selection(request: HttpRequest) -> dict[str, Any]:
     """The study, run, second run, period, idle mode and unit chosen in the query string, each
     falling back to a default: the latest study whose runs all succeeded, its baseline run."""
     studies = finished_studies()
-    study_id = _int(request, "study")
+    study_id = query_id(request.GET, "study")
     study = studies.filter(pk=study_id).first() if study_id else None
     if study is None:
         study = studies.filter(succeeded_count=F("run_count")).first() or studies.first()

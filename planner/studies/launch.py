@@ -8,8 +8,10 @@ from collections.abc import Iterable, Sequence
 from celery import group
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.utils import timezone
 
 from planner.capacity.models import Policy
+from planner.outages import publish_or_fail
 from planner.studies.models import Run, RunStatus, Study
 from planner.traces.models import Trace
 from scheduling.binding import check_fits
@@ -26,13 +28,37 @@ def check_policy_fits(policy: EnginePolicy, trace: Trace, field: str) -> None:
         raise ValidationError({field: f"{error.reason} (trace {trace.name})"}) from None
 
 
-def enqueue_runs(run_ids: Iterable[int]) -> None:
-    """Send one ``replay_run`` task per run after the current transaction commits."""
+def enqueue_runs(run_ids: Iterable[int], what: str | None = None) -> None:
+    """Send one ``replay_run`` task per run after the current transaction commits. With ``what``
+    (a request made the runs: "Study X"), a broker that refuses them fails the runs with the reason
+    and answers 503 naming ``what``; without (the reaper), the broker's error is raised as it is,
+    and the runs stay as they were for the next sweep."""
     from planner.studies.tasks import replay_run
 
     ids = list(run_ids)
-    if ids:
+    if not ids:
+        return
+    if what is None:
         transaction.on_commit(lambda: group(replay_run.s(run_id) for run_id in ids).apply_async())
+    else:
+        transaction.on_commit(lambda: _send_runs(ids, what))
+
+
+def _send_runs(ids: list[int], what: str) -> None:
+    """Publish the runs' tasks; when the broker refuses, the runs (already stored) are marked
+    failed with the reason, so that none stays queued for a task that was never sent, and the
+    request answers 503 (``planner.outages``)."""
+    from planner.studies.tasks import replay_run
+
+    publish_or_fail(
+        lambda: group(replay_run.s(run_id) for run_id in ids).apply_async(),
+        lambda reason: Run.objects.filter(pk__in=ids, status=RunStatus.QUEUED).update(
+            status=RunStatus.FAILED, error=reason, finished_at=timezone.now()
+        ),
+        what=what,
+        count=len(ids),
+        then="rerun them",
+    )
 
 
 def trace_not_ready(trace: Trace) -> str:
@@ -87,7 +113,7 @@ def launch_study(
         for policy, snapshot in zip(policies, snapshots, strict=True)
     ]
     if enqueue:
-        enqueue_runs(run.pk for run in runs)
+        enqueue_runs((run.pk for run in runs), what=f"Study {study.name}")
     return study
 
 
@@ -105,4 +131,4 @@ def rerun(run: Run) -> None:
             started_at=None,
             finished_at=None,
         )
-        enqueue_runs([run.pk])
+        enqueue_runs([run.pk], what=f"The rerun of {run.policy_name}")

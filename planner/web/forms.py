@@ -14,7 +14,7 @@ from django.core.exceptions import ValidationError
 from planner.capacity.models import DEFAULT_FAIR_STRATEGIES, ChangeSpec, Policy, ShareSpec
 from planner.studies.fit import split_by_fit
 from planner.traces.models import ParseStatus, Trace
-from planner.validators import validate_long_name, validate_name
+from planner.validators import validate_fair_weight, validate_long_name, validate_name
 from planner.web.listing import listed_policies
 from scheduling.capacity_plans import TrainingPlan
 from scheduling.errors import InputError
@@ -86,6 +86,7 @@ class ShareForm(forms.Form):
     fair_weight = forms.FloatField(
         required=False,
         initial=1,
+        validators=[validate_fair_weight],
         label="Fair-sharing weight",
         widget=NumberInput(),
         help_text="Kueue fairSharing.weight: borrowed GPUs count divided by it (with fair sharing on); "

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from scheduling.capacity_plans import changes_in_words
 from scheduling.errors import InputError
 from scheduling.export.escape import comment_text, shell_word
 from scheduling.model import (
@@ -117,10 +118,11 @@ def to_aws_batch(policy: Policy | Mapping[str, Any], *, prices: bool = True) -> 
             "to a job queue"
         )
     used: set[str] = set()
+    used_files: set[str] = set()
     share_files = []
     for share in policy.shares:
         name = _unique(_aws_name(share.name), used)
-        file_name = f"{QUOTA_SHARE_PREFIX}{name}.json"
+        file_name = f"{QUOTA_SHARE_PREFIX}{_unique_ignoring_case(name, used_files)}.json"
         documents[file_name] = _quota_share(policy, share, name, base, notes)
         share_files.append(file_name)
     return ExportBundle(documents=documents, script=_script(policy, base, share_files), notes=tuple(notes))
@@ -162,10 +164,8 @@ def _not_in_aws_notes(policy: Policy) -> list[str]:
     if weighted:
         notes.append(f"fair_weight of shares ({', '.join(weighted)}) has no AWS Batch setting: not exported")
     if policy.changes:
-        when = "; ".join(
-            f"at {change.time:g} s {'the pool' if change.share is None else 'quota share ' + change.share}: "
-            + ", ".join(f"{n} x {t}" for t, n in change.capacity.items())
-            for change in policy.changes
+        when = changes_in_words(
+            policy.changes, lambda share: "the pool" if share is None else f"quota share {share}"
         )
         notes.append(
             f"AWS Batch has no dated capacity or quotas: the calendar's {len(policy.changes)} changes are "
@@ -651,6 +651,17 @@ def _unique(name: str, used: set[str]) -> str:
         suffix = f"-{n}"
         candidate, n = name[: 128 - len(suffix)] + suffix, n + 1
     used.add(candidate)
+    return candidate
+
+
+def _unique_ignoring_case(name: str, used: set[str]) -> str:
+    """``name`` for a file: unique once case is ignored, as on macOS's and Windows' file systems
+    (shares ``a`` and ``A`` would write one file over the other there). ``used`` holds casefolds."""
+    candidate, n = name, 2
+    while candidate.casefold() in used:
+        suffix = f"-{n}"
+        candidate, n = name[: 128 - len(suffix)] + suffix, n + 1
+    used.add(candidate.casefold())
     return candidate
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from scheduling.capacity_plans import changes_in_words
 from scheduling.errors import InputError
 from scheduling.export.escape import comment_text
 from scheduling.model import (
@@ -94,7 +95,12 @@ def to_kueue_yaml(
         header += textwrap.wrap(
             comment_text(note), width=100, initial_indent="# - ", subsequent_indent="#   "
         )
-    body = yaml.safe_dump_all(documents, sort_keys=False, default_flow_style=False, explicit_start=True)
+    # libyaml's emitter when it is built: the pure-Python one took seconds over a long calendar's
+    # annotation (one long string, analysed character by character).
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    body = yaml.dump_all(
+        documents, Dumper=dumper, sort_keys=False, default_flow_style=False, explicit_start=True
+    )
     return "\n".join(header) + "\n" + body
 
 
@@ -182,11 +188,7 @@ def _section_8_to_10_notes(policy: Policy) -> list[str]:
             "uses them only when its Configuration enables fairSharing."
         )
     if policy.changes:
-        when = "; ".join(
-            f"at {change.time:g} s {'the pool' if change.share is None else change.share}: "
-            + ", ".join(f"{n} x {t}" for t, n in change.capacity.items())
-            for change in policy.changes
-        )
+        when = changes_in_words(policy.changes, lambda share: "the pool" if share is None else share)
         notes.append(
             f"Kueue has no dated capacity or quotas: the calendar's {len(policy.changes)} changes are not "
             f"applied by these objects ({when}). Change the nominalQuotas at those times (a training plan: "

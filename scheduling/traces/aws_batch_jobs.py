@@ -17,7 +17,7 @@ from typing import Any
 from scheduling.errors import InputError
 from scheduling.model import MAX_PRIORITY
 from scheduling.trace import Trace
-from scheduling.traces.fields import open_source
+from scheduling.traces.fields import check_time_range, epoch_seconds, open_source
 from scheduling.traces.json_records import JsonRecord, iter_json_records
 from scheduling.traces.mapping import TraceImport, TraceMapping, resolve_mapping
 
@@ -299,7 +299,7 @@ def _event_time(record: JsonRecord) -> float:
         raise InputError(f"{text!r} is not an ISO-8601 time", row=record.number, field="time") from None
     if stamp.tzinfo is None:
         raise InputError(f"{text!r} has no time zone", row=record.number, field="time")
-    return stamp.timestamp() * 1000
+    return check_time_range(epoch_seconds(stamp), repr(text), record.number, "time") * 1000
 
 
 # -- one job -> one planner job -------------------------------------------------------------------

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from scheduling.errors import InputError
-from scheduling.model import MAX_PRIORITY
+from scheduling.model import MAX_INSTANCES, MAX_PRIORITY
 from scheduling.trace import NO_TYPE, UNLIMITED_RETRIES, PriorityUpdates, Trace
 from scheduling.traces.fields import check_text
 
@@ -156,8 +156,11 @@ class TraceBuilder:
         count = self._whole(instance_count, row, "instance_count")
         if count < 1:
             raise self._fail(f"{count} is below the minimum 1", row, "instance_count")
-        if count > 2**31 - 1:
-            raise self._fail(f"{count} is too large", row, "instance_count")
+        if count > MAX_INSTANCES:
+            # No pool holds more of one type (MAX_INSTANCES), so no job can run on more.
+            raise self._fail(
+                f"{count:,} instances: a job runs on at most {MAX_INSTANCES:,}", row, "instance_count"
+            )
         if checkpoint_interval is None:
             checkpoint = _NAN
         else:

@@ -23,7 +23,7 @@ import pyarrow.csv as pa_csv
 
 from scheduling.errors import InputError
 from scheduling.job_ids import JobIds
-from scheduling.model import MAX_PRIORITY
+from scheduling.model import MAX_INSTANCES, MAX_PRIORITY
 from scheduling.trace import NO_TYPE, UNLIMITED_RETRIES, PriorityUpdates, Trace
 from scheduling.traces.builder import TraceBuilder
 from scheduling.traces.fields import (
@@ -259,7 +259,7 @@ def _take_block(
         bad |= bad_checkpoint
     for name, low, high, default in (
         ("priority", 0, MAX_PRIORITY, 0),
-        ("instance_count", 1, MAX_COUNT, 1),
+        ("instance_count", 1, MAX_INSTANCES, 1),
         ("preemption_retries", 0, None, UNLIMITED_RETRIES),
     ):
         if name in cells:

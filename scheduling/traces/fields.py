@@ -70,17 +70,14 @@ def naive_timestamp_zone() -> timezone:
 def parse_time(value: Any, row: int | None, field: str | None) -> tuple[float, bool]:
     """Seconds (a number, from any origin) or an ISO-8601 timestamp (-> Unix seconds).
 
-    Returns ``(seconds, is_epoch)``; ``is_epoch`` is true for timestamps.
+    Returns ``(seconds, is_epoch)``; ``is_epoch`` is true for timestamps. Both kinds obey one
+    range, ``check_time_range``: a timestamp before 1970 is refused as -1 is.
     """
     if is_absent(value):
         raise InputError("is empty: give seconds or an ISO-8601 timestamp", row=row, field=field)
     number = _number(value, row, field)
     if number is not None:
-        if number < 0:
-            raise InputError(f"{_show_number(value)} is negative", row=row, field=field)
-        if number > MAX_SECONDS:
-            raise InputError(f"{_show_number(value)} is beyond 1e+10 seconds", row=row, field=field)
-        return number, False
+        return check_time_range(number, _show_number(value), row, field), False
     text = value.strip()
     try:
         stamp = datetime.fromisoformat(text)
@@ -92,10 +89,36 @@ def parse_time(value: Any, row: int | None, field: str | None) -> tuple[float, b
         ) from None
     if stamp.tzinfo is None:
         stamp = stamp.replace(tzinfo=naive_timestamp_zone())
-    seconds = stamp.timestamp()
+    return check_time_range(epoch_seconds(stamp), _show(value), row, field), True
+
+
+# The one range of every time a user gives (trace cells, calendar changes, training plans, the
+# history readers' timestamps): from 0 (1970-01-01, Unix time 0) to MAX_SECONDS (2286-11-20).
+# A number and a timestamp get the same message, so "-1" and "0001-01-01" are refused alike.
+EARLIEST_TIME = "1970-01-01T00:00:00Z"
+LATEST_TIME = "2286-11-20T17:46:40Z"
+
+
+def check_time_range(seconds: float, shown: str, row: int | None, field: str | None) -> float:
+    """``seconds`` when it lies in [0, MAX_SECONDS], else InputError showing the value as written."""
+    if seconds < 0:
+        raise InputError(
+            f"{shown} is before {EARLIEST_TIME} (a negative time): times are seconds from 0 or "
+            "ISO-8601 timestamps from 1970 on",
+            row=row,
+            field=field,
+        )
     if seconds > MAX_SECONDS:
-        raise InputError(f"{_show(value)} is after the year 2286", row=row, field=field)
-    return seconds, True
+        raise InputError(
+            f"{shown} is after {LATEST_TIME} (1e+10 seconds), the latest time accepted", row=row, field=field
+        )
+    return seconds
+
+
+def epoch_seconds(stamp: datetime) -> float:
+    """Unix seconds of an aware datetime, also for years before 1970 or after 2286 (where some
+    platforms' ``timestamp()`` overflows): the range check is the caller's."""
+    return (stamp - datetime(1970, 1, 1, tzinfo=UTC)).total_seconds()
 
 
 def parse_seconds(value: Any, row: int | None, field: str | None, *, allow_zero: bool = True) -> float:

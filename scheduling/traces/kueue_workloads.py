@@ -17,7 +17,7 @@ from typing import Any
 
 from scheduling.errors import InputError
 from scheduling.trace import Trace
-from scheduling.traces.fields import open_source
+from scheduling.traces.fields import check_time_range, epoch_seconds, open_source
 from scheduling.traces.json_records import JsonRecord, iter_json_records
 from scheduling.traces.mapping import PriorityMode, TraceImport, TraceMapping, resolve_mapping
 
@@ -74,7 +74,10 @@ class _Reader:
             raise self.fail(f"{value!r} is not an RFC 3339 time", field) from None
         if stamp.tzinfo is None:
             raise self.fail(f"{value!r} has no time zone", field)
-        return stamp.timestamp()
+        try:
+            return check_time_range(epoch_seconds(stamp), repr(value), None, None)
+        except InputError as error:
+            raise self.fail(error.reason, field) from None
 
     def whole(self, value: Any, field: str) -> int:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not float(value).is_integer():

@@ -24,7 +24,7 @@ from scheduling.errors import InputError
 from scheduling.model import MAX_PRIORITY
 from scheduling.trace import Trace
 from scheduling.traces.builder import TraceBuilder
-from scheduling.traces.fields import TraceInput, TraceSource, open_source
+from scheduling.traces.fields import TraceInput, TraceSource, check_time_range, epoch_seconds, open_source
 
 WHOLE_GPU_TYPE = "gpu"  # one instance = one GPU
 TENTH_GPU_TYPE = "gpu-tenth"  # one instance = a tenth of a GPU (fractional_gpus="tenths")
@@ -395,7 +395,7 @@ def parse_local_time(cell: str | None, row: int, field: str, zone: ZoneInfo) -> 
         ) from None
     if stamp.tzinfo is None:
         stamp = stamp.replace(tzinfo=zone)
-    return stamp.timestamp()
+    return check_time_range(epoch_seconds(stamp), repr(text), row, field)
 
 
 # -- delimited text, row by row ----------------------------------------------------------------

@@ -111,7 +111,14 @@ def calendars(draw, types: tuple[str, ...], capacity: dict[str, int], shares: li
                 pool[t] = least + draw(st.integers(0, 2))
                 changes.append({"time": times[i], "capacity": {t: pool[t]}})
         i += 1
-    return changes
+    # Drawn times may repeat: the later setting of a target and type at one instant is the one in
+    # force, and a policy states it once (two are refused), so the earlier ones are dropped.
+    last = {(c["time"], c.get("share"), t): at for at, c in enumerate(changes) for t in c["capacity"]}
+    kept = []
+    for at, change in enumerate(changes):
+        if all(last[change["time"], change.get("share"), t] == at for t in change["capacity"]):
+            kept.append(change)
+    return kept
 
 
 @st.composite

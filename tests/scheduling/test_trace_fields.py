@@ -43,7 +43,7 @@ def test_naive_timestamps_are_taken_as_utc():
 @pytest.mark.parametrize(
     ("value", "message"),
     [
-        ("-5", "row 3, submit_time: -5 is negative"),
+        ("-5", "row 3, submit_time: -5 is before 1970-01-01T00:00:00Z (a negative time)"),
         ("nan", "row 3, submit_time: 'nan' is not a finite number"),
         (float("inf"), "row 3, submit_time: inf is not a finite number"),
         ("yesterday", "row 3, submit_time: 'yesterday' is neither seconds nor an ISO-8601 timestamp"),
@@ -56,6 +56,46 @@ def test_bad_times_name_row_field_and_value(value, message):
     caught = error(parse_time, value, 3, "submit_time")
     assert (caught.row, caught.field) == (3, "submit_time")
     assert str(caught).startswith(message)
+
+
+RANGE_RULE = (
+    "is before 1970-01-01T00:00:00Z (a negative time): times are seconds from 0 or ISO-8601 timestamps "
+    "from 1970 on"
+)
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        (-1, "-1"),
+        ("-1", "-1"),
+        (-0.5, "-0.5"),
+        ("0001-01-01", "'0001-01-01'"),  # stored before as -62,135,596,800 s
+        ("1900-01-01T00:00:00Z", "'1900-01-01T00:00:00Z'"),
+        ("1970-01-01T00:59:59+01:00", "'1970-01-01T00:59:59+01:00'"),  # 1969-12-31 23:59:59 UTC
+        ("1969-12-31T23:59:59.5", "'1969-12-31T23:59:59.5'"),
+    ],
+)
+def test_a_time_before_1970_is_refused_alike_as_a_number_or_a_timestamp(value, shown):
+    # One rule at the boundary: a timestamp before Unix time 0 is refused as -1 is, same words.
+    assert str(error(parse_time, value, 4, "submit_time")) == f"row 4, submit_time: {shown} {RANGE_RULE}"
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [(1e10 + 1, "1e+10"), ("10000000001", "10000000001"), ("2287-01-01T00:00:00Z", "'2287-01-01T00:00:00Z'")],
+)
+def test_a_time_after_2286_is_refused_alike_as_a_number_or_a_timestamp(value, shown):
+    assert str(error(parse_time, value, 4, "submit_time")) == (
+        f"row 4, submit_time: {shown} is after 2286-11-20T17:46:40Z (1e+10 seconds), the latest time accepted"
+    )
+
+
+def test_the_range_ends_are_accepted():
+    assert parse_time("1970-01-01T00:00:00Z", 1, "t") == (0.0, True)
+    assert parse_time(0, 1, "t") == (0.0, False)
+    assert parse_time("2286-11-20T17:46:40Z", 1, "t") == (1e10, True)
+    assert parse_time(1e10, 1, "t") == (1e10, False)
 
 
 def test_seconds():

@@ -260,7 +260,7 @@ def test_json_priority_update_errors_name_the_update():
         base + '[{"time": 1, "job_id": "a", "priority": 1}, {"time": -1, "job_id": "a", "priority": 1}]}'
     )
     assert caught.field == "priority_updates[1].time" and caught.row is None
-    assert str(caught) == "priority_updates[1].time: -1 is negative"
+    assert str(caught).startswith("priority_updates[1].time: -1 is before 1970-01-01T00:00:00Z")
     caught = json_error(base + '[{"time": 1, "job_id": "a", "priority": 12000}]}')
     assert caught.field == "priority_updates[0].priority"
     caught = json_error(base + '[{"time": 1, "priority": 1}]}')

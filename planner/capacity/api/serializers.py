@@ -20,11 +20,26 @@ from planner.capacity.models import (
     change_specs_of,
     strategies_key,
 )
-from planner.validators import validate_borrow_limit_percent, validate_name
+from planner.validators import validate_borrow_limit_percent, validate_fair_weight, validate_name
 from scheduling.capacity_plans import TrainingPlan
 from scheduling.errors import InputError
-from scheduling.model import MAX_INSTANCES, parse_instance_count
+from scheduling.model import (
+    MAX_CHANGES,
+    MAX_FAIR_WEIGHT,
+    MAX_INSTANCES,
+    MIN_FAIR_WEIGHT,
+    parse_instance_count,
+)
 from scheduling.traces.fields import parse_time
+
+
+class NumberField(serializers.FloatField):
+    """A JSON number: ``true`` is refused, not read as 1 (DRF's FloatField would take it)."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool):
+            raise serializers.ValidationError(f"{str(data).lower()} is not a number")
+        return super().to_internal_value(data)
 
 
 class InstanceCountField(serializers.IntegerField):
@@ -103,7 +118,7 @@ class ShareFieldsSerializer(serializers.Serializer):
     strategy = serializers.ChoiceField(
         choices=Share._meta.get_field("strategy").choices, default="LEND_AND_BORROW"
     )
-    borrow_limit_percent = serializers.FloatField(
+    borrow_limit_percent = NumberField(
         required=False, allow_null=True, default=None, validators=[validate_borrow_limit_percent]
     )
     in_share_preemption = serializers.ChoiceField(
@@ -113,8 +128,11 @@ class ShareFieldsSerializer(serializers.Serializer):
     capacity = counts_field(default=dict, help_text="quota: instances per instance type name")
     borrowing_limit = counts_field(required=False, allow_null=True, default=None)
     lending_limit = counts_field(required=False, allow_null=True, default=None)
-    fair_weight = serializers.FloatField(
-        default=1, help_text="Kueue fairSharing.weight (>= 0); only used with the policy's fair sharing on"
+    fair_weight = NumberField(
+        default=1,
+        validators=[validate_fair_weight],
+        help_text=f"Kueue fairSharing.weight: 0, or {MIN_FAIR_WEIGHT:g} to {MAX_FAIR_WEIGHT:,g}; "
+        "only used with the policy's fair sharing on",
     )
 
 
@@ -212,6 +230,12 @@ class PolicySerializer(serializers.ModelSerializer):
             )
         raw = {key: attrs.pop(key) for key in RAW_POLICY_KEYS if key in attrs}
         if raw.get("changes") is not None:
+            if isinstance(raw["changes"], list) and len(raw["changes"]) > MAX_CHANGES:
+                # Refused before anything reads the list (the engine says the same, later).
+                raise serializers.ValidationError(
+                    {"changes": f"{len(raw['changes']):,} changes: a policy's calendar holds at most "
+                     f"{MAX_CHANGES:,}"}
+                )
             check_type_names(_change_type_names(raw["changes"]), "changes")
         policy = Policy(pk=self.instance.pk if self.instance else None)
         if self.instance is not None:

@@ -13,6 +13,7 @@ from planner.traces.models import Trace
 from scheduling.capacity_curve import MAX_PLANS, MAX_POLICIES, MAX_SIZES
 from scheduling.capacity_plans import TrainingPlan
 from scheduling.errors import InputError
+from scheduling.model import MAX_INSTANCES
 from scheduling.scaling import SizeMode
 from scheduling.traces.fields import parse_time
 from scheduling.worth import DEFAULT_PARALLEL, MAX_PARALLEL, Metric
@@ -85,7 +86,8 @@ class CurveSerializer(serializers.ModelSerializer):
         help_text="sizes as multiples of today's (default 0.75 ... 2, eight of them)",
     )  # fmt: skip
     sizes = serializers.ListField(
-        child=serializers.IntegerField(min_value=1), required=False, max_length=MAX_SIZES,
+        child=serializers.IntegerField(min_value=1, max_value=MAX_INSTANCES), required=False,
+        max_length=MAX_SIZES,
         help_text="exact sizes in instances of the sized type (instead of factors)",
     )  # fmt: skip
     urgent_shares = serializers.ListField(child=serializers.CharField(), required=False)
@@ -165,8 +167,9 @@ class WorthSearchSerializer(serializers.ModelSerializer):
     tolerance_seconds = serializers.FloatField(required=False, default=60, min_value=0)
     tolerance_percent = serializers.FloatField(required=False, default=2, min_value=0)
     upper = serializers.IntegerField(
-        required=False, default=0, min_value=0, help_text="the largest size tried (0: 4x today's)"
-    )
+        required=False, default=0, min_value=0, max_value=MAX_INSTANCES,
+        help_text="the largest size tried (0: 4x today's)",
+    )  # fmt: skip
     parallel = serializers.IntegerField(
         required=False, default=DEFAULT_PARALLEL, min_value=1, max_value=MAX_PARALLEL,
         help_text="sizes replayed at once in each step",

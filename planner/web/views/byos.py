@@ -32,6 +32,7 @@ from planner.studies.launch import launch_study
 from planner.studies.models import Study
 from planner.traces.models import Trace
 from planner.web.access import editor_required
+from planner.web.query import query_id
 from planner.web.variants import PRESETS, make_variant
 from planner.web.views.headline import study_url
 from scheduling.errors import InputError
@@ -152,8 +153,8 @@ def _state(request) -> dict:
     scheduler = query.get("scheduler")
     state: dict = {"scheduler": scheduler if scheduler in SCHEDULERS else None}
     for key, model in (("policy", Policy), ("trace", Trace), ("calibration", Calibration), ("study", Study)):
-        value = query.get(key)
-        state[key] = model.objects.filter(pk=value).first() if value and str(value).isdigit() else None
+        value = query_id(query, key)
+        state[key] = model.objects.filter(pk=value).first() if value else None
     if state["trace"] is None:
         state["calibration"] = state["study"] = None
     if state["policy"] is None:

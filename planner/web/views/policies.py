@@ -8,7 +8,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
-from django.db.models import Count, Prefetch
+from django.db.models import Count, Max, Min, Prefetch
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -39,6 +39,7 @@ from planner.web.forms import (
     VariantNameForm,
 )
 from planner.web.listing import listed_policies
+from planner.web.query import parse_id, query_id
 from planner.web.variants import PRESETS, make_variant
 from planner.web.views.headline import study_url
 from scheduling.capacity_plans import capacity_steps
@@ -46,6 +47,10 @@ from scheduling.capacity_plans import capacity_steps
 SHARE_FORM_ID = "share-form"
 CAPACITY_FORM_ID = "capacity-form"
 CHANGE_FORM_ID = "change-form"
+# The calendar table shows its first rows and counts the rest; the step chart draws its first
+# instants. A page never renders every row of a long calendar (10,000 changes took 30 s).
+CALENDAR_ROWS_SHOWN = 100
+CALENDAR_CHART_INSTANTS = 2_000
 
 
 @reader_required
@@ -54,14 +59,10 @@ def policy_list(request):
         share_count=Count("shares", distinct=True), study_count=Count("runs__study", distinct=True)
     )
     pools = Pool.objects.all()
-    pool_id = request.GET.get("pool", "")
-    if pool_id.isdigit():
-        policies = policies.filter(pool_id=int(pool_id))
-    return render(
-        request,
-        "web/policy_list.html",
-        {"policies": policies, "pools": pools, "pool_id": int(pool_id) if pool_id.isdigit() else None},
-    )
+    pool_id = query_id(request.GET, "pool")
+    if pool_id:
+        policies = policies.filter(pool_id=pool_id)
+    return render(request, "web/policy_list.html", {"policies": policies, "pools": pools, "pool_id": pool_id})
 
 
 def instance_types_of(
@@ -194,7 +195,11 @@ def policy_context(request, policy: Policy, *, edit: str = "", **bound) -> dict:
             instance_types=type_names,
             prefix="capacity",
         )
-    calendar = list(policy.changes.select_related("share", "instance_type"))
+    calendar_count = policy.changes.count()
+    calendar = list(policy.changes.select_related("share", "instance_type")[:CALENDAR_ROWS_SHOWN])
+    if edit.startswith("change-") and not any(f"change-{c.pk}" == edit for c in calendar):
+        # A row past the ones shown is opened for editing from a link: show it too, last.
+        calendar += list(policy.changes.select_related("share", "instance_type").filter(pk=_id_of(edit)))
     share_names = [share.name for share in shares]
     change_form = bound.get("change_form")
     if editable and edit.startswith("change-") and change_form is None:
@@ -248,10 +253,13 @@ def policy_context(request, policy: Policy, *, edit: str = "", **bound) -> dict:
         "quota_totals": [sum(s.spec().capacity.get(t, 0) for s in shares) for t in type_names],
         "rows": rows,
         "calendar_rows": calendar_rows(calendar, edit, bound.get("row_errors", {}), change_form),
+        "calendar_count": calendar_count,
+        "calendar_shown": min(len(calendar), CALENDAR_ROWS_SHOWN),
+        "calendar_hidden": max(0, calendar_count - min(len(calendar), CALENDAR_ROWS_SHOWN)),
         "change_form": change_form,
         "change_form_id": CHANGE_FORM_ID,
         "plan_form": plan_form,
-        "calendar_chart": calendar_figure(policy, calendar),
+        "calendar_chart": calendar_figure(policy, calendar_count),
         "editable": editable,
         "edit": edit,
         "share_form": share_form,
@@ -284,22 +292,33 @@ def calendar_rows(calendar: list, edit: str, row_errors: dict[int, list[str]], c
     ]
 
 
-def calendar_figure(policy: Policy, calendar: list) -> dict:
+def calendar_figure(policy: Policy, calendar_count: int) -> dict:
     """The pool's capacity and each share's quota in GPUs as step lines over the calendar (from an
-    hour before its first change to an hour after its last, so that both ends show)."""
-    if not calendar:
-        return charts.figure([], title="Capacity and quotas over time", x_title="", y_title="GPUs")
+    hour before its first change to an hour after its last, so that both ends show; a calendar of
+    more than CALENDAR_CHART_INSTANTS instants is drawn up to that instant and the title says so)."""
+    empty = charts.figure([], title="Capacity and quotas over time", x_title="", y_title="GPUs")
+    if not calendar_count:
+        return empty
     try:
         engine = policy.engine_policy()
     except ValidationError:
-        return charts.figure([], title="Capacity and quotas over time", x_title="", y_title="GPUs")
-    times = [c.time for c in calendar]
-    margin = max(3600.0, (max(times) - min(times)) * 0.1)
-    start, end = max(0.0, min(times) - margin), max(times) + margin
+        return empty
+    bounds = policy.changes.aggregate(first=Min("time"), last=Max("time"))
+    first, last = bounds["first"], bounds["last"]
+    title = "Capacity and quotas over time (GPUs)"
+    instants = sorted({change.time for change in engine.changes})
+    if len(instants) > CALENDAR_CHART_INSTANTS:
+        last = instants[CALENDAR_CHART_INSTANTS - 1]
+        title += f": the first {CALENDAR_CHART_INSTANTS:,} of {len(instants):,} instants"
+    margin = max(3600.0, (last - first) * 0.1)
+    start, end = max(0.0, first - margin), last + margin
     steps = capacity_steps(engine, start, end)
-    return charts.capacity_steps_figure(
-        steps, title="Capacity and quotas over time (GPUs)", epoch=min(times) >= 1e9
-    )
+    return charts.capacity_steps_figure(steps, title=title, epoch=first >= 1e9)
+
+
+def _id_of(edit: str) -> int:
+    """The row id in ``?edit=change-<id>``; 0 (no row) for anything else."""
+    return parse_id(edit.removeprefix("change-")) or 0
 
 
 def policy_page(policy: Policy, anchor: str = "shares") -> str:
@@ -424,6 +443,8 @@ def check_calendar(policy: Policy, rows: list, specs: list[ChangeSpec], edited: 
             "another change is no longer valid with this one: see the message under it",
             {rows[error.row].pk: error.messages},
         )
+    except ValidationError as error:  # about the calendar as a whole: its length
+        return " ".join(error.messages), {}
     return None, {}
 
 
@@ -551,7 +572,11 @@ def policy_duplicate(request, pk: int):
     if not form.is_valid():
         context = policy_context(request, policy, duplicate_form=form)
         return render(request, "web/policy_detail.html", context, status=400)
-    variant = policy.duplicate(form.cleaned_data["name"])
+    try:
+        variant = policy.duplicate(form.cleaned_data["name"])
+    except ValidationError as error:
+        messages.error(request, " ".join(error.messages))
+        return redirect(policy_page(policy, "variants"))
     messages.success(request, f"{variant.name} is a copy of {policy.name}: change its shares below.")
     return redirect(policy_page(variant))
 

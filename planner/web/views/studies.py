@@ -15,6 +15,7 @@ from planner.studies.models import FINISHED, Study
 from planner.web.access import editor_required, reader_required
 from planner.web.forms import StudyForm
 from planner.web.listing import listed_studies
+from planner.web.query import query_id, query_ids
 from planner.web.views.headline import headlines, study_url
 
 STUDIES_PER_PAGE = 25
@@ -52,11 +53,11 @@ def study_new(request):
                 return redirect(study_url(study.pk))
         return render(request, "web/study_new.html", {"form": form}, status=400)
     initial: dict = {}
-    if request.GET.get("trace", "").isdigit():
-        initial["trace"] = int(request.GET["trace"])
+    if query_id(request.GET, "trace"):
+        initial["trace"] = query_id(request.GET, "trace")
     if request.GET.get("name"):
         initial["name"] = request.GET["name"][:200]
-    chosen = [int(pk) for pk in request.GET.getlist("policy") if pk.isdigit()]
+    chosen = query_ids(request.GET, "policy")
     if chosen:
         family = Policy.objects.filter(pk__in=chosen).values_list("pk", "parent_id")
         # A policy's variants (and its parent's) are the usual alternatives to compare with it.
