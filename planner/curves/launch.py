@@ -18,6 +18,7 @@ from django.utils import timezone
 from planner.capacity.models import Policy
 from planner.curves.models import CapacityCurve, CurvePoint, PointRole, SearchPoint, WorthSearch
 from planner.studies.attempts import reap_stale
+from planner.studies.limits import check_heavy_task_limit
 from planner.studies.models import RunStatus
 from planner.traces.models import Trace
 from scheduling.capacity_curve import MAX_PLANS, MAX_POLICIES, curve_sizes, plan_label
@@ -150,6 +151,7 @@ def start_curve(
     first when None) is one more point: that policy at its own size with the plan added; its own
     size joins the curve's sizes, so the plan is compared with the policy without it. Raises
     ValidationError naming the field."""
+    check_heavy_task_limit(created_by)
     if not policies:
         raise ValidationError({"policies": "choose at least one policy"})
     if len({p.pk for p in policies}) != len(policies):
@@ -231,6 +233,7 @@ def start_search(
 ) -> WorthSearch:
     """The first step: B at today's size (B's own pool) and A at today's size and the first rungs
     up. Raises ValidationError naming the field."""
+    check_heavy_task_limit(created_by)
     if policy_a.pk == policy_b.pk:
         raise ValidationError({"policy_b": "compare two different policies"})
     snapshot_a, snapshot_b = _snapshot(policy_a, "policy_a"), _snapshot(policy_b, "policy_b")

@@ -10,6 +10,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from planner.capacity.models import Policy
+from planner.studies.limits import check_heavy_task_limit
 from planner.studies.models import Run, RunStatus, Study
 from planner.traces.models import Trace
 from scheduling.binding import check_fits
@@ -59,6 +60,7 @@ def launch_study(
     """Snapshot each policy (validated by the engine) and enqueue its replay (unless
     ``enqueue`` is false: the caller runs them). Raises ValidationError naming the policy
     when one is not a valid policy."""
+    check_heavy_task_limit(created_by)
     if not trace.ready:
         raise ValidationError({"trace": trace_not_ready(trace)})
     if not policies:

@@ -9,17 +9,22 @@ no summary, no upload).
 
 from __future__ import annotations
 
+import io
+import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from celery import shared_task
 from django.conf import settings
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.utils import timezone
 
-from planner.studies.attempts import Heartbeat, owned, run_attempt
+from planner.studies.attempts import Heartbeat, Superseded, owned, run_attempt
 from planner.traces.models import ParseStatus, Trace, read_upload, save_columns, trace_summary
 from scheduling.errors import InputError
+
+logger = logging.getLogger(__name__)
 
 
 class ReadProgress(Heartbeat):
@@ -42,6 +47,22 @@ class ReadProgress(Heartbeat):
             self.superseded = True
 
 
+class CheckedFile(io.FileIO):
+    """The upload's file, calling ``check`` before each read: the readers (and gzip) read through
+    it, so the parse beats from its own thread and stops (Superseded) once the trace is deleted,
+    whatever the reader is doing between reads."""
+
+    check: Callable[[], None] = staticmethod(lambda: None)
+
+    def readinto(self, buffer) -> int | None:
+        self.check()
+        return super().readinto(buffer)
+
+    def readall(self) -> bytes:
+        self.check()
+        return super().readall()
+
+
 def fail_parse(trace: Trace, attempt: int, error: InputError) -> None:
     """The trace failed with the reader's message; the upload goes, nothing else was kept."""
     now = timezone.now()
@@ -61,10 +82,20 @@ def execute(trace_id: int, attempt: int) -> bool:
     trace = Trace.objects.get(pk=trace_id)
     path = Path(settings.MEDIA_ROOT) / trace.upload_file.name
     try:
-        with path.open("rb") as stream, ReadProgress(trace, attempt, stream.fileno()):
+        with CheckedFile(path, "rb") as raw, ReadProgress(trace, attempt, raw.fileno()) as progress:
+            raw.check = progress.check
+            stream = io.BufferedReader(raw, 1024 * 1024)
             columns = read_upload(stream, format=trace.format, mapping=trace.mapping)
     except InputError as error:
         fail_parse(trace, attempt, error)
+        return True
+    except (Superseded, OSError, MemoryError, DatabaseError):
+        raise  # stopped, or the machine's trouble: retried (Superseded: nothing more to do)
+    except Exception as error:
+        # Anything else the reader raises, it would raise again on the same file: final at once,
+        # not three attempts and half a minute later.
+        logger.exception("trace %s: the reader failed", trace_id)
+        fail_parse(trace, attempt, InputError(f"the file could not be read: {type(error).__name__}: {error}"))
         return True
     name = save_columns(columns)
     with transaction.atomic():

@@ -81,11 +81,14 @@ def _blocks(stream, block_size: int):
     carry = stream.read(block_size)
     if carry.startswith(b"\xef\xbb\xbf"):
         carry = carry[3:]
-    while b"\n" not in carry:
-        more = stream.read(block_size)
-        if not more:
-            raise Unsupported("a header alone")
-        carry += more
+    if b"\n" not in carry:  # a long first line: each new piece searched once, joined once
+        pieces = [carry]
+        while b"\n" not in pieces[-1]:
+            more = stream.read(block_size)
+            if not more:
+                raise Unsupported("a header alone")
+            pieces.append(more)
+        carry = b"".join(pieces)
     carry = carry[carry.index(b"\n") + 1 :]
     at_end = False
     while not at_end:

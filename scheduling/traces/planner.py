@@ -24,6 +24,7 @@ from scheduling.trace import NO_TYPE, UNLIMITED_RETRIES, Trace
 from scheduling.traces.builder import TraceBuilder
 from scheduling.traces.columnar import Unsupported, read_columnar
 from scheduling.traces.fields import (
+    MAX_BLANK_LINES,
     TraceInput,
     TraceSource,
     UndecodableText,
@@ -33,6 +34,7 @@ from scheduling.traces.fields import (
     parse_optional_int,
     parse_optional_seconds,
     parse_optional_text,
+    too_many_blank_lines,
     parse_optional_time,
     parse_seconds,
     parse_text,
@@ -127,6 +129,7 @@ def _read_rows(opened: TraceSource, *, max_rows: int | None) -> Trace:
     width = len(index)
     builder = TraceBuilder(max_rows=max_rows, source="planner CSV")
     row = 0
+    blank = 0
     while True:
         try:
             cells = next(records)
@@ -140,6 +143,9 @@ def _read_rows(opened: TraceSource, *, max_rows: int | None) -> Trace:
             raise InputError(f"is not valid CSV: {exc}", row=row + 1) from None
         row += 1
         if not cells or (len(cells) == 1 and not cells[0].strip()):
+            blank += 1
+            if blank > MAX_BLANK_LINES:
+                raise too_many_blank_lines(MAX_BLANK_LINES, row)
             continue  # a blank line: counted as a row so numbers match the file, but no job
         if len(cells) != width and not (len(cells) > width and not any(c.strip() for c in cells[width:])):
             raise InputError(f"has {len(cells)} cells, but the header has {width} columns", row=row)
@@ -155,6 +161,8 @@ def _read_rows(opened: TraceSource, *, max_rows: int | None) -> Trace:
 def _header_index(header: list[str]) -> dict[str, int]:
     index: dict[str, int] = {}
     for position, raw in enumerate(header):
+        if "\x00" in raw:  # before its name is shown anywhere (PostgreSQL stores no NUL)
+            raise InputError("contains a NUL byte", field=f"header column {position + 1}")
         name = raw.strip()
         if name not in COLUMNS:
             shown = _show(name) if name else f"column {position + 1} (no name)"
