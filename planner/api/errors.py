@@ -12,6 +12,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from planner.serving import IncompleteBody
 from planner.studies.limits import SETTING, HeavyTaskLimit
 from scheduling.errors import InputError
 
@@ -34,6 +35,8 @@ def input_error(error: InputError, http_status: int = status.HTTP_400_BAD_REQUES
 def exception_handler(exc, context):
     if isinstance(exc, RequestDataTooBig):  # an upload stopped while streaming (planner.traces.uploads)
         return input_error(InputError(str(exc), field="file"), status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
+    if isinstance(exc, IncompleteBody):  # a body that stalled or ended short (planner.serving)
+        return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, HeavyTaskLimit):
         return Response(
             {"detail": exc.message, "limit": exc.limit, "setting": SETTING},

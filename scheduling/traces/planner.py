@@ -34,11 +34,11 @@ from scheduling.traces.fields import (
     parse_optional_int,
     parse_optional_seconds,
     parse_optional_text,
-    too_many_blank_lines,
     parse_optional_time,
     parse_seconds,
     parse_text,
     parse_time,
+    too_many_blank_lines,
 )
 
 REQUIRED_COLUMNS = ("job_id", "submit_time", "share", "duration")

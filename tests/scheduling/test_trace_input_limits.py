@@ -60,7 +60,9 @@ def test_a_file_of_blank_lines_is_refused_past_the_stated_count(monkeypatch):
     monkeypatch.setattr(planner, "MAX_BLANK_LINES", 10)
     with pytest.raises(InputError) as caught:
         read_trace(HEADER + b"j1,0,A,10\n" + b"\n" * 11 + b"j2,5,A,20\n", format="planner-csv")
-    assert caught.value.describe() == "row 12: more than 10 blank lines: the file holds no trace, or was cut wrongly"
+    assert caught.value.describe() == (
+        "row 12: more than 10 blank lines: the file holds no trace, or was cut wrongly"
+    )
     # (row 1 the job, rows 2 to 12 blank: refused at the eleventh blank line)
     assert len(read_trace(HEADER + b"j1,0,A,10\n" + b"\n" * 10 + b"j2,5,A,20\n")) == 2
 
@@ -97,5 +99,6 @@ def test_a_message_never_carries_a_nul_byte_even_when_it_quotes_one():
     assert "\x00" not in error.describe() and "\x00" not in error.field
     assert error.describe() == "a\\x00b: unknown column 'a\\x00b'"
     with pytest.raises(InputError) as caught:
-        read_trace(b'{"jobs": [{"job_id": "j1", "submit_time": 0, "share": "A", "duration": 1, "x\\u0000": 1}]}')
+        read_trace(b'{"jobs": [{"job_id": "j1", "submit_time": 0, "share": "A", "duration": 1, '
+                   b'"x\\u0000": 1}]}')
     assert "\x00" not in caught.value.describe() and "\x00" not in (caught.value.field or "")
