@@ -27,6 +27,7 @@ from scheduling.model import MAX_PRIORITY
 from scheduling.trace import NO_TYPE, UNLIMITED_RETRIES, PriorityUpdates, Trace
 from scheduling.traces.builder import TraceBuilder
 from scheduling.traces.fields import (
+    MAX_LINE_BYTES,
     MAX_SECONDS,
     MAX_TEXT_LENGTH,
     TraceSource,
@@ -97,6 +98,8 @@ def _blocks(stream, block_size: int):
         data = carry + more if carry else more
         cut = len(data) if at_end else data.rfind(b"\n") + 1
         if cut == 0:
+            if len(data) > MAX_LINE_BYTES:  # no row is this long: the row-by-row reader says where
+                raise Unsupported("a line too long")
             carry = data
             continue
         if b'"' in data:

@@ -25,6 +25,19 @@ MAX_TEXT_LENGTH = 256
 MAX_BLANK_LINES = 1_000_000
 
 
+# A line of delimited text (CSV, sacct's table) longer than this is no row of a trace (a row holds a
+# dozen cells of at most 256 characters): refused as it is read, not after a gigabyte of it.
+MAX_LINE_BYTES = 1024 * 1024
+
+
+class LineTooLong(InputError):
+    """A line of delimited text past MAX_LINE_BYTES; ``line`` is its 1-based physical line."""
+
+    def __init__(self, line: int, limit: int):
+        self.line = line
+        super().__init__(f"line {line} is longer than {limit:,} bytes: not a line of a delimited text file")
+
+
 def too_many_blank_lines(limit: int, row: int | None = None) -> InputError:
     return InputError(
         f"more than {limit:,} blank lines: the file holds no trace, or was cut wrongly", row=row
@@ -319,13 +332,17 @@ class TraceSource:
             data = data.decode("utf-8", errors="replace")
         return data.lstrip("\ufeff")
 
-    def lines(self) -> Iterator[str]:
-        """Decoded lines with their line ends; raises UndecodableText or InputError (gzip)."""
+    def lines(self, max_line: int | None = None) -> Iterator[str]:
+        """Decoded lines with their line ends; raises UndecodableText, LineTooLong (a line over
+        ``max_line`` bytes or characters) or InputError (gzip)."""
         stream = self._rewind()
         number = 0
+        limited = -1 if max_line is None else max_line + 1
         try:
-            for raw in stream:
+            while raw := stream.readline(limited):
                 number += 1
+                if max_line is not None and len(raw) > max_line and raw[-1:] not in (b"\n", "\n"):
+                    raise LineTooLong(number, max_line)
                 if isinstance(raw, bytes):
                     try:
                         line = raw.decode("utf-8")

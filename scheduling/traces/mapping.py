@@ -26,6 +26,7 @@ from scheduling.trace import Trace
 from scheduling.traces.builder import TraceBuilder
 from scheduling.traces.fields import (
     MAX_BLANK_LINES,
+    MAX_LINE_BYTES,
     TraceInput,
     TraceSource,
     open_source,
@@ -368,7 +369,7 @@ def text_stream(source: TraceInput | TraceSource) -> Iterator[Iterator[str]]:
     """The decoded lines of ``source`` (a path, bytes, a file, or an opened TraceSource; gzip is
     looked through), closed afterwards when it was opened here."""
     with open_source(source) as opened:
-        yield opened.lines()
+        yield opened.lines(max_line=MAX_LINE_BYTES)
 
 
 # -- local wall-clock times -------------------------------------------------------------------

@@ -25,6 +25,8 @@ from scheduling.traces.builder import TraceBuilder
 from scheduling.traces.columnar import Unsupported, read_columnar
 from scheduling.traces.fields import (
     MAX_BLANK_LINES,
+    MAX_LINE_BYTES,
+    LineTooLong,
     TraceInput,
     TraceSource,
     UndecodableText,
@@ -112,18 +114,20 @@ def read_planner_csv(source: TraceInput | TraceSource, *, max_rows: int | None =
 
 def _read_header(opened: TraceSource) -> list[str]:
     try:
-        return next(csv.reader(opened.lines()))
+        return next(csv.reader(opened.lines(max_line=MAX_LINE_BYTES)))
     except StopIteration:
         raise InputError(f"the file is empty: a CSV trace needs a header row ({_allowed()})") from None
     except UndecodableText as exc:
         raise InputError(f"the header is not UTF-8 text ({exc.detail}): save the file as UTF-8") from None
+    except LineTooLong as exc:
+        raise InputError(f"the header is longer than {MAX_LINE_BYTES:,} bytes: not a CSV header") from exc
     except csv.Error as exc:
         raise InputError(f"the header is not valid CSV: {exc}") from None
 
 
 def _read_rows(opened: TraceSource, *, max_rows: int | None) -> Trace:
     """The row-by-row reader: the definition of a valid planner CSV and of its messages."""
-    records = csv.reader(opened.lines())
+    records = csv.reader(opened.lines(max_line=MAX_LINE_BYTES))
     index = _header_index(_read_header(opened))
     next(records)
     width = len(index)
@@ -141,6 +145,10 @@ def _read_rows(opened: TraceSource, *, max_rows: int | None) -> Trace:
             ) from None
         except csv.Error as exc:
             raise InputError(f"is not valid CSV: {exc}", row=row + 1) from None
+        except LineTooLong:
+            raise InputError(
+                f"is longer than {MAX_LINE_BYTES:,} bytes: not a row of a CSV trace", row=row + 1
+            ) from None
         row += 1
         if not cells or (len(cells) == 1 and not cells[0].strip()):
             blank += 1

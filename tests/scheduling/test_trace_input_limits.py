@@ -51,6 +51,24 @@ def test_any_gzip_past_the_limit_is_refused(content):
         read_bounded(gzip.compress(content))
 
 
+@pytest.mark.parametrize(
+    ("content", "format", "message"),
+    [
+        (b"a" * (3 * LIMIT), "planner-csv", "the header is longer than 1,048,576 bytes: not a CSV header"),
+        (HEADER + b"j1,0,A,10\n" + b"a" * (3 * LIMIT), "planner-csv",
+         "row 2: is longer than 1,048,576 bytes: not a row of a CSV trace"),
+        (b"|" * (3 * LIMIT), "slurm-sacct",
+         "line 1 is longer than 1,048,576 bytes: not a line of a delimited text file"),
+    ],
+    ids=["header", "row", "importer"],
+)
+def test_a_line_of_delimited_text_past_a_megabyte_is_refused_as_it_is_read(content, format, message):
+    """A gigabyte on one line (a 1 MB gzip) took a minute and a half to be refused."""
+    with pytest.raises(InputError) as caught:
+        read_bounded(gzip.compress(content), limit=100 * LIMIT, format=format)
+    assert caught.value.describe() == message
+
+
 def test_a_gzip_within_the_limit_is_read():
     trace = read_bounded(gzip.compress(HEADER + b"j1,0,A,10\nj2,5,A,20\n"))
     assert list(trace.job_id) == ["j1", "j2"]
