@@ -21,7 +21,12 @@ from tests.service.test_workers import LONG_REPLAY_JOBS, STALE, all_finished, sy
 pytestmark = [pytest.mark.workers, pytest.mark.django_db(transaction=True), pytest.mark.timeout(480)]
 
 
-@pytest.mark.skipif(stale_reason() is not None, reason="needs a fresh compiled build (python -m scheduling.build)")
+COMPILED = pytest.mark.skipif(
+    stale_reason() is not None, reason="needs a fresh compiled build (python -m scheduling.build)"
+)
+
+
+@COMPILED
 def test_a_compiled_replay_longer_than_the_stale_limit_is_never_reaped(start_worker, settings, monkeypatch):
     settings.PLANNER_HEARTBEAT_STALE_SECONDS = STALE
     monkeypatch.setenv("SCHEDULING_ENGINE", "compiled")
@@ -41,7 +46,9 @@ def test_a_compiled_replay_longer_than_the_stale_limit_is_never_reaped(start_wor
     assert time.monotonic() - started > STALE  # it did outlast the stale limit
 
 
-def test_deleting_a_study_frees_its_worker_within_seconds(start_worker, settings):
+def test_deleting_a_study_frees_its_worker_within_seconds(start_worker):
+    """(The unit test of this, tests/service/test_liveness.py, is the one that fails on the old code:
+    with the engine's new callback every 256 steps, even the old thread got the GIL now and then.)"""
     worker = start_worker("solo")  # one task at a time
     doomed = synthetic_study(jobs=LONG_REPLAY_JOBS, variants=1)
     wait_for(
