@@ -181,3 +181,32 @@ def test_deleting_a_trace_stops_its_parse(settings, monkeypatch, media_root):
     assert outcome == "superseded"
     assert saved == []  # the reader stopped: nothing parsed to the end, nothing stored
     assert not Trace.objects.filter(pk=trace.pk).exists()
+
+
+@pytest.mark.parametrize("phase", ["save_columns", "trace_summary"])
+def test_every_phase_of_a_parse_beats(settings, monkeypatch, phase):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    import planner.traces.tasks as trace_tasks
+    from planner.traces.models import receive_upload
+
+    settings.PLANNER_HEARTBEAT_SECONDS = 0.05
+    beats: list[float] = []
+    real_beat = trace_tasks.ReadProgress.beat
+    monkeypatch.setattr(
+        trace_tasks.ReadProgress, "beat", lambda self: beats.append(time.monotonic()) or real_beat(self)
+    )
+    real = getattr(trace_tasks, phase)
+    window = {}
+
+    def slow(*args, **kwargs):
+        window["start"] = time.monotonic()
+        time.sleep(0.4)  # storing or summing up millions of jobs
+        window["end"] = time.monotonic()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(trace_tasks, phase, slow)
+    content = b"job_id,submit_time,share,duration\nj1,0,QS1,100\n"
+    trace = receive_upload(SimpleUploadedFile("t.csv", content), name="t")
+    assert trace_tasks.parse_trace.apply(args=[trace.pk]).get() == "succeeded"
+    assert len([at for at in beats if window["start"] < at < window["end"]]) >= 3, (phase, beats)
