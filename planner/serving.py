@@ -122,12 +122,15 @@ class GuardedInput:
     """``wsgi.input`` that turns a stalled or short body into IncompleteBody, so that no view ever
     sees (or stores) part of a body as if it were all of it."""
 
-    def __init__(self, stream: Any, length: int):
+    def __init__(self, stream: Any, length: int | None):
+        """``length``: the Content-Length; None for a chunked body (its end is its own)."""
         self._stream = stream
         self._length = length
-        self._left = length
+        self._left = length if length is not None else 1 << 62
 
     def _check(self, data: bytes, asked: int | None) -> bytes:
+        if self._length is None:
+            return data
         self._left -= len(data)
         if self._left > 0 and (not data or asked is None or asked < 0):
             raise IncompleteBody(f"the request body ended {self._left:,} bytes short of its Content-Length")
@@ -137,9 +140,14 @@ class GuardedInput:
         try:
             return method(*args)
         except (TimeoutError, socket.timeout):
+            announced = (
+                f"before the {self._length:,} bytes its Content-Length announced"
+                if self._length is not None
+                else "before its last chunk"
+            )
             raise IncompleteBody(
                 f"the request body stopped arriving for {BODY_TIMEOUT:g} s (PLANNER_BODY_TIMEOUT_SECONDS) "
-                f"before the {self._length:,} bytes its Content-Length announced"
+                + announced
             ) from None
         except OSError as error:  # the client went away (gunicorn's NoMoreData is one)
             raise IncompleteBody(f"the request body could not be read: {error}") from None
@@ -172,8 +180,9 @@ def guard_body(application):
             length = int(environ.get("CONTENT_LENGTH") or 0)
         except ValueError:
             length = 0
-        if length > 0 and "wsgi.input" in environ:
-            environ["wsgi.input"] = GuardedInput(environ["wsgi.input"], length)
+        chunked = "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower()
+        if (length > 0 or chunked) and "wsgi.input" in environ:
+            environ["wsgi.input"] = GuardedInput(environ["wsgi.input"], None if chunked else length)
         return application(environ, start_response)
 
     return guarded
