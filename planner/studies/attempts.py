@@ -17,7 +17,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import DataError, close_old_connections, connection, models, transaction
+from django.db import DatabaseError, DataError, close_old_connections, connection, models, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -122,6 +122,11 @@ class Heartbeat:
         try:
             self._last_beat = time.monotonic()
             self.beat()
+        except DatabaseError:
+            # A database blip costs a beat, not the replay: the next beat tries again, and a
+            # database gone for good fails the attempt when it stores its result.
+            name = self.model._meta.model_name
+            logger.warning("heartbeat of %s %s not written", name, self.pk, exc_info=True)
         finally:
             self._beating.release()
 

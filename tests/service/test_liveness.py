@@ -210,3 +210,24 @@ def test_every_phase_of_a_parse_beats(settings, monkeypatch, phase):
     trace = receive_upload(SimpleUploadedFile("t.csv", content), name="t")
     assert trace_tasks.parse_trace.apply(args=[trace.pk]).get() == "succeeded"
     assert len([at for at in beats if window["start"] < at < window["end"]]) >= 3, (phase, beats)
+
+
+def test_a_database_blip_costs_a_beat_not_the_replay(run, monkeypatch):
+    """A beat from the callback that cannot be written does not end the replay (as the thread's
+    never did): the run still succeeds on its first attempt."""
+    from django.db import OperationalError
+
+    real_beat = attempts.Heartbeat.beat
+    failures = []
+
+    def flaky_beat(self):
+        if not failures:
+            failures.append(1)
+            raise OperationalError("server closed the connection unexpectedly")
+        real_beat(self)
+
+    monkeypatch.setattr(attempts.Heartbeat, "beat", flaky_beat)
+    monkeypatch.setattr(tasks, "replay", busy_replay(0.3, then=tasks.replay))
+    assert replay_run.apply(args=[run.pk]).get() == "succeeded"
+    run.refresh_from_db()
+    assert (run.status, run.attempts, failures) == ("succeeded", 1, [1])
