@@ -106,3 +106,15 @@ def test_the_study_form_shows_the_limit(aws_trace, aws_policy, client):
     assert response.status_code == 400
     assert "the limit is 2 per user (PLANNER_MAX_HEAVY_TASKS_PER_USER)" in response.content.decode()
     assert Study.objects.count() == 2
+
+
+def test_the_schema_documents_the_429_on_each_heavy_task():
+    from drf_spectacular.generators import SchemaGenerator
+
+    paths = SchemaGenerator().get_schema(request=None, public=True)["paths"]
+    documented = sorted(
+        path for path, ops in paths.items() if "429" in ops.get("post", {}).get("responses", {})
+    )
+    assert documented == [
+        "/api/calibrations/", "/api/curves/", "/api/studies/", "/api/sweeps/", "/api/worth-searches/"
+    ]
