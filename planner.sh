@@ -70,7 +70,9 @@ echo "== starting a worker and the web server (DEBUG=$DEBUG)"
 supervise_worker &
 SUPERVISOR=$!
 if [ "$DEBUG" = 0 ]; then
-    .venv/bin/gunicorn planner.wsgi --bind "$HOST:$PORT" --workers 2 --log-level warning &
+    # Threaded workers with a deadline for each request's head and an idle limit for its body
+    # (planner/gunicorn_conf.py, planner/serving.py): slow clients cannot stall the site.
+    .venv/bin/gunicorn planner.wsgi -c planner/gunicorn_conf.py --bind "$HOST:$PORT" --log-level warning &
 else
     .venv/bin/python manage.py runserver "$HOST:$PORT" --noreload &
 fi

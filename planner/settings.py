@@ -212,6 +212,9 @@ STORAGES = {
 # Trace uploads: bigger files are refused before parsing, longer traces while parsing.
 PLANNER_MAX_UPLOAD_BYTES = env_int("PLANNER_MAX_UPLOAD_BYTES", 512 * 1024 * 1024)
 PLANNER_MAX_TRACE_ROWS = env_int("PLANNER_MAX_TRACE_ROWS", 5_000_000)
+# A compressed upload may decompress to no more than a plain upload may be (a gzip bomb is refused
+# once this much is inflated, in well under a minute).
+PLANNER_MAX_DECOMPRESSED_BYTES = env_int("PLANNER_MAX_DECOMPRESSED_BYTES", PLANNER_MAX_UPLOAD_BYTES)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 4 * 1024 * 1024  # larger uploads are streamed to a temporary file
 FILE_UPLOAD_HANDLERS = [
     "planner.traces.uploads.LimitedUploadHandler",  # the size limit, counted while streaming
@@ -349,6 +352,9 @@ PLANNER_HEARTBEAT_SECONDS = env_float("PLANNER_HEARTBEAT_SECONDS", 2.0)
 PLANNER_HEARTBEAT_STALE_SECONDS = env_float("PLANNER_HEARTBEAT_STALE_SECONDS", 120.0)
 PLANNER_RUN_MAX_ATTEMPTS = env_int("PLANNER_RUN_MAX_ATTEMPTS", 3)
 PLANNER_RETRY_DELAY_SECONDS = env_float("PLANNER_RETRY_DELAY_SECONDS", 10.0)
+# Studies (and sweeps), curves, worth searches and calibrations a user may have queued or running
+# at once (planner/studies/limits.py): the next one is refused with HTTP 429 naming the limit.
+PLANNER_MAX_HEAVY_TASKS_PER_USER = env_int("PLANNER_MAX_HEAVY_TASKS_PER_USER", 4)
 
 LOGGING = {
     "version": 1,

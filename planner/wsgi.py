@@ -5,4 +5,8 @@ import os
 from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "planner.settings")
-application = get_wsgi_application()
+
+from planner.serving import guard_body  # noqa: E402  (after the settings are named)
+
+# Bodies that stall or end short are a 400, never a 500 or a half-stored upload (planner/serving.py).
+application = guard_body(get_wsgi_application())

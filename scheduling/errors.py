@@ -12,9 +12,11 @@ class InputError(ValueError):
     """
 
     def __init__(self, message: str, *, row: int | None = None, field: str | None = None):
+        # A NUL byte quoted from the input is shown escaped: the message and the field are stored
+        # (a failed trace's error), and PostgreSQL refuses NUL in text where SQLite took it.
         self.row = row
-        self.field = field
-        self.reason = message
+        self.field = field.replace("\x00", "\\x00") if field else field
+        self.reason = message.replace("\x00", "\\x00")
         super().__init__(self.describe())
 
     def describe(self) -> str:

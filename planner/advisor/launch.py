@@ -13,6 +13,7 @@ from django.db import transaction
 from planner.advisor.models import Sweep, SweepVariant
 from planner.capacity.models import Policy
 from planner.studies.launch import check_policy_fits, launch_study
+from planner.studies.limits import check_heavy_task_limit
 from planner.traces.models import Trace
 from scheduling.advisor import parse_constraints, parse_knobs, variants
 from scheduling.errors import InputError
@@ -46,6 +47,7 @@ def start_sweep(
     """Make the variants, store them as policies and launch their study (the base policy is
     its baseline). Raises ValidationError naming the field (knobs, constraints, size...)."""
     # Checked before any variant is made: a refused sweep leaves nothing behind.
+    check_heavy_task_limit(created_by)
     try:
         check_policy_fits(base_policy.engine_policy(), trace, "base_policy")
     except ValidationError as error:

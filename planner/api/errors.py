@@ -15,6 +15,8 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from planner.outages import OUTAGES, RETRY_AFTER_SECONDS, outage_message
+from planner.serving import IncompleteBody
+from planner.studies.limits import SETTING, HeavyTaskLimit
 from scheduling.errors import InputError
 
 log = logging.getLogger("planner.outages")
@@ -46,6 +48,13 @@ def exception_handler(exc, context):
         )
     if isinstance(exc, RequestDataTooBig):  # an upload stopped while streaming (planner.traces.uploads)
         return input_error(InputError(str(exc), field="file"), status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
+    if isinstance(exc, IncompleteBody):  # a body that stalled or ended short (planner.serving)
+        return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+    if isinstance(exc, HeavyTaskLimit):
+        return Response(
+            {"detail": exc.message, "limit": exc.limit, "setting": SETTING},
+            status=status.HTTP_429_TOO_MANY_REQUESTS,
+        )
     if isinstance(exc, DjangoValidationError):
         exc = as_drf(exc)
     if isinstance(exc, serializers.ValidationError) and isinstance(exc.detail, list):

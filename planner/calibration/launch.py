@@ -12,6 +12,7 @@ from django.db import transaction
 from planner.calibration.models import Calibration
 from planner.capacity.models import Policy
 from planner.studies.attempts import reap_stale
+from planner.studies.limits import check_heavy_task_limit
 from planner.traces.models import Trace
 from scheduling.errors import InputError
 from scheduling.model import Policy as EnginePolicy
@@ -53,6 +54,7 @@ def start_calibration(
     """Snapshot ``policy`` (validated by the engine) and enqueue the replay of ``trace`` under it.
     Raises ValidationError naming the field when the trace records no start or the policy cannot
     replay it (invalid, or a share of the trace missing from it)."""
+    check_heavy_task_limit(created_by)
     if not trace.ready:
         from planner.studies.launch import trace_not_ready
 

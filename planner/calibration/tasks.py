@@ -21,10 +21,12 @@ def execute(pk: int, attempt: int) -> bool:
     """Replay the trace under the snapshot and compare; True when this attempt recorded the result."""
     calibration = Calibration.objects.select_related("trace").get(pk=pk)
     policy = EnginePolicy.from_dict(calibration.policy_snapshot)
-    trace = calibration.trace.load_jobs()
     with Heartbeat(Calibration, pk, attempt, settings.PLANNER_HEARTBEAT_SECONDS) as heartbeat:
+        trace = calibration.trace.load_jobs()
+        heartbeat.check()
         result = replay(policy, trace, progress=heartbeat.report)
-    metrics = strict_json(calibrate(trace, result))
+        heartbeat.check()
+        metrics = strict_json(calibrate(trace, result))
     now = timezone.now()
     recorded = owned(Calibration, pk, attempt).update(
         status=RunStatus.SUCCEEDED,

@@ -19,6 +19,7 @@ from planner.capacity.models import Policy
 from planner.curves.models import CapacityCurve, CurvePoint, PointRole, SearchPoint, WorthSearch
 from planner.outages import publish_or_fail
 from planner.studies.attempts import reap_stale
+from planner.studies.limits import check_heavy_task_limit
 from planner.studies.models import RunStatus
 from planner.traces.models import Trace
 from planner.validators import LONG_NAME_LENGTH
@@ -187,6 +188,7 @@ def start_curve(
     size joins the curve's sizes, so the plan is compared with the policy without it. Raises
     ValidationError naming the field."""
     name = _checked_name(name)
+    check_heavy_task_limit(created_by)
     if not policies:
         raise ValidationError({"policies": "choose at least one policy"})
     if len({p.pk for p in policies}) != len(policies):
@@ -269,6 +271,7 @@ def start_search(
     """The first step: B at today's size (B's own pool) and A at today's size and the first rungs
     up. Raises ValidationError naming the field."""
     name = _checked_name(name)
+    check_heavy_task_limit(created_by)
     if policy_a.pk == policy_b.pk:
         raise ValidationError({"policy_b": "compare two different policies"})
     snapshot_a, snapshot_b = _snapshot(policy_a, "policy_a"), _snapshot(policy_b, "policy_b")

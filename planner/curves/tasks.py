@@ -22,10 +22,12 @@ from scheduling.model import Policy as EnginePolicy
 def _execute(model: type[models.Model], trace, pk: int, attempt: int) -> bool:
     point = model.objects.get(pk=pk)
     policy = EnginePolicy.from_dict(point.policy_snapshot)
-    jobs = trace.load_jobs()
     with Heartbeat(model, pk, attempt, settings.PLANNER_HEARTBEAT_SECONDS) as heartbeat:
+        jobs = trace.load_jobs()
+        heartbeat.check()
         result = replay(policy, jobs, progress=heartbeat.report)
-    summary = strict_json(point_summary(result.metrics, policy))
+        heartbeat.check()
+        summary = strict_json(point_summary(result.metrics, policy))
     now = timezone.now()
     recorded = owned(model, pk, attempt).update(
         status=RunStatus.SUCCEEDED, summary=summary, progress=1.0, error="", heartbeat=now, finished_at=now

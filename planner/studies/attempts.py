@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import close_old_connections, connection, models, transaction
+from django.db import DatabaseError, DataError, close_old_connections, connection, models, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -62,16 +63,31 @@ def owned(model: type[models.Model], pk: int, attempt: int) -> models.QuerySet:
     return model.objects.filter(pk=pk, attempts=attempt, status=RunStatus.RUNNING)
 
 
+def storable(text: str) -> str:
+    """Text a database of either kind stores: PostgreSQL refuses NUL bytes, SQLite took them."""
+    return text.replace("\x00", "\\x00")
+
+
 def fail(model: type[models.Model], pk: int, attempt: int, reason: str) -> None:
     now = timezone.now()
     owned(model, pk, attempt).update(
-        status=RunStatus.FAILED, error=reason[:4000], finished_at=now, heartbeat=now
+        status=RunStatus.FAILED, error=storable(reason)[:4000], finished_at=now, heartbeat=now
     )
 
 
 class Heartbeat:
-    """While the engine computes, a thread writes heartbeat and latest progress every few seconds,
-    so progress is throttled and a long silent phase still proves the worker is alive."""
+    """Proves the computing worker alive and lets its work be stopped.
+
+    The heartbeat and the latest progress are written every ``interval`` seconds, from two places:
+    the computing thread itself, whenever the engine's progress callback (``report``) or the code
+    between phases (``check``) calls in and a beat is due, and a background thread for the phases
+    that call nothing (reading files, numpy, I/O). The first is what liveness rests on: compiled
+    code (the replay engine) never lets another thread take the GIL, so the background thread
+    alone went silent for minutes and a live run was reaped beside its own second attempt.
+
+    A beat that finds the row gone from this attempt (another attempt took it over, or the row was
+    deleted with its study, curve or trace) marks it superseded, and the next ``report`` or
+    ``check`` raises Superseded: the work stops within a beat of the deletion."""
 
     def __init__(self, model: type[models.Model], pk: int, attempt: int, interval: float):
         self.model = model
@@ -80,16 +96,39 @@ class Heartbeat:
         self.interval = interval
         self.fraction = 0.0
         self.superseded = False
+        self._last_beat = time.monotonic()
+        self._beating = threading.Lock()  # one beat at a time, from either thread
         self._stop = threading.Event()
         self._thread = threading.Thread(
             target=self._loop, name=f"heartbeat-{model._meta.model_name}-{pk}", daemon=True
         )
 
     def report(self, fraction: float) -> None:
-        """The engine's progress callback."""
+        """The engine's progress callback: records the fraction, beats when due, stops the work
+        (Superseded) once the row is no longer this attempt's."""
         self.fraction = max(0.0, min(float(fraction), 1.0))
+        self.check()
+
+    def check(self) -> None:
+        """From the computing thread: beat when one is due; Superseded once the row is lost."""
+        if not self.superseded and time.monotonic() - self._last_beat >= self.interval:
+            self._beat_once()
         if self.superseded:
             raise Superseded()
+
+    def _beat_once(self) -> None:
+        if not self._beating.acquire(blocking=False):
+            return  # the other thread is beating right now
+        try:
+            self._last_beat = time.monotonic()
+            self.beat()
+        except DatabaseError:
+            # A database blip costs a beat, not the replay: the next beat tries again, and a
+            # database gone for good fails the attempt when it stores its result.
+            name = self.model._meta.model_name
+            logger.warning("heartbeat of %s %s not written", name, self.pk, exc_info=True)
+        finally:
+            self._beating.release()
 
     def beat(self) -> None:
         progress = round(min(self.fraction, 0.99), 4)
@@ -98,8 +137,9 @@ class Heartbeat:
 
     def _loop(self) -> None:
         try:
-            while not self._stop.wait(self.interval):
-                self.beat()
+            while not self._stop.wait(max(self.interval / 2, 0.05)):
+                if time.monotonic() - self._last_beat >= self.interval:
+                    self._beat_once()
         except Exception:
             logger.exception("heartbeat of %s %s failed", self.model._meta.model_name, self.pk)
         finally:
@@ -134,6 +174,11 @@ def run_attempt(task, model: type[models.Model], pk: int, execute: Callable[[int
         return "superseded"
     except InputError as error:
         fail(model, pk, attempt, error.describe())
+        return "failed"
+    except DataError as error:
+        # A value the database refuses (out of range, a NUL byte): the same input is refused again.
+        logger.exception("%s %s: the database refused the result", name, pk)
+        fail(model, pk, attempt, f"attempt {attempt}: the database refused the result: {error}")
         return "failed"
     except Exception as error:
         reason = f"attempt {attempt} failed: {type(error).__name__}: {error}"

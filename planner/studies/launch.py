@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from planner.capacity.models import Policy
 from planner.outages import publish_or_fail
+from planner.studies.limits import check_heavy_task_limit
 from planner.studies.models import Run, RunStatus, Study
 from planner.traces.models import Trace
 from scheduling.binding import check_fits
@@ -85,6 +86,7 @@ def launch_study(
     """Snapshot each policy (validated by the engine) and enqueue its replay (unless
     ``enqueue`` is false: the caller runs them). Raises ValidationError naming the policy
     when one is not a valid policy."""
+    check_heavy_task_limit(created_by)
     if not trace.ready:
         raise ValidationError({"trace": trace_not_ready(trace)})
     if not policies:

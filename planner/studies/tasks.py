@@ -64,11 +64,21 @@ def execute(run_id: int, attempt: int) -> bool:
     """Replay the run's trace under its snapshot; True when this attempt recorded the result."""
     run = Run.objects.select_related("study__trace").get(pk=run_id)
     policy = EnginePolicy.from_dict(run.policy_snapshot)
-    trace = run.study.trace.load_jobs()
+    # Every phase beats (loading a 5M-job trace, the steps and the outcomes file take seconds
+    # to minutes too), and each ends with a check: a run deleted meanwhile stops here.
     with Heartbeat(Run, run_id, attempt, settings.PLANNER_HEARTBEAT_SECONDS) as heartbeat:
+        trace = run.study.trace.load_jobs()
+        heartbeat.check()
         result = replay(policy, trace, progress=heartbeat.report)
-    name = write_outcomes(result, run_id, attempt)
-    metrics = strict_json(with_capacity_steps(result.metrics, policy))
+        heartbeat.check()
+        name = write_outcomes(result, run_id, attempt)
+        try:
+            heartbeat.check()
+            metrics = strict_json(with_capacity_steps(result.metrics, policy))
+            heartbeat.check()
+        except BaseException:
+            (Path(settings.MEDIA_ROOT) / name).unlink(missing_ok=True)
+            raise
     with transaction.atomic():
         recorded = owned(Run, run_id, attempt).update(
             status=RunStatus.SUCCEEDED,

@@ -29,6 +29,7 @@ from planner.validators import validate_long_name
 from scheduling.errors import InputError
 from scheduling.trace import Trace as TraceColumns
 from scheduling.traces import FORMATS, read_trace
+from scheduling.traces.fields import open_source
 from scheduling.traces.summary import summarize
 
 
@@ -52,12 +53,14 @@ def check_options(format: str, mapping: dict | None) -> None:
 def read_upload(
     source: IO[bytes] | str | Path, *, format: str = "auto", mapping: dict | None = None
 ) -> TraceColumns:
-    """Parse a trace through ``scheduling.traces`` with the configured row limit; raises InputError."""
+    """Parse a trace through ``scheduling.traces`` with the configured row and decompressed-size
+    limits; raises InputError."""
     options: dict[str, Any] = {"max_rows": settings.PLANNER_MAX_TRACE_ROWS}
     check_options(format, mapping)
     if mapping:
         options["mapping"] = mapping
-    return read_trace(source, format=format, **options)
+    with open_source(source, max_decompressed=settings.PLANNER_MAX_DECOMPRESSED_BYTES) as opened:
+        return read_trace(opened, format=format, **options)
 
 
 def receive_upload(upload, *, name: str, **fields: Any) -> Trace:

@@ -9,37 +9,62 @@ no summary, no upload).
 
 from __future__ import annotations
 
+import io
+import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from celery import shared_task
 from django.conf import settings
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.utils import timezone
 
-from planner.studies.attempts import Heartbeat, owned, run_attempt
+from planner.studies.attempts import Heartbeat, Superseded, owned, run_attempt
 from planner.traces.models import ParseStatus, Trace, read_upload, save_columns, trace_summary
 from scheduling.errors import InputError
+
+logger = logging.getLogger(__name__)
 
 
 class ReadProgress(Heartbeat):
     """The heartbeat of a parse: the position of the upload's file descriptor is the bytes read
     (of the compressed file, for gzip), whichever reader reads it and however it buffers."""
 
-    def __init__(self, trace: Trace, attempt: int, descriptor: int):
+    def __init__(self, trace: Trace, attempt: int):
         super().__init__(Trace, trace.pk, attempt, settings.PLANNER_HEARTBEAT_SECONDS)
-        self.descriptor = descriptor
+        self.descriptor: int | None = None  # the upload's, while it is read
         self.total = max(1, trace.upload_bytes)
+        self.done = 0
 
     def beat(self) -> None:
-        try:
-            done = os.lseek(self.descriptor, 0, os.SEEK_CUR)
-        except OSError:  # closed as the parse ended
-            return
-        fraction = round(min(done / self.total, 0.99), 4)
-        update = {"heartbeat": timezone.now(), "progress": fraction, "bytes_read": min(done, self.total)}
+        descriptor = self.descriptor
+        if descriptor is not None:
+            try:
+                self.done = os.lseek(descriptor, 0, os.SEEK_CUR)
+            except OSError:  # closed as the reading ended
+                pass
+        # (after the reading, while the columns are stored: the last position, and the beat)
+        fraction = round(min(self.done / self.total, 0.99), 4)
+        update = {"heartbeat": timezone.now(), "progress": fraction, "bytes_read": min(self.done, self.total)}
         if not owned(Trace, self.pk, self.attempt).update(**update):
             self.superseded = True
+
+
+class CheckedFile(io.FileIO):
+    """The upload's file, calling ``check`` before each read: the readers (and gzip) read through
+    it, so the parse beats from its own thread and stops (Superseded) once the trace is deleted,
+    whatever the reader is doing between reads."""
+
+    check: Callable[[], None] = staticmethod(lambda: None)
+
+    def readinto(self, buffer) -> int | None:
+        self.check()
+        return super().readinto(buffer)
+
+    def readall(self) -> bytes:
+        self.check()
+        return super().readall()
 
 
 def fail_parse(trace: Trace, attempt: int, error: InputError) -> None:
@@ -60,17 +85,43 @@ def execute(trace_id: int, attempt: int) -> bool:
     """Parse the upload and store it; True when this attempt recorded the outcome."""
     trace = Trace.objects.get(pk=trace_id)
     path = Path(settings.MEDIA_ROOT) / trace.upload_file.name
-    try:
-        with path.open("rb") as stream, ReadProgress(trace, attempt, stream.fileno()):
-            columns = read_upload(stream, format=trace.format, mapping=trace.mapping)
-    except InputError as error:
-        fail_parse(trace, attempt, error)
-        return True
-    name = save_columns(columns)
+    # Every phase beats: the reading, then storing the columns and summing them up (seconds, for
+    # millions of jobs); a trace deleted meanwhile stops at the next read or check.
+    with ReadProgress(trace, attempt) as progress:
+        try:
+            with CheckedFile(path, "rb") as raw:
+                progress.descriptor = raw.fileno()
+                raw.check = progress.check
+                stream = io.BufferedReader(raw, 1024 * 1024)
+                try:
+                    columns = read_upload(stream, format=trace.format, mapping=trace.mapping)
+                finally:
+                    progress.descriptor = None
+        except InputError as error:
+            fail_parse(trace, attempt, error)
+            return True
+        except (Superseded, OSError, MemoryError, DatabaseError):
+            raise  # stopped, or the machine's trouble: retried (Superseded: nothing more to do)
+        except Exception as error:
+            # Anything else the reader raises, it would raise again on the same file: final at
+            # once, not three attempts and half a minute later.
+            logger.exception("trace %s: the reader failed", trace_id)
+            fail_parse(
+                trace, attempt, InputError(f"the file could not be read: {type(error).__name__}: {error}")
+            )
+            return True
+        progress.check()
+        name = save_columns(columns)
+        try:
+            summary = trace_summary(columns)
+            progress.check()
+        except BaseException:
+            (Path(settings.MEDIA_ROOT) / name).unlink(missing_ok=True)
+            raise
     with transaction.atomic():
         recorded = owned(Trace, trace_id, attempt).update(
             status=ParseStatus.SUCCEEDED,
-            summary=trace_summary(columns),
+            summary=summary,
             job_count=len(columns),
             jobs_file=name,
             progress=1.0,

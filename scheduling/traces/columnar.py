@@ -27,6 +27,7 @@ from scheduling.model import MAX_INSTANCES, MAX_PRIORITY
 from scheduling.trace import NO_TYPE, UNLIMITED_RETRIES, PriorityUpdates, Trace
 from scheduling.traces.builder import TraceBuilder
 from scheduling.traces.fields import (
+    MAX_LINE_BYTES,
     MAX_SECONDS,
     MAX_TEXT_LENGTH,
     TraceSource,
@@ -81,11 +82,14 @@ def _blocks(stream, block_size: int):
     carry = stream.read(block_size)
     if carry.startswith(b"\xef\xbb\xbf"):
         carry = carry[3:]
-    while b"\n" not in carry:
-        more = stream.read(block_size)
-        if not more:
-            raise Unsupported("a header alone")
-        carry += more
+    if b"\n" not in carry:  # a long first line: each new piece searched once, joined once
+        pieces = [carry]
+        while b"\n" not in pieces[-1]:
+            more = stream.read(block_size)
+            if not more:
+                raise Unsupported("a header alone")
+            pieces.append(more)
+        carry = b"".join(pieces)
     carry = carry[carry.index(b"\n") + 1 :]
     at_end = False
     while not at_end:
@@ -94,6 +98,8 @@ def _blocks(stream, block_size: int):
         data = carry + more if carry else more
         cut = len(data) if at_end else data.rfind(b"\n") + 1
         if cut == 0:
+            if len(data) > MAX_LINE_BYTES:  # no row is this long: the row-by-row reader says where
+                raise Unsupported("a line too long")
             carry = data
             continue
         if b'"' in data:

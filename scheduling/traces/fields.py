@@ -20,6 +20,28 @@ from typing import IO, Any
 from scheduling.errors import InputError
 
 MAX_TEXT_LENGTH = 256
+# Blank lines are skipped, but each costs a turn of a reader's loop: a file of nothing else (a
+# gigabyte of newlines is a 1 MB gzip) is refused once it has this many.
+MAX_BLANK_LINES = 1_000_000
+
+
+# A line of delimited text (CSV, sacct's table) longer than this is no row of a trace (a row holds a
+# dozen cells of at most 256 characters): refused as it is read, not after a gigabyte of it.
+MAX_LINE_BYTES = 1024 * 1024
+
+
+class LineTooLong(InputError):
+    """A line of delimited text past MAX_LINE_BYTES; ``line`` is its 1-based physical line."""
+
+    def __init__(self, line: int, limit: int):
+        self.line = line
+        super().__init__(f"line {line} is longer than {limit:,} bytes: not a line of a delimited text file")
+
+
+def too_many_blank_lines(limit: int, row: int | None = None) -> InputError:
+    return InputError(
+        f"more than {limit:,} blank lines: the file holds no trace, or was cut wrongly", row=row
+    )
 # Times and durations beyond 10^10 seconds (about 317 years; as a Unix time, 2286) are refused:
 # no trace runs that long, and replaying one would count millions of empty days.
 MAX_SECONDS = 1e10
@@ -205,6 +227,42 @@ def parse_optional_text(value: Any, row: int | None, field: str | None) -> str |
 
 GZIP_MAGIC = b"\x1f\x8b"
 TraceInput = str | Path | bytes | IO[bytes] | IO[str]
+# What a compressed source may decompress to, unless the caller says (the planner sets its own):
+# a 1 MB gzip of a gigabyte of newlines kept a worker busy for a quarter of an hour.
+MAX_DECOMPRESSED_BYTES = 2 * 1024**3
+
+
+class TooLarge(InputError):
+    """A compressed source that decompresses past its limit (a "gzip bomb", or a file too big)."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        super().__init__(
+            f"the gzip data decompresses to more than {limit:,} bytes, the limit for a compressed "
+            "file: send a smaller file, or split it",
+            field="file",
+        )
+
+
+class _BoundedGzip(io.RawIOBase):
+    """The decompressed bytes of a gzip stream, refused (TooLarge) past ``limit`` as they come, so a
+    bomb costs the time to inflate ``limit`` bytes, never more."""
+
+    def __init__(self, stream: IO[bytes], limit: int):
+        super().__init__()
+        self._gzip = gzip.GzipFile(fileobj=stream, mode="rb")
+        self._limit = limit
+        self.decompressed = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        count = self._gzip.readinto(buffer)
+        self.decompressed += count
+        if self.decompressed > self._limit:
+            raise TooLarge(self._limit)
+        return count
 
 
 class UndecodableText(InputError):
@@ -222,8 +280,17 @@ class TraceSource:
     choosing a format by extension); ``head()`` peeks at the decompressed start without
     consuming anything; ``lines()`` and ``text()`` read it as UTF-8 (a BOM is dropped)."""
 
-    def __init__(self, stream: IO, *, name: str = "", binary: bool = True, owned: bool = False):
+    def __init__(
+        self,
+        stream: IO,
+        *,
+        name: str = "",
+        binary: bool = True,
+        owned: bool = False,
+        max_decompressed: int = MAX_DECOMPRESSED_BYTES,
+    ):
         self.name = name
+        self.max_decompressed = max_decompressed
         self._stream = stream
         self._binary = binary
         self._owned = owned
@@ -231,16 +298,17 @@ class TraceSource:
         self.compressed = binary and self._peek(2) == GZIP_MAGIC
 
     @classmethod
-    def open(cls, source: TraceInput) -> TraceSource:
+    def open(cls, source: TraceInput, *, max_decompressed: int = MAX_DECOMPRESSED_BYTES) -> TraceSource:
+        """``max_decompressed``: the most a gzip source may decompress to (TooLarge past it)."""
         if isinstance(source, (str, Path)):
             path = Path(source)
             try:
                 stream = path.open("rb")
             except OSError as exc:
                 raise InputError(f"cannot open {path}: {exc.strerror or exc}") from None
-            return cls(stream, name=str(path), owned=True)
+            return cls(stream, name=str(path), owned=True, max_decompressed=max_decompressed)
         if isinstance(source, (bytes, bytearray, memoryview)):
-            return cls(io.BytesIO(bytes(source)))
+            return cls(io.BytesIO(bytes(source)), max_decompressed=max_decompressed)
         if not hasattr(source, "read"):
             raise InputError(f"cannot read a trace from a {type(source).__name__}")
         name = getattr(source, "name", "")
@@ -249,7 +317,7 @@ class TraceSource:
         if not _rewindable(source):
             content = source.read()
             source = io.BytesIO(content) if binary else io.StringIO(content)
-        return cls(source, name=name, binary=binary)
+        return cls(source, name=name, binary=binary, max_decompressed=max_decompressed)
 
     def close(self) -> None:
         if self._owned:
@@ -263,7 +331,7 @@ class TraceSource:
     def _rewind(self) -> IO:
         self._stream.seek(self._start)
         if self.compressed:
-            return gzip.GzipFile(fileobj=self._stream, mode="rb")
+            return io.BufferedReader(_BoundedGzip(self._stream, self.max_decompressed), 1024 * 1024)
         return self._stream
 
     @property
@@ -287,13 +355,17 @@ class TraceSource:
             data = data.decode("utf-8", errors="replace")
         return data.lstrip("\ufeff")
 
-    def lines(self) -> Iterator[str]:
-        """Decoded lines with their line ends; raises UndecodableText or InputError (gzip)."""
+    def lines(self, max_line: int | None = None) -> Iterator[str]:
+        """Decoded lines with their line ends; raises UndecodableText, LineTooLong (a line over
+        ``max_line`` bytes or characters) or InputError (gzip)."""
         stream = self._rewind()
         number = 0
+        limited = -1 if max_line is None else max_line + 1
         try:
-            for raw in stream:
+            while raw := stream.readline(limited):
                 number += 1
+                if max_line is not None and len(raw) > max_line and raw[-1:] not in (b"\n", "\n"):
+                    raise LineTooLong(number, max_line)
                 if isinstance(raw, bytes):
                     try:
                         line = raw.decode("utf-8")
@@ -340,12 +412,14 @@ def _byte_detail(data: bytes, exc: UnicodeDecodeError) -> str:
 
 
 @contextmanager
-def open_source(source: TraceInput | TraceSource) -> Iterator[TraceSource]:
+def open_source(
+    source: TraceInput | TraceSource, *, max_decompressed: int = MAX_DECOMPRESSED_BYTES
+) -> Iterator[TraceSource]:
     """A TraceSource for ``source``, closed afterwards if it was opened here."""
     if isinstance(source, TraceSource):
         yield source
         return
-    opened = TraceSource.open(source)
+    opened = TraceSource.open(source, max_decompressed=max_decompressed)
     try:
         yield opened
     finally:

@@ -24,7 +24,16 @@ from scheduling.errors import InputError
 from scheduling.model import MAX_PRIORITY
 from scheduling.trace import Trace
 from scheduling.traces.builder import TraceBuilder
-from scheduling.traces.fields import TraceInput, TraceSource, check_time_range, epoch_seconds, open_source
+from scheduling.traces.fields import (
+    MAX_BLANK_LINES,
+    MAX_LINE_BYTES,
+    TraceInput,
+    TraceSource,
+    check_time_range,
+    epoch_seconds,
+    open_source,
+    too_many_blank_lines,
+)
 
 WHOLE_GPU_TYPE = "gpu"  # one instance = one GPU
 TENTH_GPU_TYPE = "gpu-tenth"  # one instance = a tenth of a GPU (fractional_gpus="tenths")
@@ -362,7 +371,7 @@ def text_stream(source: TraceInput | TraceSource) -> Iterator[Iterator[str]]:
     """The decoded lines of ``source`` (a path, bytes, a file, or an opened TraceSource; gzip is
     looked through), closed afterwards when it was opened here."""
     with open_source(source) as opened:
-        yield opened.lines()
+        yield opened.lines(max_line=MAX_LINE_BYTES)
 
 
 # -- local wall-clock times -------------------------------------------------------------------
@@ -416,6 +425,9 @@ class CsvTable:
                 raise InputError("the file is empty: expected a header line")
         else:
             header = list(fieldnames)
+        for position, name in enumerate(header):
+            if "\x00" in name:  # before its name is shown anywhere (PostgreSQL stores no NUL)
+                raise InputError("contains a NUL byte", field=f"header column {position + 1}")
         self.columns = [name.strip().lstrip("\ufeff") for name in header]
         self.index = {name: i for i, name in enumerate(self.columns) if name}
 
@@ -444,11 +456,15 @@ class CsvTable:
         """``(data row number, cells)``, skipping blank lines; a short row is an error naming the
         first column it lacks. Stops after ``limit`` data rows."""
         width = len(self.columns)
+        blank = 0
         while limit is None or self.data_row < limit:
             cells = self._next()
             if cells is None:
                 return
             if not cells or (len(cells) == 1 and not cells[0].strip()):
+                blank += 1
+                if blank > MAX_BLANK_LINES:
+                    raise too_many_blank_lines(MAX_BLANK_LINES, self.data_row + 1)
                 continue
             self.data_row += 1
             if len(cells) < width:

@@ -24,6 +24,9 @@ from scheduling.trace import NO_TYPE, UNLIMITED_RETRIES, Trace
 from scheduling.traces.builder import TraceBuilder
 from scheduling.traces.columnar import Unsupported, read_columnar
 from scheduling.traces.fields import (
+    MAX_BLANK_LINES,
+    MAX_LINE_BYTES,
+    LineTooLong,
     TraceInput,
     TraceSource,
     UndecodableText,
@@ -37,6 +40,7 @@ from scheduling.traces.fields import (
     parse_seconds,
     parse_text,
     parse_time,
+    too_many_blank_lines,
 )
 
 REQUIRED_COLUMNS = ("job_id", "submit_time", "share", "duration")
@@ -110,23 +114,26 @@ def read_planner_csv(source: TraceInput | TraceSource, *, max_rows: int | None =
 
 def _read_header(opened: TraceSource) -> list[str]:
     try:
-        return next(csv.reader(opened.lines()))
+        return next(csv.reader(opened.lines(max_line=MAX_LINE_BYTES)))
     except StopIteration:
         raise InputError(f"the file is empty: a CSV trace needs a header row ({_allowed()})") from None
     except UndecodableText as exc:
         raise InputError(f"the header is not UTF-8 text ({exc.detail}): save the file as UTF-8") from None
+    except LineTooLong as exc:
+        raise InputError(f"the header is longer than {MAX_LINE_BYTES:,} bytes: not a CSV header") from exc
     except csv.Error as exc:
         raise InputError(f"the header is not valid CSV: {exc}") from None
 
 
 def _read_rows(opened: TraceSource, *, max_rows: int | None) -> Trace:
     """The row-by-row reader: the definition of a valid planner CSV and of its messages."""
-    records = csv.reader(opened.lines())
+    records = csv.reader(opened.lines(max_line=MAX_LINE_BYTES))
     index = _header_index(_read_header(opened))
     next(records)
     width = len(index)
     builder = TraceBuilder(max_rows=max_rows, source="planner CSV")
     row = 0
+    blank = 0
     while True:
         try:
             cells = next(records)
@@ -138,8 +145,15 @@ def _read_rows(opened: TraceSource, *, max_rows: int | None) -> Trace:
             ) from None
         except csv.Error as exc:
             raise InputError(f"is not valid CSV: {exc}", row=row + 1) from None
+        except LineTooLong:
+            raise InputError(
+                f"is longer than {MAX_LINE_BYTES:,} bytes: not a row of a CSV trace", row=row + 1
+            ) from None
         row += 1
         if not cells or (len(cells) == 1 and not cells[0].strip()):
+            blank += 1
+            if blank > MAX_BLANK_LINES:
+                raise too_many_blank_lines(MAX_BLANK_LINES, row)
             continue  # a blank line: counted as a row so numbers match the file, but no job
         if len(cells) != width and not (len(cells) > width and not any(c.strip() for c in cells[width:])):
             raise InputError(f"has {len(cells)} cells, but the header has {width} columns", row=row)
@@ -155,6 +169,8 @@ def _read_rows(opened: TraceSource, *, max_rows: int | None) -> Trace:
 def _header_index(header: list[str]) -> dict[str, int]:
     index: dict[str, int] = {}
     for position, raw in enumerate(header):
+        if "\x00" in raw:  # before its name is shown anywhere (PostgreSQL stores no NUL)
+            raise InputError("contains a NUL byte", field=f"header column {position + 1}")
         name = raw.strip()
         if name not in COLUMNS:
             shown = _show(name) if name else f"column {position + 1} (no name)"

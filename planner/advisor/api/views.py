@@ -15,6 +15,7 @@ from planner.advisor.api.serializers import KeepSerializer, SweepDetailSerialize
 from planner.advisor.front import sweep_rows
 from planner.advisor.launch import delete_sweep, keep_variant, start_sweep
 from planner.advisor.models import Sweep
+from planner.studies.limits import HeavyTaskLimit
 
 
 class SweepViewSet(
@@ -58,6 +59,8 @@ class SweepViewSet(
                 urgent_shares=data.get("urgent_shares") or [],
                 created_by=self.request.user,
             )
+        except HeavyTaskLimit:
+            raise  # 429 (planner.api.errors)
         except ValidationError as error:
             raise ApiValidationError(error.message_dict) from None
 

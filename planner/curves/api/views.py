@@ -21,6 +21,7 @@ from planner.curves.api.serializers import (
 from planner.curves.figures import search_view
 from planner.curves.launch import reap_curves, reap_searches, start_curve, start_search
 from planner.curves.models import CapacityCurve, WorthSearch
+from planner.studies.limits import HeavyTaskLimit
 
 
 class _Base(
@@ -65,6 +66,8 @@ class CurveViewSet(_Base):
                 plans=_plans(data.get("plans") or [], data["policies"]),
                 created_by=self.request.user,
             )
+        except HeavyTaskLimit:
+            raise  # 429 (planner.api.errors)
         except ValidationError as error:
             raise ApiValidationError(error.message_dict) from None
 
@@ -129,5 +132,7 @@ class WorthSearchViewSet(_Base):
                 parallel=data.get("parallel", 3),
                 created_by=self.request.user,
             )
+        except HeavyTaskLimit:
+            raise  # 429 (planner.api.errors)
         except ValidationError as error:
             raise ApiValidationError(error.message_dict) from None
