@@ -227,7 +227,30 @@
     });
   }
 
+  // The menu's dropdowns (<details data-menu>) open without script; this only makes them behave
+  // like menus: one open at a time, closed by Escape (focus back on its summary) or a click
+  // elsewhere.
+  function setupMenus() {
+    var menus = Array.prototype.slice.call(document.querySelectorAll("details[data-menu]"));
+    menus.forEach(function (menu) {
+      menu.addEventListener("toggle", function () {
+        if (!menu.open) return;
+        menus.forEach(function (other) { if (other !== menu) other.open = false; });
+      });
+      menu.addEventListener("keydown", function (event) {
+        if (event.key === "Escape" && menu.open) {
+          menu.open = false;
+          menu.querySelector("summary").focus();
+        }
+      });
+    });
+    document.addEventListener("click", function (event) {
+      menus.forEach(function (menu) { if (menu.open && !menu.contains(event.target)) menu.open = false; });
+    });
+  }
+
   window.planner = { drawCharts: drawCharts, enhance: enhance };
+  setupMenus();
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();
 

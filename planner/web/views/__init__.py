@@ -1,6 +1,7 @@
 """The pages, one module per subject: overview, policies (and the shares editor), traces, studies."""
 
 from planner.web.views.byos import byos
+from planner.web.views.find_job import find_job
 from planner.web.views.overview import overview
 from planner.web.views.policies import (
     policy_detail,
@@ -13,6 +14,7 @@ from planner.web.views.traces import trace_detail, trace_list, trace_upload
 
 __all__ = [
     "byos",
+    "find_job",
     "overview",
     "policy_detail",
     "policy_duplicate",
