@@ -22,6 +22,7 @@ def study(roles):
 def test_a_viewer_sees_every_game_with_charts(page_as, study):
     page = page_as("viewer")
     page.goto("/")
+    page.locator(".menu-group summary", has_text="Reports").click()
     page.locator(".topnav").get_by_role("link", name="Commons").click()
     page.wait_for_url(re.compile(r"/commons/"))
     assert page.locator('.topnav a[aria-current="page"]').inner_text() == "Commons"

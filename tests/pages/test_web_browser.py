@@ -138,6 +138,7 @@ def test_a_good_upload_shows_its_summary_charts(page_as, eager_celery):
     for chart in ("#arrivals-chart", "#demand-chart", "#size-chart", "#duration-chart"):
         look_at(page, "trace-" + chart.strip("#"), chart)
     look_at(page, "trace")
+    page.locator(".menu-group summary", has_text="Data").click()
     page.get_by_role("navigation", name="Main").get_by_role("link", name="Traces").click()
     assert page.locator("#trace-table tbody tr").first.locator("td").first.inner_text() == "lab week"
 
@@ -221,8 +222,10 @@ def test_narrow_screens_and_the_keyboard(page_as, small_policy):
     assert page.evaluate("document.activeElement.className") == "skip-link"
     page.keyboard.press("Tab")
     assert page.evaluate("document.activeElement.textContent") == "Planner"
-    for label in ("Overview", "Policies", "Traces", "Studies", "API"):
+    for label in ("Overview", "API"):
         assert page.locator(".topnav").get_by_role("link", name=label, exact=True).is_visible()
+    for group in ("Plan", "Data", "Reports"):  # the rest in dropdowns (tests/pages/test_menu.py)
+        assert page.locator(".menu-group summary", has_text=group).is_visible()
     # wide tables scroll inside their box: the page itself never scrolls sideways
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     look_at(page, "policy-narrow", "#quota-chart")

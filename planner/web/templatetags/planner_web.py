@@ -106,5 +106,5 @@ def humanize_key(key: str) -> str:
 
 @register.filter
 def share_color(name: str) -> str:
-    """The share's chart colour, for a swatch next to its name in tables."""
+    """The share's colour (the site's palette, as on every chart), for a swatch beside its name."""
     return charts.share_color(str(name))
