@@ -74,6 +74,7 @@ GROUPS: tuple[tuple[str, tuple[Entry, ...]], ...] = (
                   "AWS Batch or Kueue exports in, a decision out"),  # fmt: skip
             Entry("Calibration", "calibration:list", can_read, ("calibration:*",),
                   "simulated against recorded"),  # fmt: skip
+            Entry("Semantics", "web:semantics", can_read, ("web:semantics",), "what a replay means"),
         ),
     ),
     (

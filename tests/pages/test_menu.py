@@ -16,8 +16,8 @@ from tests.pages.conftest import look_at
 pytestmark = pytest.mark.django_db(transaction=True)
 
 PLAN = ["Policies", "Studies", "Advisor", "Capacity curves"]
-DATA_ADMIN = ["Traces", "Bring your scheduler", "Calibration"]
-DATA_READER = ["Traces", "Calibration"]
+DATA_ADMIN = ["Traces", "Bring your scheduler", "Calibration", "Semantics"]
+DATA_READER = ["Traces", "Calibration", "Semantics"]
 REPORTS_FINANCE = ["Find a job", "Commons", "Finance"]
 REPORTS_VIEWER = ["Find a job", "Commons"]
 
@@ -134,3 +134,12 @@ def test_a_trace_no_policy_fits_says_so_not_that_there_is_no_policy(client_as, s
     small_policy.delete()
     _trace_of("alone", "x")
     assert "There is no policy yet" in client_as("admin").get("/studies/new/").content.decode()
+
+
+def test_the_semantics_the_pages_cite_are_served(client_as, small_policy):
+    page = client_as("viewer").get("/docs/semantics/").content.decode()
+    assert '<h2 id="section-9">9. Capacity and quotas over time (optional)</h2>' in page
+    assert "implement it exactly" not in page  # the user-facing parts, not the engineers' brief
+    policy = client_as("viewer").get(f"/policies/{small_policy.pk}/").content.decode()
+    assert "SEMANTICS.md" not in policy
+    assert '<a href="/docs/semantics/#section-9">semantics, section 9</a>' in policy

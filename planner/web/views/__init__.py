@@ -1,6 +1,7 @@
 """The pages, one module per subject: overview, policies (and the shares editor), traces, studies."""
 
 from planner.web.views.byos import byos
+from planner.web.views.docs import semantics
 from planner.web.views.find_job import find_job
 from planner.web.views.overview import overview
 from planner.web.views.policies import (
@@ -20,6 +21,7 @@ __all__ = [
     "policy_duplicate",
     "policy_list",
     "policy_preset",
+    "semantics",
     "study_list",
     "study_new",
     "trace_detail",
