@@ -56,6 +56,25 @@ def share_colors(names: Iterable[str]) -> dict[str, str]:
     return palette.share_colors(names)
 
 
+def fit_range(
+    values: Iterable[float], *, floor: float | None = None, ceiling: float | None = None, pad: float = 0.1
+) -> list[float] | None:
+    """An axis range that fits the points (not from 0): their span widened by ``pad`` of it on
+    each side (a tenth of the value, or 1, when all are equal), kept within [floor, ceiling].
+    None when there is no point."""
+    points = [float(v) for v in values if v is not None and v == v]
+    if not points:
+        return None
+    low, high = min(points), max(points)
+    margin = (high - low) * pad or (abs(high) * pad or 1.0)
+    low, high = low - margin, high + margin
+    if floor is not None:
+        low = max(low, floor)
+    if ceiling is not None:
+        high = min(high, ceiling)
+    return [low, high]
+
+
 def policy_dash(index: int) -> str:
     """The line dash of the ``index``-th policy of a study (the baseline is usually 0)."""
     return DASHES[index % len(DASHES)]
