@@ -138,5 +138,14 @@ def front_figure(rows: list[FrontRow]) -> dict[str, Any]:
         y_title="GPU utilization (%)",
         height=420,
     )
-    figure["layout"]["xaxis"]["rangemode"] = "tozero"  # waits are never negative
+    # The axes fit the points, not from 0: a sweep's variants differ by a few points of
+    # utilization and minutes of wait, which a 0-based axis squeezes into one corner.
+    points = [r.assessment.point for r in rows]
+    x_range = charts.fit_range([p.urgent_p95_wait_seconds / 3600 for p in points], floor=0.0, pad=0.12)
+    y_range = charts.fit_range([p.utilization * 100 for p in points], floor=0.0, ceiling=100.0, pad=0.12)
+    figure["layout"]["yaxis"].pop("rangemode", None)
+    if x_range:
+        figure["layout"]["xaxis"]["range"] = x_range
+    if y_range:
+        figure["layout"]["yaxis"]["range"] = y_range
     return figure

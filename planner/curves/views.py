@@ -33,7 +33,7 @@ from planner.curves.forms import CurveForm, WorthForm
 from planner.curves.launch import reap_curves, reap_searches, start_curve, start_search
 from planner.curves.models import CapacityCurve, WorthSearch
 from planner.reports.exports import csv_response
-from planner.web.access import EDIT_DENIED, editor_required, reader_required
+from planner.web.access import EDIT_DENIED, editor_required, reader_or_token, reader_required
 from planner.web.query import query_id, query_ids
 from scheduling.capacity_curve import curve_lines, p95_bought_per_dollar
 
@@ -219,7 +219,7 @@ CURVE_COLUMNS = [
 ]
 
 
-@reader_required
+@reader_or_token
 def curve_csv(request: HttpRequest, pk: int) -> HttpResponse:
     """Every point of the curve: one row per policy and size, each share's p95 wait at the end."""
     curve = _curve(pk)
@@ -262,7 +262,7 @@ def search_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "curves/search.html", context)
 
 
-@reader_required
+@reader_or_token
 def search_csv(request: HttpRequest, pk: int) -> HttpResponse:
     """Every replay of the search: B's target, then A at each size tried, with the verdict."""
     search = _search(pk)

@@ -100,6 +100,18 @@ def _cell(value: float | None, base: float | None, column: Column, is_baseline: 
     return Cell(value, delta, verdict(delta, column.better, column.digits))
 
 
+RERUN_ONLY = "rerun"  # the verdict of a utilization gain that is only rerun work
+
+
+def rerun_only(utilization: Cell, useful: Cell) -> Cell:
+    """A rise in utilization is no gain when useful utilization did not rise with it: the extra
+    busy hours are lost work and start-ups redone after preemptions (SEMANTICS.md section 5).
+    Such a cell gets the verdict ``rerun`` (no ▲, "only rerun work" in words)."""
+    if utilization.verdict == "better" and useful.verdict in ("same", "worse"):
+        return Cell(utilization.value, utilization.delta, RERUN_ONLY)
+    return utilization
+
+
 def baseline_of(runs: Sequence[RunColumn]) -> RunColumn | None:
     for run in runs:
         if run.is_baseline:
@@ -226,6 +238,8 @@ def policy_table(runs: Sequence[RunColumn]) -> Table:
         row = {"policy": Cell(run.name)}
         for column in POLICY_COLUMNS:
             row[column.key] = _cell(values[column.key], base.get(column.key), column, run is baseline)
+        if "utilization" in row and "useful_utilization" in row:
+            row["utilization"] = rerun_only(row["utilization"], row["useful_utilization"])
         table.rows.append(row)
     return table
 
@@ -299,6 +313,7 @@ def verdict_cards(runs: Sequence[RunColumn]) -> list[Card]:
                 ),
             ),
         ]
+        lines[0] = CardLine(lines[0].label, lines[0].column, rerun_only(lines[0].cell, lines[1].cell))
         for name in names:
             value = shares.get(name, {}).get("wait_p95")
             lines.append(
@@ -374,6 +389,8 @@ def format_delta(cell: Cell, column: Column) -> str:
         text = f"{sign}${format_number(abs(cell.delta), column.digits)}"
     else:
         text = f"{sign}{format_number(abs(cell.delta), column.digits)}{unit}"
+    if cell.verdict == RERUN_ONLY:
+        return f"{text}, only rerun work"
     return (
         f"{text}, {cell.verdict}"
         if cell.verdict and cell.verdict != "same"

@@ -496,16 +496,31 @@ def wait_reason_figure(runs: Sequence[RunColumn], shares: Sequence[str] | None =
     return fig
 
 
+def segment_labels(segments: Sequence[dict[str, Any]]) -> list[str]:
+    """'wait 1: pool full, ...', 'run 1: succeeded': numbered per state, one label per segment."""
+    styles = {key: label for key, label, _, _ in WAIT_REASONS}
+    counts = {"waiting": 0, "running": 0}
+    labels = []
+    for segment in segments:
+        counts[segment["state"]] += 1
+        if segment["state"] == "running":
+            labels.append(f"run {counts['running']}: {segment['words']}")
+        else:
+            labels.append(f"wait {counts['waiting']}: {styles.get(segment['reason'], segment['reason'])}")
+    return labels
+
+
 def job_timeline_figure(timeline: dict[str, Any]) -> dict[str, Any]:
-    """One job's timeline: a bar per segment along time, waiting coloured by its reason."""
+    """One job's timeline: a bar per segment along time, waiting coloured by its reason. Each
+    segment has its own legend label, numbered as in the table under it ("wait 2: ..."), so two
+    waits for one reason are two entries a reader can tell apart, not one name twice."""
     styles = {key: (label, color, pattern) for key, label, color, pattern in WAIT_REASONS}
     traces = []
-    for segment in timeline["segments"]:
+    for segment, label in zip(timeline["segments"], segment_labels(timeline["segments"])):
         if segment["state"] == "running":
-            label, color, pattern = f"running: {segment['words']}", "#59a14f", ""
+            color, pattern = "#59a14f", ""
         else:
-            label, color, pattern = styles[segment["reason"]]
-            label = f"waiting: {label}"
+            _, color, pattern = styles[segment["reason"]]
         trace = bar(
             [segment["seconds"] / HOUR], [timeline["job_id"]], name=label, color=color, unit="hours",
             pattern=pattern, orientation="h",

@@ -48,6 +48,19 @@ def _lists(finder: JobFinder, share: str) -> dict[str, list[dict[str, Any]]]:
     return lists
 
 
+def search_payload(finder: JobFinder, query: str, share: str, limit: int = RESULTS) -> dict[str, Any]:
+    """What the API answers for a search (or, without a query, each share's longest waits and
+    most preempted jobs): the same rows the page shows, waits and queued time in seconds."""
+    share = share if share in finder.share_names else ""
+    payload: dict[str, Any] = {"shares": finder.share_names, "share": share or None, "search": query or None}
+    if query:
+        jobs, more = finder.search(query, limit=limit, share=share or None)
+        payload.update(results=[_row(r) for r in finder.rows(jobs)], more=more, limit=limit)
+    else:
+        payload.update(_lists(finder, share))
+    return payload
+
+
 @reader_required
 def job_finder_page(request: HttpRequest, pk: int) -> HttpResponse:
     study = get_object_or_404(Study.objects.select_related("trace"), pk=pk)

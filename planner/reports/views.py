@@ -37,7 +37,7 @@ from planner.studies.attempts import silence_note
 from planner.studies.models import Run, RunStatus, Study
 from planner.studies.reaper import reap_stale_runs
 from planner.studies.window import ensure_study_window
-from planner.web.access import finance_required, reader_required
+from planner.web.access import finance_or_token, finance_required, reader_or_token, reader_required
 from planner.web.query import query_id
 
 PROGRESS_FIELDS = (
@@ -256,7 +256,7 @@ def study_progress(request: HttpRequest, pk: int) -> JsonResponse:
     )
 
 
-@reader_required
+@reader_or_token
 def study_csv(request: HttpRequest, pk: int, table: str) -> HttpResponse:
     """A table of the comparison as CSV: values and their difference to the baseline, unformatted."""
     study = _study(pk)
@@ -573,7 +573,7 @@ def finance(request: HttpRequest) -> HttpResponse:
     return render(request, "reports/finance.html", context)
 
 
-@finance_required
+@finance_or_token
 def finance_csv(request: HttpRequest, table: str) -> HttpResponse:
     """``report`` (per period and line), ``check`` (the capacity identity per period) or
     ``compare`` (the chosen run against the second one), for the same query string as the page."""

@@ -37,8 +37,9 @@ def job_wait(request: HttpRequest, pk: int) -> HttpResponse:
             context["timeline"] = timeline
             submit = timeline["submit_time"]
             context["segments"] = [
-                {**s, "from_submit": s["start"] - submit, "to_submit": s["end"] - submit}
-                for s in timeline["segments"]
+                {**s, "label": label.split(":")[0], "from_submit": s["start"] - submit,
+                 "to_submit": s["end"] - submit}  # fmt: skip
+                for s, label in zip(timeline["segments"], figures.segment_labels(timeline["segments"]))
             ]
             context["timeline_figure"] = figures.job_timeline_figure(timeline)
     return render(request, "reports/why.html", context, status=status)

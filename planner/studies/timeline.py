@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 from planner.studies.models import Run, RunStatus
+from planner.studies.wait_answer import held_when_waiting, longest_wait_start, wait_sentence
 from scheduling.model import Policy as EnginePolicy
 from scheduling.pending import find_job, job_timeline
 from scheduling.result import ReplayResult
@@ -27,4 +28,8 @@ def run_job_timeline(run: Run, job_id: str) -> dict:
     if started and (outcomes.history is None or not len(outcomes.history.starts)):
         raise NoTimeline(f"run {run.pk} was replayed before wait histories were kept: replay it again")
     policy = EnginePolicy.from_dict(run.policy_snapshot)
-    return {"run": run.pk, "policy": run.policy_name, **job_timeline(policy, trace, outcomes, job)}
+    timeline = job_timeline(policy, trace, outcomes, job)
+    began = longest_wait_start(timeline)
+    held = None if began is None else held_when_waiting(policy, trace, outcomes, job, began)
+    answer = wait_sentence(policy, timeline, held, int(trace.instance_count[job]))
+    return {"run": run.pk, "policy": run.policy_name, **timeline, "held_when_waiting": held, "answer": answer}

@@ -23,6 +23,7 @@ from django.utils import timezone
 from planner.studies.attempts import Heartbeat, Superseded, owned, run_attempt
 from planner.traces.models import ParseStatus, Trace, read_upload, save_columns, trace_summary
 from scheduling.errors import InputError
+from scheduling.traces import detect_format, open_source
 
 logger = logging.getLogger(__name__)
 
@@ -81,20 +82,35 @@ def fail_parse(trace: Trace, attempt: int, error: InputError) -> None:
     trace.discard_upload()
 
 
+def detected_format(path: Path, source_name: str) -> str:
+    """What ``format="auto"`` reads a file as: by the uploaded name's extension, else by its
+    first character (``scheduling.traces.detect_format``; the stored file has no extension)."""
+    name = source_name.lower().removesuffix(".gz")
+    if name.endswith(".json"):
+        return "planner-json"
+    if name.endswith(".csv"):
+        return "planner-csv"
+    with open_source(path) as opened:
+        return detect_format(opened)
+
+
 def execute(trace_id: int, attempt: int) -> bool:
     """Parse the upload and store it; True when this attempt recorded the outcome."""
     trace = Trace.objects.get(pk=trace_id)
     path = Path(settings.MEDIA_ROOT) / trace.upload_file.name
     # Every phase beats: the reading, then storing the columns and summing them up (seconds, for
     # millions of jobs); a trace deleted meanwhile stops at the next read or check.
+    fmt = trace.format
     with ReadProgress(trace, attempt) as progress:
         try:
+            if fmt == "auto":  # the trace keeps the format it was read as, not "auto"
+                fmt = detected_format(path, trace.source_name)
             with CheckedFile(path, "rb") as raw:
                 progress.descriptor = raw.fileno()
                 raw.check = progress.check
                 stream = io.BufferedReader(raw, 1024 * 1024)
                 try:
-                    columns = read_upload(stream, format=trace.format, mapping=trace.mapping)
+                    columns = read_upload(stream, format=fmt, mapping=trace.mapping)
                 finally:
                     progress.descriptor = None
         except InputError as error:
@@ -121,6 +137,7 @@ def execute(trace_id: int, attempt: int) -> bool:
     with transaction.atomic():
         recorded = owned(Trace, trace_id, attempt).update(
             status=ParseStatus.SUCCEEDED,
+            format=fmt,
             summary=summary,
             job_count=len(columns),
             jobs_file=name,

@@ -9,12 +9,14 @@ from functools import wraps
 from django.contrib.auth.mixins import LoginRequiredMixin
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
+from django.http import JsonResponse
 
 from planner.accounts.permissions import can_edit, can_read, can_read_finance
 
 READ_DENIED = "Your account has no planner role yet: ask an admin to give you the viewer role."
 EDIT_DENIED = "Editing needs the admin role."
 FINANCE_DENIED = "Finance reports need the finance or admin role."
+NO_CREDENTIALS = "Authentication credentials were not provided: send Authorization: Token <key>."
 
 
 def _role_required(check: Callable, message: str) -> Callable:
@@ -35,6 +37,63 @@ def _role_required(check: Callable, message: str) -> Callable:
 reader_required = _role_required(can_read, READ_DENIED)
 editor_required = _role_required(can_edit, EDIT_DENIED)
 finance_required = _role_required(can_read_finance, FINANCE_DENIED)
+
+
+def _wants_token(request) -> bool:
+    """A script, not a browser: it sent ``Authorization``, or an Accept without HTML (curl's */*);
+    a browser's Accept names text/html."""
+    accept = request.META.get("HTTP_ACCEPT", "")
+    return "HTTP_AUTHORIZATION" in request.META or (bool(accept) and "text/html" not in accept)
+
+
+def _token_user(request):
+    """(user, error): the user of an ``Authorization: Token <key>`` header, as the API reads it."""
+    from rest_framework.authentication import TokenAuthentication
+    from rest_framework.exceptions import AuthenticationFailed
+
+    try:
+        found = TokenAuthentication().authenticate(request)
+    except AuthenticationFailed as error:
+        return None, str(error.detail)
+    return (found[0], None) if found else (None, None)
+
+
+def _json_error(status: int, detail: str) -> JsonResponse:
+    response = JsonResponse({"detail": detail}, status=status)
+    if status == 401:
+        response["WWW-Authenticate"] = "Token"
+    return response
+
+
+def _token_or_login(check: Callable, message: str) -> Callable:
+    """Like ``_role_required`` for downloads scripts fetch (CSV): a token is read as the API reads
+    it, and a script gets 401/403 with a JSON ``detail`` instead of the login page's redirect."""
+
+    def decorator(view: Callable) -> Callable:
+        @wraps(view)
+        def wrapped(request, *args, **kwargs):
+            user, error = _token_user(request) if "HTTP_AUTHORIZATION" in request.META else (None, None)
+            if error:
+                return _json_error(401, error)
+            if user is not None:
+                request.user = user
+            if not request.user.is_authenticated:
+                if _wants_token(request):
+                    return _json_error(401, NO_CREDENTIALS)
+                return redirect_to_login(request.get_full_path())
+            if not check(request.user):
+                if user is not None or _wants_token(request):
+                    return _json_error(403, message)
+                raise PermissionDenied(message)
+            return view(request, *args, **kwargs)
+
+        return wrapped
+
+    return decorator
+
+
+reader_or_token = _token_or_login(can_read, READ_DENIED)
+finance_or_token = _token_or_login(can_read_finance, FINANCE_DENIED)
 
 
 class ReaderRequiredMixin(LoginRequiredMixin):

@@ -1,7 +1,7 @@
 """Plotly figures as plain dicts, drawn in the browser by static/js/planner.js.
 
-A share keeps the same colour on every chart (``share_colors`` over the shares of the trace or
-policy: the same set of names always gets the same colours), a policy the same line dash and
+A share keeps the same colour on every page and chart (``share_color``, the site's palette in
+``planner.web.palette``), a policy the same line dash and
 marker (``policy_dash``, ``policy_marker``). Figures are rendered into the page with the
 ``{% chart %}`` tag (``planner_web`` template library), never with inline scripts.
 """
@@ -35,33 +35,44 @@ STATE_PATTERNS = {"own": "", "borrowed": "/", "lent": "\\", "idle": ".", "strand
 FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif"
 
 
-def _slot(name: str) -> int:
+def name_slot(name: str) -> int:
+    """The palette slot a name prefers (a stable hash): where ``palette`` starts looking."""
     digest = hashlib.blake2s(name.encode("utf-8"), digest_size=4).digest()
     return int.from_bytes(digest, "big") % len(PALETTE)
 
 
 def share_color(name: str) -> str:
-    """The colour of a share on every chart: picked from PALETTE by a stable hash of its name.
+    """The colour of a share on every page and chart: the site's palette (``planner.web.palette``),
+    which gives the shares of one policy or trace different colours and a share one colour."""
+    from planner.web import palette  # it reads the database: imported when a colour is asked
 
-    Two names can hash to the same colour: when a chart shows several shares, colour them with
-    ``share_colors`` over every share of the trace or policy instead."""
-    return PALETTE[_slot(name)]
+    return palette.share_color(name)
 
 
 def share_colors(names: Iterable[str]) -> dict[str, str]:
-    """Colours for a set of shares, all different while the palette lasts: each share takes its
-    ``share_color`` unless a share before it (in name order) has it, then the next free colour.
-    The same set of names always gets the same colours, whatever order they are given in."""
-    taken: dict[int, str] = {}
-    colors: dict[str, str] = {}
-    for name in sorted(set(names)):
-        slot = _slot(name)
-        if len(taken) < len(PALETTE):
-            while slot in taken:
-                slot = (slot + 1) % len(PALETTE)
-        taken[slot] = name
-        colors[name] = PALETTE[slot]
-    return colors
+    """``share_color`` of each name (names the site does not know get colours the others lack)."""
+    from planner.web import palette
+
+    return palette.share_colors(names)
+
+
+def fit_range(
+    values: Iterable[float], *, floor: float | None = None, ceiling: float | None = None, pad: float = 0.1
+) -> list[float] | None:
+    """An axis range that fits the points (not from 0): their span widened by ``pad`` of it on
+    each side (a tenth of the value, or 1, when all are equal), kept within [floor, ceiling].
+    None when there is no point."""
+    points = [float(v) for v in values if v is not None and v == v]
+    if not points:
+        return None
+    low, high = min(points), max(points)
+    margin = (high - low) * pad or (abs(high) * pad or 1.0)
+    low, high = low - margin, high + margin
+    if floor is not None:
+        low = max(low, floor)
+    if ceiling is not None:
+        high = min(high, ceiling)
+    return [low, high]
 
 
 def policy_dash(index: int) -> str:

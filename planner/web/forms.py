@@ -441,6 +441,9 @@ class StudyForm(forms.Form):
         listed = listed_policies(Policy.objects.select_related("pool")).prefetch_related(
             "shares", "pool__capacities__instance_type"
         )
+        # Whether any policy exists at all: "there is no policy yet" is a different dead end from
+        # "no policy fits this trace" (which the policies field answers once a trace is chosen).
+        self.has_policies = listed.exists()
         self.chosen_trace = self._chosen_trace()
         self.unfit: list[tuple[Policy, str]] = []
         if self.chosen_trace is not None:

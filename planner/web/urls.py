@@ -30,4 +30,6 @@ urlpatterns = [
     path("traces/<int:pk>/", views.trace_detail, name="trace"),
     path("studies/", views.study_list, name="studies"),
     path("studies/new/", views.study_new, name="study-new"),
+    path("jobs/", views.find_job, name="find-job"),
+    path("docs/semantics/", views.semantics, name="semantics"),
 ]

@@ -50,6 +50,27 @@
     return layout;
   }
 
+  // A legend above the plot that wraps onto more rows than the top margin holds grows up into
+  // the title: push the plot (and its legend) down by the overlap, so no title sits under a legend.
+  function clearTitle(element, pass) {
+    pass = pass || 0;
+    var title = element.querySelector(".gtitle"), legend = element.querySelector(".legend");
+    if (!title || !legend || pass >= 3) return element;
+    var t = title.getBoundingClientRect(), l = legend.getBoundingClientRect();
+    var apart = l.left >= t.right || l.right <= t.left || l.top >= t.bottom || l.bottom <= t.top;
+    if (apart) return element;
+    var update = { "margin.t": (element._fullLayout.margin.t || 0) + (t.bottom - l.top) + 6 };
+    if (pass === 0) {
+      // The title is pinned to the top of the chart (by default it sits in the middle of the top
+      // margin, and would move down with it); the next pass measures again.
+      var height = element._fullLayout.height || element.clientHeight || 400;
+      update["title.yref"] = "container";
+      update["title.y"] = 1 - 6 / height;
+      update["title.yanchor"] = "top";
+    }
+    return Plotly.relayout(element, update).then(function () { return clearTitle(element, pass + 1); });
+  }
+
   function drawCharts(root) {
     var elements = (root || document).querySelectorAll("[data-plotly]");
     elements.forEach(function (element) {
@@ -60,7 +81,7 @@
       figure.layout._entries = figure.data.filter(function (t) { return t.showlegend !== false; }).length;
       fitNarrow(figure.layout, element.clientWidth || window.innerWidth);
       delete figure.layout._entries;
-      Plotly.newPlot(element, figure.data, figure.layout, PLOT_CONFIG).then(function () {
+      Plotly.newPlot(element, figure.data, figure.layout, PLOT_CONFIG).then(function (gd) { return clearTitle(gd); }).then(function () {
         element.dataset.drawn = "yes";
       });
     });
@@ -227,7 +248,30 @@
     });
   }
 
+  // The menu's dropdowns (<details data-menu>) open without script; this only makes them behave
+  // like menus: one open at a time, closed by Escape (focus back on its summary) or a click
+  // elsewhere.
+  function setupMenus() {
+    var menus = Array.prototype.slice.call(document.querySelectorAll("details[data-menu]"));
+    menus.forEach(function (menu) {
+      menu.addEventListener("toggle", function () {
+        if (!menu.open) return;
+        menus.forEach(function (other) { if (other !== menu) other.open = false; });
+      });
+      menu.addEventListener("keydown", function (event) {
+        if (event.key === "Escape" && menu.open) {
+          menu.open = false;
+          menu.querySelector("summary").focus();
+        }
+      });
+    });
+    document.addEventListener("click", function (event) {
+      menus.forEach(function (menu) { if (menu.open && !menu.contains(event.target)) menu.open = false; });
+    });
+  }
+
   window.planner = { drawCharts: drawCharts, enhance: enhance };
+  setupMenus();
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();
 

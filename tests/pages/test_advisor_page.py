@@ -59,6 +59,19 @@ def test_the_front_is_drawn_and_tabled(page_as, sweep):
     drawn = page.locator("#advisor-front").evaluate("el => el._fullData.map(t => [t.name, t.x.length])")
     assert sum(count for _, count in drawn) == 4  # three variants and the base
     assert "Base policy" in [name for name, _ in drawn] and "On the front" in [name for name, _ in drawn]
+    # The axes fit the points (charts.fit_range: their span and 12 % of it each side), not from 0.
+    axes = page.locator("#advisor-front").evaluate(
+        """el => ['x', 'y'].map(a => [el._fullLayout[a + 'axis'].range,
+                  el._fullData.flatMap(t => t[a])])"""
+    )
+    for (low, high), values in axes:
+        span = max(values) - min(values)
+        assert low <= min(values) and high >= max(values)
+        if span == 0:  # all points equal (no wait at all): a unit around them, not 0 to anything
+            assert high - low <= 2 * max(1.0, 0.12 * abs(max(values)))
+        else:
+            assert low >= max(0.0, min(values) - 0.13 * span - 1e-9)
+            assert high <= max(values) + 0.13 * span + 1e-9
     rows = page.locator("#front-table tbody tr")
     assert rows.count() == 4
     assert rows.filter(has_text="on the front").count() >= 1

@@ -22,9 +22,10 @@ def study(roles):
 def test_a_viewer_sees_every_game_with_charts(page_as, study):
     page = page_as("viewer")
     page.goto("/")
+    page.locator(".menu-group summary", has_text="Reports").click()
     page.locator(".topnav").get_by_role("link", name="Commons").click()
     page.wait_for_url(re.compile(r"/commons/"))
-    assert page.locator('.topnav a[aria-current="page"]').inner_text() == "Commons"
+    assert page.locator('.topnav a[aria-current="page"]').text_content() == "Commons"
     for heading in ("Priority inflation", "Job splitting", "RESERVE hoarding"):
         assert page.get_by_role("heading", name=heading).count() == 1
     assert "research-01" in page.locator("#offenders-table").text_content()

@@ -23,7 +23,7 @@ def study(roles):
 def test_finance_and_admin_read_the_report(page_as, study, role):
     page = page_as(role)
     page.goto("/finance/")
-    assert page.locator('.topnav a[aria-current="page"]').inner_text() == "Finance"
+    assert page.locator('.topnav a[aria-current="page"]').text_content() == "Finance"
     baseline = study.runs.get(policy=study.baseline)
     assert page.get_by_label("Policy (run)").input_value() == str(baseline.pk)
     assert "✓ Adds up" in page.locator("#check-title + p").inner_text()

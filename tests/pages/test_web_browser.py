@@ -27,7 +27,8 @@ def test_signing_in_through_the_login_form(page_as, users):
     whoami = page.locator(".whoami")
     assert whoami.locator(".user").inner_text() == "admin"
     assert whoami.locator(".role").inner_text().lower() == "admin"
-    assert page.locator('.topnav a[aria-current="page"]').inner_text() == "Policies"
+    # the current page's link is in its group's dropdown (closed: read its text, not its rendering)
+    assert page.locator('.topnav a[aria-current="page"]').text_content() == "Policies"
 
 
 def test_the_overview_shows_pools_studies_and_traces(page_as, small_policy, small_trace, eager_celery):
@@ -47,7 +48,9 @@ def test_empty_states_say_what_to_do(page_as):
     page = page_as("admin")
     page.goto("/")
     empty = page.locator(".empty")
-    assert empty.count() == 4  # pools, studies, capacity curves, traces
+    assert empty.count() == 6  # idle $ (admins read finance), find my job, pools, studies, curves, traces
+    assert "No finished study has prices yet" in page.locator("#money-heading ~ .empty").inner_text()
+    assert "No study has a finished replay yet" in page.locator("#job-heading ~ .empty").inner_text()
     assert "Chart a capacity curve" in page.locator("#curves-heading ~ .empty").inner_text()
     assert "upload one" in page.locator("#traces-heading ~ .empty").inner_text()
     look_at(page, "overview-empty")
@@ -138,6 +141,7 @@ def test_a_good_upload_shows_its_summary_charts(page_as, eager_celery):
     for chart in ("#arrivals-chart", "#demand-chart", "#size-chart", "#duration-chart"):
         look_at(page, "trace-" + chart.strip("#"), chart)
     look_at(page, "trace")
+    page.locator(".menu-group summary", has_text="Data").click()
     page.get_by_role("navigation", name="Main").get_by_role("link", name="Traces").click()
     assert page.locator("#trace-table tbody tr").first.locator("td").first.inner_text() == "lab week"
 
@@ -221,8 +225,10 @@ def test_narrow_screens_and_the_keyboard(page_as, small_policy):
     assert page.evaluate("document.activeElement.className") == "skip-link"
     page.keyboard.press("Tab")
     assert page.evaluate("document.activeElement.textContent") == "Planner"
-    for label in ("Overview", "Policies", "Traces", "Studies", "API"):
+    for label in ("Overview", "API"):
         assert page.locator(".topnav").get_by_role("link", name=label, exact=True).is_visible()
+    for group in ("Plan", "Data", "Reports"):  # the rest in dropdowns (tests/pages/test_menu.py)
+        assert page.locator(".menu-group summary", has_text=group).is_visible()
     # wide tables scroll inside their box: the page itself never scrolls sideways
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     look_at(page, "policy-narrow", "#quota-chart")

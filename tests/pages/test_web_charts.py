@@ -1,9 +1,12 @@
 """The chart helpers every page uses: share colours that are stable and distinct within a set,
 policy line styles, and figure defaults (titles, units, thousands separators)."""
 
-from planner.web import charts
+import pytest
+
+from planner.web import charts, palette
 
 
+@pytest.mark.django_db
 def test_a_share_gets_the_same_colour_whatever_else_is_drawn():
     assert charts.share_color("research") == charts.share_color("research")
     assert charts.share_color("research") in charts.PALETTE
@@ -12,12 +15,31 @@ def test_a_share_gets_the_same_colour_whatever_else_is_drawn():
     assert one == other  # the order they come in does not matter
 
 
+@pytest.mark.django_db
 def test_shares_of_one_set_get_different_colours_while_the_palette_lasts():
     names = [f"cluster{i:02d}" for i in range(1, len(charts.PALETTE) + 1)]
     colors = charts.share_colors(names)
     assert len(set(colors.values())) == len(charts.PALETTE)
     many = charts.share_colors(names + ["one-more"])
     assert set(many.values()) == set(charts.PALETTE)  # then colours repeat
+
+
+def test_the_site_palette_colours_names_drawn_together_apart_and_keeps_older_ones():
+    ten = tuple(f"cluster{i:02d}" for i in range(1, 11))
+    # By their hash alone cluster02, 04 and 06 share one colour (the issue's #332288).
+    assert len({charts.PALETTE[charts.name_slot(n)] for n in ("cluster02", "cluster04", "cluster06")}) == 1
+    colors = palette.assign((ten,))
+    assert len(set(colors.values())) == 10
+    # A later group (a new policy) with new names and two of the old ones: the old keep theirs.
+    later = palette.assign((ten, ("cluster01", "cluster02", "zeta")))
+    assert {name: later[name] for name in ten} == colors
+    assert later["zeta"] not in {colors["cluster01"], colors["cluster02"]}
+    # Names never drawn together may share a colour: 'a' and 'b' both prefer the same slot.
+    a, b = "a", next(n for n in (f"b{i}" for i in range(100)) if charts.name_slot(n) == charts.name_slot("a"))
+    apart = palette.assign(((a,), (b,)))
+    assert apart[a] == apart[b]
+    together = palette.assign(((a, b),))
+    assert together[a] != together[b]
 
 
 def test_policies_get_distinct_dashes_and_markers():

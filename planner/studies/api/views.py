@@ -3,6 +3,8 @@ CDFs, time series and the finance view."""
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from django.db.models import Prefetch
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -10,15 +12,20 @@ from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
+from rest_framework.reverse import reverse
 
 from planner.accounts.permissions import IsFinanceReader
+from planner.reports.jobs import search_payload
 from planner.studies.api.serializers import RunDetailSerializer, RunSerializer, StudySerializer
+from planner.studies.jobs import NoJobIndex, job_finder
 from planner.studies.launch import launch_study
 from planner.studies.models import Run, RunStatus, Study
 from planner.studies.reaper import reap_stale_runs
 from planner.studies.timeline import NoTimeline, run_job_timeline
 from planner.studies.window import ensure_study_window
 from scheduling.errors import InputError
+
+MAX_JOBS = 500  # results of one job search
 
 
 class StudyViewSet(
@@ -44,6 +51,59 @@ class StudyViewSet(
         if outcome["requeued"] or outcome["failed"] or ensure_study_window(study, runs):
             study = super().get_object()
         return study
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("search", str, description="job id, user or name starts with (case ignored)"),
+            OpenApiParameter("run", int, description="the run (policy) to read; default the baseline's"),
+            OpenApiParameter("share", str, description="only this share's jobs"),
+            OpenApiParameter("limit", int, description=f"at most this many results, 1-{MAX_JOBS} (50)"),
+        ],
+        responses={200: OpenApiTypes.OBJECT},
+    )
+    @action(detail=True, methods=["get"])
+    def jobs(self, request, pk=None):
+        """The job finder of the study's pages: jobs whose id, user or name starts with ``search``
+        under one run, each with its share, state, wait (seconds, null if it never started),
+        queued seconds, preemptions and the links to its timeline; without ``search``, each
+        share's longest waits and most preempted jobs."""
+        # Not get_object(): the list's filters would read ?search= as a search of study names.
+        study = Study.objects.filter(pk=int(pk)).first() if str(pk).isdigit() else None
+        if study is None:
+            raise NotFound(f"no study {pk}")
+        self.check_object_permissions(request, study)
+        runs = list(study.runs.filter(status=RunStatus.SUCCEEDED).defer("metrics").order_by("id"))
+        if not runs:
+            raise NotFound("no run of this study has succeeded yet")
+        wanted = request.query_params.get("run")
+        if wanted is not None:
+            run = next((r for r in runs if str(r.pk) == wanted), None)
+            if run is None:
+                raise ValidationError({"run": f"{wanted!r} is not a succeeded run of study {study.pk}: "
+                                       f"choose one of {', '.join(str(r.pk) for r in runs)}"})  # fmt: skip
+        else:
+            run = next((r for r in runs if r.policy_id == study.baseline_id), runs[0])
+        limit = request.query_params.get("limit", "50")
+        if not limit.isdigit() or not 1 <= int(limit) <= MAX_JOBS:
+            raise ValidationError({"limit": f"{limit!r}: give a whole number from 1 to {MAX_JOBS}"})
+        share = request.query_params.get("share", "")
+        try:
+            finder = job_finder(run)
+        except NoJobIndex as error:
+            raise NotFound(str(error)) from None
+        if share and share not in finder.share_names:
+            shares = ", ".join(finder.share_names)
+            raise ValidationError({"share": f"{share!r} is not a share of this trace: {shares}"})
+        query = request.query_params.get("search", "").strip()[:200]
+        payload = search_payload(finder, query, share, int(limit))
+        timeline = reverse("run-job-timeline", args=[run.pk], request=request)
+        page = reverse("reports:study-why", args=[study.pk], request=request)
+        for key in ("results", "longest_waits", "most_preempted"):
+            for row in payload.get(key, []):
+                job = urlencode({"job_id": row["job_id"]})
+                row["timeline_url"] = f"{timeline}?{job}"
+                row["page_url"] = f"{page}?run={run.pk}&{job}"
+        return Response({"study": study.pk, "run": run.pk, "policy": run.policy_name, **payload})
 
     def perform_create(self, serializer: StudySerializer) -> None:
         data = serializer.validated_data

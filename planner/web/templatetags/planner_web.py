@@ -106,5 +106,19 @@ def humanize_key(key: str) -> str:
 
 @register.filter
 def share_color(name: str) -> str:
-    """The share's chart colour, for a swatch next to its name in tables."""
+    """The share's colour (the site's palette, as on every chart), for a swatch beside its name."""
     return charts.share_color(str(name))
+
+
+@register.filter
+def cell(value) -> str:
+    """A previewed value as a person reads it: a float to at most 3 decimals with thousands
+    separators (``397.7819998264313`` -> ``397.782``, ``3600.0`` -> ``3,600``); an em dash for
+    None; anything else (ids, names, whole numbers) as it is."""
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            return str(value)
+        return f"{value:,.3f}".rstrip("0").rstrip(".")
+    return str(value)

@@ -5,11 +5,14 @@ from __future__ import annotations
 from django.db.models import Prefetch
 from django.shortcuts import render
 
+from planner.accounts.permissions import can_read_finance
 from planner.capacity.models import Pool, PoolCapacity
 from planner.studies.models import Study
 from planner.traces.models import Trace
 from planner.web.access import reader_required
 from planner.web.listing import listed_policy_count, listed_studies
+from planner.web.views.find_job import searchable_studies
+from planner.web.views.first_screens import forecasts_url, newest_priced_study
 from planner.web.views.headline import headlines
 
 LATEST_STUDIES = 5
@@ -43,5 +46,9 @@ def overview(request):
             "traces": traces,
             "trace_count": Trace.objects.ready().count(),
             "study_count": listed_studies(Study.objects.all()).count(),
+            # each role's first question (planner/web/views/first_screens.py)
+            "money": newest_priced_study() if can_read_finance(request.user) else None,
+            "job_studies": list(searchable_studies()[:50]),
+            "forecasts_url": forecasts_url(),
         },
     )
