@@ -17,6 +17,7 @@ from django.urls import reverse
 from planner.accounts.money import for_user, is_money_unit, shows_money
 from planner.reports import comparison, figures
 from planner.reports.comparison import RunColumn, Table
+from planner.reports.decision import decide
 from planner.reports.exports import csv_response
 from planner.reports.finance import (
     COLUMNS,
@@ -38,6 +39,7 @@ from planner.studies.models import Run, RunStatus, Study
 from planner.studies.reaper import reap_stale_runs
 from planner.studies.window import ensure_study_window
 from planner.web.access import finance_required, reader_required
+from planner.web.charts import is_empty
 
 PROGRESS_FIELDS = (
     "id", "study", "policy", "policy_name", "status", "progress", "error", "attempts", "worker", "heartbeat",
@@ -144,7 +146,7 @@ def study_detail(request: HttpRequest, pk: int) -> HttpResponse:
     if finished:
         full = list(Run.objects.filter(study=study).order_by("id"))
         columns = run_columns(study, full, request.user)
-        context.update(_comparison_context(request, study, columns))
+        context.update(_comparison_context(request, study, columns, context["failed"]))
     return render(request, "reports/study.html", context)
 
 
@@ -168,17 +170,19 @@ def chosen_shares(request: HttpRequest, columns: list[RunColumn], shares: list[s
     return [name for name in shares if name in longest]
 
 
-def _comparison_context(request: HttpRequest, study: Study, columns: list[RunColumn]) -> dict[str, Any]:
-    if not columns:
-        return {"columns": []}
-    shares = comparison.share_names(columns)
-    drawn = chosen_shares(request, columns, shares)
-    usage_view = request.GET.get("usage", "")
-    if usage_view not in shares:
-        usage_view = ""
+def _card_context(request: HttpRequest, columns: list[RunColumn], shares: list[str]) -> list[dict[str, Any]]:
     baseline = comparison.baseline_of(columns)
+    money = shows_money(request.user)
+    built = comparison.verdict_cards(columns, shares, pool=True)
+    # A line that reads 0 under every policy (no job cancelled anywhere) says nothing; idle and
+    # stranded capacity come in $ to a reader of $ figures, in GPU-hours to the others.
+    silent = {
+        i for i in range(len(built[0].lines))
+        if built[0].lines[i].column.key in ("cancelled",) and not any(c.lines[i].cell.value for c in built)
+    }  # fmt: skip
+    hidden = {"idle_gpu_hours", "stranded_gpu_hours"} if money else set()
     cards = []
-    for card in comparison.verdict_cards(columns):
+    for card in built:
         cards.append(
             {
                 "name": card.run.name,
@@ -190,45 +194,200 @@ def _comparison_context(request: HttpRequest, study: Study, columns: list[RunCol
                         "delta": comparison.format_delta(line.cell, line.column),
                         "verdict": line.cell.verdict,
                     }
-                    for line in card.lines
-                    if shows_money(request.user) or not is_money_unit(line.column.unit)
+                    for i, line in enumerate(card.lines)
+                    if (money or not is_money_unit(line.column.unit))
+                    and i not in silent
+                    and line.column.key not in hidden
                 ],
             }
         )
+    return cards
+
+
+def share_waits(columns: list[RunColumn], shares: list[str]) -> list[dict[str, Any]]:
+    """Each share's p95 wait under every policy (the baseline's first), with the difference: the
+    one table that holds every share at a glance."""
+    wait_p95 = comparison.Column("wait_p95", "p95 wait", "h", "lower")
+    baseline = comparison.baseline_of(columns)
+    base_shares = baseline.metrics.get("shares", []) if baseline else []
+    base = {s["name"]: comparison.share_values(s) for s in base_shares}
+    rows = []
+    for name in shares:
+        cells = []
+        for column in columns:
+            share = next((s for s in column.metrics.get("shares", []) if s["name"] == name), None)
+            value = comparison.share_values(share)["wait_p95"] if share else None
+            before = base.get(name, {}).get("wait_p95")
+            cell = comparison.compared(value, before, wait_p95, column is baseline)
+            cells.append(
+                {
+                    "text": comparison.format_value(cell, wait_p95, with_unit=True),
+                    "value": "" if value is None else value,
+                    "delta": comparison.format_delta(cell, wait_p95),
+                    "verdict": cell.verdict,
+                }
+            )
+        rows.append({"name": name, "cells": cells})
+    return rows
+
+
+def focus_share(request: HttpRequest, shares: list[str], default: str | None) -> str:
+    """The share whose detail the page shows: ``?focus=``, else the longest-waiting one."""
+    chosen = request.GET.get("focus", "")
+    if chosen in shares:
+        return chosen
+    return default if default in shares else shares[0]
+
+
+# The charts below the first screen: each fetched from study_chart when its section is opened,
+# so the page carries no figure it does not draw (name -> what the section's heading says).
+LAZY_SECTIONS = ("usage", "waits", "reasons", "preemptions")
+
+
+def _lazy_charts(study: Study, request: HttpRequest, columns: list[RunColumn], drawn: list[str]):
+    query = request.GET.copy()
+    for key in ("focus", "sort"):
+        query.pop(key, None)
+    suffix = f"?{query.urlencode()}" if query else ""
+
+    def url(name: str) -> str:
+        return reverse("reports:study-chart", args=[study.pk, name]) + suffix
+
+    return {
+        "usage": [
+            (f"usage-{c.run_id}", url(f"usage-{c.run_id}"), f"Usage under {c.name}") for c in columns
+        ],
+        "cdfs": [
+            (f"wait-cdf-{n}", url(f"wait-cdf-{n}"), f"Wait time of {name or 'all jobs'}, by policy")
+            for n, name in enumerate([*drawn, ""], 1)
+        ],
+        "wait_percentiles": ("wait-percentiles", url("wait-percentiles"), "Wait time percentiles by share"),
+        "jct_percentiles": ("jct-percentiles", url("jct-percentiles"), "Job completion time percentiles"),
+        "wait_reasons": ("wait-reasons", url("wait-reasons"), "Why jobs waited, by share and policy"),
+        "preemptions": ("preemptions", url("preemptions"), "Preemptions by share and cause"),
+        "rerun": ("rerun-cost", url("rerun-cost"), "Rerun cost by share"),
+    }
+
+
+def chart_figure(name: str, columns: list[RunColumn], drawn: list[str], usage_view: str) -> dict[str, Any]:
+    """One chart of the study page by its element id (``usage-<run>``, ``wait-cdf-<n>``...);
+    KeyError for a name the page does not have."""
+    if name.startswith("usage-"):
+        by_run = {f"usage-{c.run_id}": i for i, c in enumerate(columns)}
+        return figures.usage_figures(columns, usage_view, drawn)[by_run[name]]
+    if name.startswith("wait-cdf-"):
+        try:
+            index = int(name.removeprefix("wait-cdf-")) - 1
+        except ValueError:
+            raise KeyError(name) from None
+        shares = [*drawn, ""]
+        if not 0 <= index < len(shares):
+            raise KeyError(name)
+        wanted = [shares[index]] if shares[index] else []
+        return figures.cdf_figures(columns, "wait", wanted)[0 if wanted else -1]
+    builders = {
+        "wait-percentiles": lambda: figures.percentile_figure(columns, "wait", drawn),
+        "jct-percentiles": lambda: figures.percentile_figure(columns, "jct", drawn),
+        "preemptions": lambda: figures.preemption_figure(columns),
+        "rerun-cost": lambda: figures.rerun_figure(columns),
+        "wait-reasons": lambda: figures.wait_reason_figure(columns, drawn),
+    }
+    return builders[name]()
+
+
+def _comparison_context(
+    request: HttpRequest, study: Study, columns: list[RunColumn], failed: list[Run]
+) -> dict[str, Any]:
+    if not columns:
+        return {"columns": []}
+    shares = comparison.share_names(columns)
+    drawn = chosen_shares(request, columns, shares)
+    usage_view = request.GET.get("usage", "")
+    if usage_view not in shares:
+        usage_view = ""
+    baseline = comparison.baseline_of(columns)
+    verdict = decide(columns, failed=[run.policy_name for run in failed], money=shows_money(request.user))
+    longest = verdict.share if verdict else None
+    focus = focus_share(request, shares, longest)
     tables = [
         readable_table(t, request.user)
         for t in (comparison.policy_table(columns), comparison.share_table(columns))
     ]
+    focus_rows = share_detail(readable_table(comparison.share_table(columns), request.user), focus, columns)
     return {
         "columns": columns,
         "window": window_note(columns),
         "baseline": baseline,
         "baseline_missing": not any(c.is_baseline for c in columns),
-        "cards": cards,
+        "decision": verdict,
+        "longest_share": longest,
+        "cards": _card_context(request, columns, [longest] if longest else []),
         "shares": shares,
+        "share_waits": share_waits(columns, shares),
+        "focus": focus,
+        "focus_rows": focus_rows,
+        "focus_figure": figures.cdf_figures(columns, "wait", [focus])[0],
         "drawn_shares": drawn,
         "all_drawn": len(drawn) == len(shares),
         "usage_view": usage_view,
-        "usage_figures": [
-            (f"usage-{column.run_id}", fig)
-            for column, fig in zip(columns, figures.usage_figures(columns, usage_view, drawn), strict=True)
-        ],
-        "cdf_figures": [
-            (f"wait-cdf-{n}", fig) for n, fig in enumerate(figures.cdf_figures(columns, "wait", drawn), 1)
-        ],
-        "wait_percentiles": figures.percentile_figure(columns, "wait", drawn),
-        "jct_percentiles": figures.percentile_figure(columns, "jct", drawn),
-        "preemption_figure": figures.preemption_figure(columns),
-        "rerun_figure": figures.rerun_figure(columns),
-        "wait_reason_figure": figures.wait_reason_figure(columns, drawn),
+        "lazy": _lazy_charts(study, request, columns, drawn),
+        "open_usage": bool(usage_view),
+        "open_waits": bool(request.GET.getlist("share")),
         "tables": [
             {
                 **_table_context(_sort_param(request, table)),
                 "csv_url": reverse("reports:study-csv", args=[study.pk, table.slug]),
+                "sorted": request.GET.get("sort", "").startswith(f"{table.slug}:"),
             }
             for table in tables
         ],
     }
+
+
+FOCUS_COLUMNS = (
+    "wait_p50", "wait_p95", "wait_p99", "own_gpu_hours", "borrowed_gpu_hours", "lent_gpu_hours",
+    "idle_gpu_hours", "stranded_gpu_hours", "rerun_gpu_hours", "rerun_usd", "preempt_cross", "preempt_in",
+)  # fmt: skip
+
+
+def share_detail(table: Table, share: str, columns: list[RunColumn]) -> list[dict[str, Any]]:
+    """One share under each policy, a measure a row and a policy a column (three policies read
+    side by side in half the page's width); the measures of ``FOCUS_COLUMNS`` the table has."""
+    rows = {row["policy"].value: row for row in table.rows if row["share"].value == share}
+    detail = []
+    for column in table.columns:
+        if column.key not in FOCUS_COLUMNS:
+            continue
+        cells = []
+        for run in columns:
+            cell = rows[run.name][column.key] if run.name in rows else comparison.Cell(None)
+            cells.append(
+                {
+                    "text": comparison.format_value(cell, column, with_unit=True),
+                    "delta": comparison.format_delta(cell, column),
+                    "verdict": cell.verdict,
+                }
+            )
+        detail.append({"label": column.label if column.unit in ("h", "") else column.heading, "cells": cells})
+    return detail
+
+
+@reader_required
+def study_chart(request: HttpRequest, pk: int, name: str) -> JsonResponse:
+    """One chart of the study page as JSON (``{"figure": ..., "empty": bool}``), for the same
+    query string as the page (``share``, ``usage``): fetched once, when its section is opened."""
+    study = _study(pk)
+    columns = run_columns(study, list(Run.objects.filter(study=study).order_by("id")), request.user)
+    if not columns:
+        raise Http404("no run of this study has succeeded yet")
+    shares = comparison.share_names(columns)
+    usage_view = request.GET.get("usage", "")
+    try:
+        figure = chart_figure(name, columns, chosen_shares(request, columns, shares),
+                              usage_view if usage_view in shares else "")  # fmt: skip
+    except KeyError:
+        raise Http404(f"the study page has no chart {name!r}") from None
+    return JsonResponse({"figure": figure, "empty": is_empty(figure)})
 
 
 @reader_required
