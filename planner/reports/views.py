@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Count, F, Q
+from django.db.models import Count, Q
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 
 from planner.accounts.money import for_user, is_money_unit, shows_money
-from planner.reports import comparison, figures
+from planner.reports import comparison, figures, finance_policies
 from planner.reports.comparison import RunColumn, Table
 from planner.reports.decision import decide
 from planner.reports.exports import csv_response
@@ -40,6 +40,7 @@ from planner.studies.reaper import reap_stale_runs
 from planner.studies.window import ensure_study_window
 from planner.web.access import finance_required, reader_required
 from planner.web.charts import is_empty
+from planner.web.listing import listed_studies
 
 PROGRESS_FIELDS = (
     "id", "study", "policy", "policy_name", "status", "progress", "error", "attempts", "worker", "heartbeat",
@@ -453,9 +454,11 @@ def _int(request: HttpRequest, name: str) -> int | None:
 
 
 def finished_studies():
-    """Studies with at least one succeeded run, newest first, with how many of their runs did."""
+    """Studies with at least one succeeded run, newest first, with how many of their runs did;
+    not the studies advisor sweeps run (work in progress: their sweep's page shows them)."""
     return (
-        Study.objects.annotate(
+        listed_studies(Study.objects.all())
+        .annotate(
             run_count=Count("runs"),
             succeeded_count=Count("runs", filter=Q(runs__status=RunStatus.SUCCEEDED)),
         )
@@ -465,17 +468,50 @@ def finished_studies():
     )
 
 
+def snapshot_priced(snapshot: dict[str, Any] | None) -> bool:
+    """Whether a run's policy had any instance type with an hourly price (else its $ are $0)."""
+    types = (snapshot or {}).get("instance_types") or {}
+    return any(isinstance(t, dict) and float(t.get("hourly_price") or 0) > 0 for t in types.values())
+
+
+def priced_study_ids(study_ids: list[int]) -> set[int]:
+    """The studies among ``study_ids`` whose succeeded runs were priced."""
+    snapshots = Run.objects.filter(study_id__in=study_ids, status=RunStatus.SUCCEEDED).values_list(
+        "study_id", "policy_snapshot"
+    )
+    return {study_id for study_id, snapshot in snapshots if snapshot_priced(snapshot)}
+
+
+def default_study(studies: list[Study], priced: set[int]) -> Study | None:
+    """What finance opens on: the newest priced study whose runs all succeeded, else the newest
+    priced one, else the newest whose runs all succeeded, else the newest (newest first)."""
+    complete = [s for s in studies if s.succeeded_count == s.run_count]
+    for candidates in (
+        [s for s in complete if s.pk in priced],
+        [s for s in studies if s.pk in priced],
+        complete,
+        studies,
+    ):
+        if candidates:
+            return candidates[0]
+    return None
+
+
 def finance_selection(request: HttpRequest) -> dict[str, Any]:
     """The study, run, second run, period, idle mode and unit chosen in the query string, each
-    falling back to a default: the latest study whose runs all succeeded, its baseline run."""
-    studies = finished_studies()
+    falling back to a default: the newest priced study whose runs all succeeded, its baseline run."""
+    studies = list(finished_studies())
+    priced = priced_study_ids([s.pk for s in studies])
+    for listed in studies:
+        listed.priced = listed.pk in priced
     study_id = _int(request, "study")
-    study = studies.filter(pk=study_id).first() if study_id else None
+    study = next((s for s in studies if s.pk == study_id), None) if study_id else None
     if study is None:
-        study = studies.filter(succeeded_count=F("run_count")).first() or studies.first()
+        study = default_study(studies, priced)
     selection: dict[str, Any] = {
         "studies": studies,
         "study": study,
+        "priced": study is not None and study.pk in priced,
         "period": "day",
         "idle": _choice(request, "idle", IDLE_MODES, "separate"),
         "unit": _choice(request, "unit", ("usd", "hours"), "usd"),
@@ -677,6 +713,26 @@ def _page(request: HttpRequest, report: FinanceReport) -> tuple[int, int]:
     return min(max(page, 1), pages), pages
 
 
+def policy_totals(
+    study: Study, runs: list[Run], reports: dict[int, FinanceReport], request: HttpRequest
+) -> list[finance_policies.PolicyTotals]:
+    """Each run's pool totals over the chosen range (the same hours for every run: one window
+    per study), the baseline's first."""
+    totals = []
+    for r in runs:
+        total = _range(request, reports[r.pk]).total
+        totals.append(
+            finance_policies.PolicyTotals(
+                run_id=r.pk,
+                name=r.policy_name,
+                is_baseline=r.policy_id is not None and r.policy_id == study.baseline_id,
+                usd={c: total.usd[c] for c in finance_policies.COLUMNS},
+                hours={c: total.hours[c] for c in finance_policies.COLUMNS},
+            )
+        )
+    return sorted(totals, key=lambda t: not t.is_baseline)
+
+
 @finance_required
 def finance(request: HttpRequest) -> HttpResponse:
     selection = finance_selection(request)
@@ -687,24 +743,38 @@ def finance(request: HttpRequest) -> HttpResponse:
     }
     run, other = selection["run"], selection["other"]
     if run is not None:
-        metrics = _metrics(run)
-        report = finance_report(metrics, period=selection["period"], idle=selection["idle"])
+        every_metrics = {r.pk: _metrics(r) for r in selection["runs"]}  # each once: they are large
+        reports = {
+            pk: finance_report(m, period=selection["period"], idle=selection["idle"])
+            for pk, m in every_metrics.items()
+        }
+        report = reports[run.pk]
         columns = report_columns(report)
         page, pages = _page(request, report)
         shown = slice((page - 1) * PERIODS_PER_PAGE, page * PERIODS_PER_PAGE)
         chosen = _range(request, report)
+        totals = policy_totals(selection["study"], selection["runs"], reports, request)
         context.update(
+            policy_rows=finance_policies.policy_rows(totals),
+            switch=finance_policies.switch_sentence(totals),
+            policy_labels=[finance_policies.LABELS[c] for c in finance_policies.COLUMNS],
             report=report,
             headline=headline(report, chosen),
             range_options=[(i, period_label(p.period)) for i, p in enumerate(report.periods)],
             range_index=report.periods.index(chosen) if chosen is not report.whole else None,
-            window=window_note([RunColumn(run.pk, run.policy_name, 0, False, metrics)]),
+            window=window_note(
+                [
+                    RunColumn(r.pk, r.policy_name, i, False, every_metrics[r.pk])
+                    for i, r in enumerate(selection["runs"])
+                ]
+            ),
             columns=[(c, COLUMN_LABELS[c]) for c in columns],
             whole_rows=report_rows(report, whole=True),
             rows=report_rows(report, periods=report.periods[shown]),
             page=page,
             pages=pages,
             page_links=_page_links(request, page, pages),
+            periods_open="page" in request.GET,
             checks=check_rows(report),
             all_hold=all(p.check.holds for p in [*report.periods, report.whole]),
             failing_checks=[c for c in check_rows(report) if not c["holds"]],
@@ -713,17 +783,10 @@ def finance(request: HttpRequest) -> HttpResponse:
             measured_end=(run.summary or {}).get("horizon", {}).get("end", ""),
         )
         if other is not None:
-            other_metrics = _metrics(other)
-            other_report = finance_report(other_metrics, period=selection["period"], idle=selection["idle"])
+            other_report = reports[other.pk]
             context.update(
                 other_report=other_report,
                 other_headline=headline(other_report, _range(request, other_report)),
-                window=window_note(
-                    [
-                        RunColumn(run.pk, run.policy_name, 0, False, metrics),
-                        RunColumn(other.pk, other.policy_name, 1, False, other_metrics),
-                    ]
-                ),
                 other_chart=figures.finance_figure(other_report, selection["unit"], policy=other.policy_name),
                 compare_whole=comparison_rows(report, other_report, whole_only=True),
                 compare_periods=comparison_rows(report, other_report, whole_only=False),
