@@ -240,60 +240,61 @@ def focus_share(request: HttpRequest, shares: list[str], default: str | None) ->
     return default if default in shares else shares[0]
 
 
-# The charts below the first screen: each fetched from study_chart when its section is opened,
-# so the page carries no figure it does not draw (name -> what the section's heading says).
-LAZY_SECTIONS = ("usage", "waits", "reasons", "preemptions")
+# The charts below the first screen, by the folded section that holds them: a section's charts
+# come in one request when it is first opened (study_charts), so the page carries no figure it
+# does not draw and the runs' metrics are read once per section, not once per chart.
+SECTIONS = ("usage", "waits", "reasons", "preemptions")
 
 
 def _lazy_charts(study: Study, request: HttpRequest, columns: list[RunColumn], drawn: list[str]):
+    """(element id, its section's URL, title) of every folded chart, by section."""
     query = request.GET.copy()
     for key in ("focus", "sort"):
         query.pop(key, None)
     suffix = f"?{query.urlencode()}" if query else ""
 
-    def url(name: str) -> str:
-        return reverse("reports:study-chart", args=[study.pk, name]) + suffix
+    def url(section: str) -> str:
+        return reverse("reports:study-charts", args=[study.pk, section]) + suffix
 
+    waits, reasons, preemptions = url("waits"), url("reasons"), url("preemptions")
     return {
-        "usage": [
-            (f"usage-{c.run_id}", url(f"usage-{c.run_id}"), f"Usage under {c.name}") for c in columns
-        ],
+        "usage": [(f"usage-{c.run_id}", url("usage"), f"Usage under {c.name}") for c in columns],
         "cdfs": [
-            (f"wait-cdf-{n}", url(f"wait-cdf-{n}"), f"Wait time of {name or 'all jobs'}, by policy")
+            (f"wait-cdf-{n}", waits, f"Wait time of {name or 'all jobs'}, by policy")
             for n, name in enumerate([*drawn, ""], 1)
         ],
-        "wait_percentiles": ("wait-percentiles", url("wait-percentiles"), "Wait time percentiles by share"),
-        "jct_percentiles": ("jct-percentiles", url("jct-percentiles"), "Job completion time percentiles"),
-        "wait_reasons": ("wait-reasons", url("wait-reasons"), "Why jobs waited, by share and policy"),
-        "preemptions": ("preemptions", url("preemptions"), "Preemptions by share and cause"),
-        "rerun": ("rerun-cost", url("rerun-cost"), "Rerun cost by share"),
+        "wait_percentiles": ("wait-percentiles", waits, "Wait time percentiles by share"),
+        "jct_percentiles": ("jct-percentiles", waits, "Job completion time percentiles"),
+        "wait_reasons": ("wait-reasons", reasons, "Why jobs waited, by share and policy"),
+        "preemptions": ("preemptions", preemptions, "Preemptions by share and cause"),
+        "rerun": ("rerun-cost", preemptions, "Rerun cost by share"),
     }
 
 
-def chart_figure(name: str, columns: list[RunColumn], drawn: list[str], usage_view: str) -> dict[str, Any]:
-    """One chart of the study page by its element id (``usage-<run>``, ``wait-cdf-<n>``...);
-    KeyError for a name the page does not have."""
-    if name.startswith("usage-"):
-        by_run = {f"usage-{c.run_id}": i for i, c in enumerate(columns)}
-        return figures.usage_figures(columns, usage_view, drawn)[by_run[name]]
-    if name.startswith("wait-cdf-"):
-        try:
-            index = int(name.removeprefix("wait-cdf-")) - 1
-        except ValueError:
-            raise KeyError(name) from None
-        shares = [*drawn, ""]
-        if not 0 <= index < len(shares):
-            raise KeyError(name)
-        wanted = [shares[index]] if shares[index] else []
-        return figures.cdf_figures(columns, "wait", wanted)[0 if wanted else -1]
-    builders = {
-        "wait-percentiles": lambda: figures.percentile_figure(columns, "wait", drawn),
-        "jct-percentiles": lambda: figures.percentile_figure(columns, "jct", drawn),
-        "preemptions": lambda: figures.preemption_figure(columns),
-        "rerun-cost": lambda: figures.rerun_figure(columns),
-        "wait-reasons": lambda: figures.wait_reason_figure(columns, drawn),
-    }
-    return builders[name]()
+def section_figures(
+    section: str, columns: list[RunColumn], drawn: list[str], usage_view: str
+) -> dict[str, dict[str, Any]]:
+    """The figures of one folded section of the study page by element id (as ``_lazy_charts``
+    names them); KeyError for a section the page does not have."""
+    if section == "usage":
+        figs = figures.usage_figures(columns, usage_view, drawn)
+        return {f"usage-{c.run_id}": fig for c, fig in zip(columns, figs, strict=True)}
+    if section == "waits":
+        curves = figures.cdf_figures(columns, "wait", drawn)
+        cdfs = {f"wait-cdf-{n}": fig for n, fig in enumerate(curves, 1)}
+        return {
+            **cdfs,
+            "wait-percentiles": figures.percentile_figure(columns, "wait", drawn),
+            "jct-percentiles": figures.percentile_figure(columns, "jct", drawn),
+        }
+    if section == "reasons":
+        return {"wait-reasons": figures.wait_reason_figure(columns, drawn)}
+    if section == "preemptions":
+        return {
+            "preemptions": figures.preemption_figure(columns),
+            "rerun-cost": figures.rerun_figure(columns),
+        }
+    raise KeyError(section)
 
 
 def _comparison_context(
@@ -314,7 +315,7 @@ def _comparison_context(
         readable_table(t, request.user)
         for t in (comparison.policy_table(columns), comparison.share_table(columns))
     ]
-    focus_rows = share_detail(readable_table(comparison.share_table(columns), request.user), focus, columns)
+    focus_rows = share_detail(tables[1], focus, columns)
     return {
         "columns": columns,
         "window": window_note(columns),
@@ -374,9 +375,10 @@ def share_detail(table: Table, share: str, columns: list[RunColumn]) -> list[dic
 
 
 @reader_required
-def study_chart(request: HttpRequest, pk: int, name: str) -> JsonResponse:
-    """One chart of the study page as JSON (``{"figure": ..., "empty": bool}``), for the same
-    query string as the page (``share``, ``usage``): fetched once, when its section is opened."""
+def study_charts(request: HttpRequest, pk: int, section: str) -> JsonResponse:
+    """The charts of one folded section of the study page as JSON, ``{"charts": {<element id>:
+    {"figure": ..., "empty": bool}}}``, for the same query string as the page (``share``,
+    ``usage``), as the user may read them: fetched once, when the section is first opened."""
     study = _study(pk)
     columns = run_columns(study, list(Run.objects.filter(study=study).order_by("id")), request.user)
     if not columns:
@@ -384,11 +386,12 @@ def study_chart(request: HttpRequest, pk: int, name: str) -> JsonResponse:
     shares = comparison.share_names(columns)
     usage_view = request.GET.get("usage", "")
     try:
-        figure = chart_figure(name, columns, chosen_shares(request, columns, shares),
-                              usage_view if usage_view in shares else "")  # fmt: skip
+        built = section_figures(section, columns, chosen_shares(request, columns, shares),
+                                usage_view if usage_view in shares else "")  # fmt: skip
     except KeyError:
-        raise Http404(f"the study page has no chart {name!r}") from None
-    return JsonResponse({"figure": figure, "empty": is_empty(figure)})
+        raise Http404(f"no chart section {section!r}: the study page has {', '.join(SECTIONS)}") from None
+    charts = {key: {"figure": fig, "empty": is_empty(fig)} for key, fig in built.items()}
+    return JsonResponse({"charts": charts})
 
 
 @reader_required

@@ -56,14 +56,26 @@
     window.setTimeout(poll, every);
   }
 
+  // One request per section URL, however many charts it holds; kept so a chart is never fetched twice.
+  var sections = {};
+
+  function sectionCharts(url) {
+    if (!sections[url]) {
+      sections[url] = fetch(url, { headers: { Accept: "application/json" }, credentials: "same-origin" })
+        .then(function (response) { return response.ok ? response.json() : Promise.reject(response.status); })
+        .catch(function (error) { delete sections[url]; throw error; });
+    }
+    return sections[url];
+  }
+
   function loadChart(element) {
     if (element.dataset.loading) return;
     element.dataset.loading = "yes";
-    fetch(element.dataset.plotlyUrl, { headers: { Accept: "application/json" }, credentials: "same-origin" })
-      .then(function (response) { return response.ok ? response.json() : Promise.reject(response.status); })
+    sectionCharts(element.dataset.plotlyUrl)
       .then(function (data) {
+        var chart = data.charts[element.id];
         element.textContent = "";
-        if (data.empty) {
+        if (!chart || chart.empty) {
           var empty = document.createElement("p");
           empty.className = "empty";
           empty.textContent = element.dataset.empty || "Nothing to draw.";
@@ -73,7 +85,7 @@
         var source = document.createElement("script");
         source.type = "application/json";
         source.id = element.dataset.plotly;
-        source.textContent = JSON.stringify(data.figure);
+        source.textContent = JSON.stringify(chart.figure);
         element.after(source);
         window.planner.drawCharts(element.parentNode);
       })
