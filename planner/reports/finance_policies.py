@@ -66,30 +66,44 @@ def _money(value: float) -> str:
     return f"${abs(value):,.0f}"
 
 
-def switch_sentence(policies: Sequence[PolicyTotals]) -> str:
+def _gpu_hours(value: float) -> str:
+    return f"{abs(value):,.0f} GPU-hours"
+
+
+def switch_sentence(policies: Sequence[PolicyTotals], *, priced: bool = True) -> str:
     """What moving off the baseline would change: the alternative that leaves the least idle
     capacity (then the least stranded, then the least rerun cost; the study's order on a tie),
-    its idle, stranded and rerun $ against the baseline's; "" with a single policy."""
+    its idle, stranded and rerun cost against the baseline's, in $ (in GPU-hours when the pool
+    has no prices: its $ are all 0); "" with a single policy."""
     base = baseline_of(policies)
     others = [p for p in policies if p is not base]
     if base is None or not others:
         return ""
 
-    def key(p: PolicyTotals) -> tuple[float, float, float]:
-        return (round(p.usd["idle"]), round(p.usd["stranded"]), round(p.usd["rerun"]))
+    def amounts(p: PolicyTotals) -> Mapping[str, float]:
+        return p.usd if priced else p.hours
 
-    changing = [p for p in others if key(p) != key(base) or round(p.usd["lent"]) != round(base.usd["lent"])]
+    def key(p: PolicyTotals) -> tuple[float, float, float]:
+        a = amounts(p)
+        return (round(a["idle"]), round(a["stranded"]), round(a["rerun"]))
+
+    def lends(p: PolicyTotals) -> float:
+        return round(amounts(p)["lent"])
+
+    text = _money if priced else _gpu_hours
+    changing = [p for p in others if key(p) != key(base) or lends(p) != lends(base)]
     if not changing:
         names = [p.name for p in others]
         who = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-        return f"Switching from {base.name} to {who} changes no idle, stranded, lent or rerun $."
+        unit = "$" if priced else "GPU-hours"
+        return f"Switching from {base.name} to {who} changes no idle, stranded, lent or rerun {unit}."
     best = min(changing, key=key)
     parts = []
     for column, noun in (("idle", "idle"), ("stranded", "stranded"), ("rerun", "rerun cost")):
-        before, after = base.usd[column], best.usd[column]
+        before, after = amounts(base)[column], amounts(best)[column]
         if round(after - before) == 0:
-            parts.append(f"the same {noun} ({_money(before)})")
+            parts.append(f"the same {noun} ({text(before)})")
         else:
             way = "less" if after < before else "more"
-            parts.append(f"{_money(after - before)} {way} {noun} ({_money(before)} → {_money(after)})")
+            parts.append(f"{text(after - before)} {way} {noun} ({text(before)} → {text(after)})")
     return f"Switching from {base.name} to {best.name} would leave {', '.join(parts[:-1])} and {parts[-1]}."

@@ -693,6 +693,9 @@ def headline(report: FinanceReport, chosen: PeriodReport) -> dict[str, Any]:
         "idle_usd": total.usd["idle"],
         "idle_hours": total.hours["idle"],
         "idle_fraction": total.usd["idle"] / capacity_usd if capacity_usd > 0 else 0.0,
+        "idle_hours_fraction": (
+            total.hours["idle"] / total.hours["capacity"] if total.hours["capacity"] > 0 else 0.0
+        ),
         "stranded_usd": total.usd["stranded"],
         "lent_usd": total.usd["lent"],
         "rerun_usd": total.usd["rerun"],
@@ -759,7 +762,7 @@ def finance(request: HttpRequest) -> HttpResponse:
         totals = policy_totals(selection["study"], selection["runs"], reports, request)
         context.update(
             policy_rows=finance_policies.policy_rows(totals),
-            switch=finance_policies.switch_sentence(totals),
+            switch=finance_policies.switch_sentence(totals, priced=selection["priced"]),
             policy_labels=[finance_policies.LABELS[c] for c in finance_policies.COLUMNS],
             report=report,
             headline=headline(report, chosen),

@@ -158,6 +158,8 @@ def test_finance_opens_on_a_priced_study_and_sweeps_stay_off_finance_and_commons
     assert page.get_by_label("Study", exact=True).input_value() == str(study.pk)
     page.goto(f"/finance/?study={unpriced.pk}")
     assert "have no hourly price" in page.locator("#no-prices").inner_text()
+    assert re.search(r"the pool had [\d,]+ GPU-hours, of which [\d,.]+ GPU-hours \(\d",
+                     page.locator("#finance-answer").inner_text())  # fmt: skip
     look_at(page, "finance-no-prices")
     # commons lists the runs of studies, never a sweep's
     page.goto(f"/commons/?trace={study.trace.pk}")

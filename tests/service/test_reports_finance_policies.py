@@ -53,3 +53,17 @@ def test_nothing_to_switch_to():
     assert switch_sentence([BASE, NO_PREEMPTION]) == (
         "Switching from split to no-preemption changes no idle, stranded, lent or rerun $."
     )
+
+
+def test_a_pool_without_prices_speaks_in_gpu_hours():
+    free = [
+        totals("split", idle=0.0, stranded=0.0, baseline=True),
+        totals("pooled", idle=0.0, stranded=0.0, run_id=2),
+    ]
+    free = [PolicyTotals(p.run_id, p.name, p.is_baseline, {c: 0.0 for c in COLUMNS}, h)
+            for p, h in zip(free, [BASE.hours, POOLED.hours], strict=True)]  # fmt: skip
+    assert switch_sentence(free, priced=False) == (
+        "Switching from split to pooled would leave 5 GPU-hours less idle (200 GPU-hours → 195 GPU-hours), "
+        "150 GPU-hours less stranded (150 GPU-hours → 0 GPU-hours) and 12 GPU-hours more rerun cost "
+        "(0 GPU-hours → 12 GPU-hours)."
+    )
