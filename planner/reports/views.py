@@ -7,9 +7,11 @@ millions of jobs. Every choice on a page is a query-string parameter, so a view 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from django.db.models import Count, Q
+from django.db.models.fields.json import KeyTransform
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
@@ -145,10 +147,38 @@ def study_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "failed": [run for run in runs if run.status == RunStatus.FAILED],
     }
     if finished:
-        full = list(Run.objects.filter(study=study).order_by("id"))
-        columns = run_columns(study, full, request.user)
+        columns = run_columns(study, first_screen_runs(study), request.user)
         context.update(_comparison_context(request, study, columns, context["failed"]))
     return render(request, "reports/study.html", context)
+
+
+# What the study page's first screen reads of each run's metrics: the CDFs, series and periods
+# (nine tenths of the bytes) stay in the database until a folded section asks for them.
+FIRST_SCREEN_KEYS = ("summary", "shares", "pool", "types")
+
+
+def first_screen_runs(study: Study) -> list[Run]:
+    """The study's runs, each with ``metrics`` holding only FIRST_SCREEN_KEYS (None for a run
+    without metrics), read out of the JSON by the database."""
+    parts = {f"metrics_{key}": KeyTransform(key, "metrics") for key in FIRST_SCREEN_KEYS}
+    runs = list(Run.objects.filter(study=study).order_by("id").defer("metrics").annotate(**parts))
+    for run in runs:
+        summary = getattr(run, "metrics_summary")
+        run.metrics = None if summary is None else {
+            key: getattr(run, f"metrics_{key}") for key in FIRST_SCREEN_KEYS
+        }  # fmt: skip
+    return runs
+
+
+def with_share_cdf(columns: list[RunColumn], share: str) -> list[RunColumn]:
+    """The columns with the wait CDF of ``share`` under each run (what the share's chart draws)."""
+    curve = KeyTransform(share, KeyTransform("shares", KeyTransform("wait", KeyTransform("cdfs", "metrics"))))
+    runs = Run.objects.filter(pk__in=[c.run_id for c in columns])
+    curves = dict(runs.annotate(curve=curve).values_list("id", "curve"))
+    return [
+        replace(c, metrics={**c.metrics, "cdfs": {"wait": {"shares": {share: curves.get(c.run_id)}}}})
+        for c in columns
+    ]
 
 
 MAX_CHART_SHARES = 6  # shares drawn by default; more make legends and chart lists unreadable
@@ -328,7 +358,7 @@ def _comparison_context(
         "share_waits": share_waits(columns, shares),
         "focus": focus,
         "focus_rows": focus_rows,
-        "focus_figure": figures.cdf_figures(columns, "wait", [focus])[0],
+        "focus_figure": figures.cdf_figures(with_share_cdf(columns, focus), "wait", [focus])[0],
         "drawn_shares": drawn,
         "all_drawn": len(drawn) == len(shares),
         "usage_view": usage_view,
@@ -543,6 +573,23 @@ def _metrics(run: Run) -> dict[str, Any]:
     return Run.objects.values_list("metrics", flat=True).get(pk=run.pk)
 
 
+# What the finance report reads of a run's metrics (``planner.reports.finance``): not the CDFs nor
+# the usage series (nine tenths of the bytes), only the pool's capacity out of the series.
+FINANCE_KEYS = ("summary", "shares", "pool", "types", "periods")
+
+
+def finance_metrics(run_ids: list[int]) -> dict[int, dict[str, Any]]:
+    """Each run's metrics as the finance report reads them, read out of the JSON by the database."""
+    parts = {f"part_{key}": KeyTransform(key, "metrics") for key in FINANCE_KEYS}
+    parts["part_pool_capacity"] = KeyTransform("pool_capacity", KeyTransform("series", "metrics"))
+    rows = Run.objects.filter(pk__in=run_ids).annotate(**parts).values("id", *parts)
+    metrics = {}
+    for row in rows:
+        metrics[row["id"]] = {key: row[f"part_{key}"] for key in FINANCE_KEYS}
+        metrics[row["id"]]["series"] = {"pool_capacity": row["part_pool_capacity"] or 0.0}
+    return metrics
+
+
 def _money(value: float) -> str:
     if abs(value) < 0.005:
         return "$0"
@@ -749,7 +796,7 @@ def finance(request: HttpRequest) -> HttpResponse:
     }
     run, other = selection["run"], selection["other"]
     if run is not None:
-        every_metrics = {r.pk: _metrics(r) for r in selection["runs"]}  # each once: they are large
+        every_metrics = finance_metrics([r.pk for r in selection["runs"]])
         reports = {
             pk: finance_report(m, period=selection["period"], idle=selection["idle"])
             for pk, m in every_metrics.items()
