@@ -501,18 +501,17 @@ def finished_studies():
     )
 
 
-def snapshot_priced(snapshot: dict[str, Any] | None) -> bool:
+def types_priced(instance_types: dict[str, Any] | None) -> bool:
     """Whether a run's policy had any instance type with an hourly price (else its $ are $0)."""
-    types = (snapshot or {}).get("instance_types") or {}
+    types = instance_types if isinstance(instance_types, dict) else {}
     return any(isinstance(t, dict) and float(t.get("hourly_price") or 0) > 0 for t in types.values())
 
 
 def priced_study_ids(study_ids: list[int]) -> set[int]:
-    """The studies among ``study_ids`` whose succeeded runs were priced."""
-    snapshots = Run.objects.filter(study_id__in=study_ids, status=RunStatus.SUCCEEDED).values_list(
-        "study_id", "policy_snapshot"
-    )
-    return {study_id for study_id, snapshot in snapshots if snapshot_priced(snapshot)}
+    """The studies among ``study_ids`` with a succeeded run that was priced."""
+    runs = Run.objects.filter(study_id__in=study_ids, status=RunStatus.SUCCEEDED)
+    listed = runs.annotate(types=KeyTransform("instance_types", "policy_snapshot"))
+    return {study_id for study_id, types in listed.values_list("study_id", "types") if types_priced(types)}
 
 
 def default_study(studies: list[Study], priced: set[int]) -> Study | None:

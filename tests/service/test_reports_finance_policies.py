@@ -67,3 +67,21 @@ def test_a_pool_without_prices_speaks_in_gpu_hours():
         "150 GPU-hours less stranded (150 GPU-hours → 0 GPU-hours) and 12 GPU-hours more rerun cost "
         "(0 GPU-hours → 12 GPU-hours)."
     )
+
+
+def test_finance_opens_on_the_newest_priced_study_whose_runs_all_succeeded():
+    from types import SimpleNamespace
+
+    from planner.reports.views import default_study, types_priced
+
+    def study(pk: int, runs: int, succeeded: int):
+        return SimpleNamespace(pk=pk, run_count=runs, succeeded_count=succeeded)
+
+    newest_first = [study(5, 3, 3), study(4, 3, 2), study(3, 2, 2), study(2, 2, 2)]
+    assert default_study(newest_first, priced={2, 3, 4}).pk == 3  # 5 has no prices, 4 a failed run
+    assert default_study(newest_first, priced={4}).pk == 4  # priced beats complete
+    assert default_study(newest_first, priced=set()).pk == 5  # nothing priced: the newest complete
+    assert default_study([study(1, 2, 1)], priced=set()).pk == 1
+    assert default_study([], priced=set()) is None
+    assert types_priced({"gpu": {"gpus": 1, "hourly_price": 2.5}, "cpu": {"gpus": 0, "hourly_price": 0}})
+    assert not types_priced({"gpu": {"gpus": 1, "hourly_price": 0}}) and not types_priced(None)
