@@ -262,6 +262,14 @@ def share_waits(columns: list[RunColumn], shares: list[str]) -> list[dict[str, A
     return rows
 
 
+def _with(request: HttpRequest, **changes: str) -> str:
+    """The page's query string with ``changes`` (every value of a repeated parameter kept)."""
+    query = request.GET.copy()
+    for key, value in changes.items():
+        query[key] = value
+    return query.urlencode()
+
+
 def focus_share(request: HttpRequest, shares: list[str], default: str | None) -> str:
     """The share whose detail the page shows: ``?focus=``, else the longest-waiting one."""
     chosen = request.GET.get("focus", "")
@@ -355,7 +363,11 @@ def _comparison_context(
         "longest_share": longest,
         "cards": _card_context(request, columns, [longest] if longest else []),
         "shares": shares,
-        "share_waits": share_waits(columns, shares),
+        "share_waits": [
+            {**row, "query": _with(request, focus=row["name"])} for row in share_waits(columns, shares)
+        ],
+        # every value of a repeated parameter (?share=a&share=b), for the forms' hidden fields
+        "query_pairs": [(key, value) for key, values in request.GET.lists() for value in values],
         "focus": focus,
         "focus_rows": focus_rows,
         "focus_figure": figures.cdf_figures(with_share_cdf(columns, focus), "wait", [focus])[0],

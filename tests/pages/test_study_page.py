@@ -69,6 +69,14 @@ def test_a_share_picked_shows_its_detail(page_as, study):
     page.get_by_role("combobox", name="Share").select_option("research")
     page.wait_for_url(re.compile(r"focus=research"))
     assert page.locator("#table-data-focus thead th").first.inner_text() == "research"
+    # the shares drawn in the folded charts (a repeated parameter) survive picking a share
+    page.goto(f"/studies/{study.pk}/?share=nlp&share=vision")
+    page.locator("#share-waits").get_by_role("link", name="research").click()
+    page.wait_for_url(re.compile(r"focus=research"))
+    assert "share=nlp" in page.url and "share=vision" in page.url
+    page.get_by_role("combobox", name="Share").select_option("nlp")
+    page.wait_for_url(re.compile(r"focus=nlp"))
+    assert "share=nlp" in page.url and "share=vision" in page.url
 
 
 def test_the_usage_view_and_table_order_are_kept_in_the_url(page_as, study):
