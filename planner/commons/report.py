@@ -58,9 +58,10 @@ def trace_games(trace: Trace) -> dict[str, Any]:
 
 
 def runs_of(trace: Trace) -> QuerySet[Run]:
-    """The succeeded runs of every study on the trace, newest study first, without their metrics."""
+    """The succeeded runs of every study on the trace, newest study first, without their metrics;
+    not the runs of advisor sweeps (their variants are work in progress, on the sweep's page)."""
     return (
-        Run.objects.filter(study__trace=trace, status=RunStatus.SUCCEEDED)
+        Run.objects.filter(study__trace=trace, status=RunStatus.SUCCEEDED, study__sweep__isnull=True)
         .select_related("study")
         .only(*RUN_FIELDS, "study__name", "study__baseline")
         .order_by("-study__created_at", "-study_id", "id")

@@ -110,6 +110,9 @@ def rerun_only(utilization: Cell, useful: Cell) -> Cell:
     if utilization.verdict == "better" and useful.verdict in ("same", "worse"):
         return Cell(utilization.value, utilization.delta, RERUN_ONLY)
     return utilization
+def compared(value: float | None, base: float | None, column: Column, is_baseline: bool) -> Cell:
+    """A value as a cell, with its difference to the baseline's and the verdict on it."""
+    return _cell(value, base, column, is_baseline)
 
 
 def baseline_of(runs: Sequence[RunColumn]) -> RunColumn | None:
@@ -280,11 +283,40 @@ class Card:
     lines: list[CardLine]
 
 
-def verdict_cards(runs: Sequence[RunColumn]) -> list[Card]:
-    """One card per policy: utilization (total, useful), p95 wait of each share, rerun cost in
-    GPU-hours and in $, unschedulable and cancelled jobs; each with its difference to the baseline."""
+def pool_values(metrics: Mapping[str, Any]) -> dict[str, float | None]:
+    """The pool's idle capacity and the stranded part of it (every share's), GPU-hours and $."""
+    pool = metrics.get("pool") or {}
+    shares = metrics.get("shares", [])
+
+    def total(key: str) -> float | None:
+        values = [s.get(key) for s in shares if s.get(key) is not None]
+        return sum(values) if values else None
+
+    return {
+        "idle_gpu_hours": pool.get("idle_gpu_hours"),
+        "idle_usd": pool.get("idle_usd"),
+        "stranded_gpu_hours": total("stranded_gpu_hours"),
+        "stranded_usd": total("stranded_usd"),
+    }
+
+
+POOL_COLUMNS = {
+    "idle_gpu_hours": Column("idle_gpu_hours", "Idle", "GPU-hours", "lower", 0),
+    "idle_usd": Column("idle_usd", "Idle", "$", "lower", 0),
+    "stranded_gpu_hours": Column("stranded_gpu_hours", "Stranded", "GPU-hours", "lower", 0),
+    "stranded_usd": Column("stranded_usd", "Stranded", "$", "lower", 0),
+}
+
+
+def verdict_cards(
+    runs: Sequence[RunColumn], shares: Sequence[str] | None = None, *, pool: bool = False
+) -> list[Card]:
+    """One card per policy: utilization (total, useful), p95 wait of each share (``shares``,
+    default every one), rerun cost in GPU-hours and in $, unschedulable and cancelled jobs; with
+    ``pool``, all jobs' p95 wait and the pool's idle and stranded capacity too; each with its
+    difference to the baseline."""
     baseline = baseline_of(runs)
-    names = share_names(runs)
+    names = share_names(runs) if shares is None else list(shares)
     base_summary = summary_values(baseline.metrics) if baseline else {}
     base_shares = {s["name"]: share_values(s) for s in baseline.metrics.get("shares", [])} if baseline else {}
     columns = {c.key: c for c in POLICY_COLUMNS}
@@ -323,6 +355,18 @@ def verdict_cards(runs: Sequence[RunColumn]) -> list[Card]:
                     _cell(value, base_shares.get(name, {}).get("wait_p95"), wait_p95, is_base),
                 )
             )
+        if pool:
+            lines.append(
+                CardLine(
+                    "p95 wait, all jobs",
+                    wait_p95,
+                    _cell(values["wait_p95"], base_summary.get("wait_p95"), wait_p95, is_base),
+                )
+            )
+            own, base_pool = pool_values(run.metrics), pool_values(baseline.metrics) if baseline else {}
+            for key, column in POOL_COLUMNS.items():
+                label = f"{column.label} capacity" if column.label == "Idle" else f"{column.label} quota"
+                lines.append(CardLine(label, column, _cell(own[key], base_pool.get(key), column, is_base)))
         lines.append(
             CardLine(
                 "Rerun cost",

@@ -9,6 +9,7 @@ app_name = "reports"
 
 urlpatterns = [
     path("studies/<int:pk>/", views.study_detail, name="study"),
+    path("studies/<int:pk>/charts/<slug:section>.json", views.study_charts, name="study-charts"),
     path("studies/<int:pk>/progress.json", views.study_progress, name="study-progress"),
     path("studies/<int:pk>/why/", why.job_wait, name="study-why"),
     path("studies/<int:pk>/jobs/", jobs.job_finder_page, name="study-jobs"),

@@ -7,16 +7,19 @@ millions of jobs. Every choice on a page is a query-string parameter, so a view 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
-from django.db.models import Count, F, Q
+from django.db.models import Count, Q
+from django.db.models.fields.json import KeyTransform
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 
 from planner.accounts.money import for_user, is_money_unit, shows_money
-from planner.reports import comparison, figures
+from planner.reports import comparison, figures, finance_policies
 from planner.reports.comparison import RunColumn, Table
+from planner.reports.decision import decide
 from planner.reports.exports import csv_response
 from planner.reports.finance import (
     COLUMNS,
@@ -38,6 +41,8 @@ from planner.studies.models import Run, RunStatus, Study
 from planner.studies.reaper import reap_stale_runs
 from planner.studies.window import ensure_study_window
 from planner.web.access import finance_or_token, finance_required, reader_or_token, reader_required
+from planner.web.charts import is_empty
+from planner.web.listing import listed_studies
 from planner.web.query import query_id
 
 PROGRESS_FIELDS = (
@@ -143,10 +148,38 @@ def study_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "failed": [run for run in runs if run.status == RunStatus.FAILED],
     }
     if finished:
-        full = list(Run.objects.filter(study=study).order_by("id"))
-        columns = run_columns(study, full, request.user)
-        context.update(_comparison_context(request, study, columns))
+        columns = run_columns(study, first_screen_runs(study), request.user)
+        context.update(_comparison_context(request, study, columns, context["failed"]))
     return render(request, "reports/study.html", context)
+
+
+# What the study page's first screen reads of each run's metrics: the CDFs, series and periods
+# (nine tenths of the bytes) stay in the database until a folded section asks for them.
+FIRST_SCREEN_KEYS = ("summary", "shares", "pool", "types")
+
+
+def first_screen_runs(study: Study) -> list[Run]:
+    """The study's runs, each with ``metrics`` holding only FIRST_SCREEN_KEYS (None for a run
+    without metrics), read out of the JSON by the database."""
+    parts = {f"metrics_{key}": KeyTransform(key, "metrics") for key in FIRST_SCREEN_KEYS}
+    runs = list(Run.objects.filter(study=study).order_by("id").defer("metrics").annotate(**parts))
+    for run in runs:
+        summary = getattr(run, "metrics_summary")
+        run.metrics = None if summary is None else {
+            key: getattr(run, f"metrics_{key}") for key in FIRST_SCREEN_KEYS
+        }  # fmt: skip
+    return runs
+
+
+def with_share_cdf(columns: list[RunColumn], share: str) -> list[RunColumn]:
+    """The columns with the wait CDF of ``share`` under each run (what the share's chart draws)."""
+    curve = KeyTransform(share, KeyTransform("shares", KeyTransform("wait", KeyTransform("cdfs", "metrics"))))
+    runs = Run.objects.filter(pk__in=[c.run_id for c in columns])
+    curves = dict(runs.annotate(curve=curve).values_list("id", "curve"))
+    return [
+        replace(c, metrics={**c.metrics, "cdfs": {"wait": {"shares": {share: curves.get(c.run_id)}}}})
+        for c in columns
+    ]
 
 
 MAX_CHART_SHARES = 6  # shares drawn by default; more make legends and chart lists unreadable
@@ -169,17 +202,19 @@ def chosen_shares(request: HttpRequest, columns: list[RunColumn], shares: list[s
     return [name for name in shares if name in longest]
 
 
-def _comparison_context(request: HttpRequest, study: Study, columns: list[RunColumn]) -> dict[str, Any]:
-    if not columns:
-        return {"columns": []}
-    shares = comparison.share_names(columns)
-    drawn = chosen_shares(request, columns, shares)
-    usage_view = request.GET.get("usage", "")
-    if usage_view not in shares:
-        usage_view = ""
+def _card_context(request: HttpRequest, columns: list[RunColumn], shares: list[str]) -> list[dict[str, Any]]:
     baseline = comparison.baseline_of(columns)
+    money = shows_money(request.user)
+    built = comparison.verdict_cards(columns, shares, pool=True)
+    # A line that reads 0 under every policy (no job cancelled anywhere) says nothing; idle and
+    # stranded capacity come in $ to a reader of $ figures, in GPU-hours to the others.
+    silent = {
+        i for i in range(len(built[0].lines))
+        if built[0].lines[i].column.key in ("cancelled",) and not any(c.lines[i].cell.value for c in built)
+    }  # fmt: skip
+    hidden = {"idle_gpu_hours", "stranded_gpu_hours"} if money else set()
     cards = []
-    for card in comparison.verdict_cards(columns):
+    for card in built:
         cards.append(
             {
                 "name": card.run.name,
@@ -191,45 +226,215 @@ def _comparison_context(request: HttpRequest, study: Study, columns: list[RunCol
                         "delta": comparison.format_delta(line.cell, line.column),
                         "verdict": line.cell.verdict,
                     }
-                    for line in card.lines
-                    if shows_money(request.user) or not is_money_unit(line.column.unit)
+                    for i, line in enumerate(card.lines)
+                    if (money or not is_money_unit(line.column.unit))
+                    and i not in silent
+                    and line.column.key not in hidden
                 ],
             }
         )
+    return cards
+
+
+def share_waits(columns: list[RunColumn], shares: list[str]) -> list[dict[str, Any]]:
+    """Each share's p95 wait under every policy (the baseline's first), with the difference: the
+    one table that holds every share at a glance."""
+    wait_p95 = comparison.Column("wait_p95", "p95 wait", "h", "lower")
+    baseline = comparison.baseline_of(columns)
+    base_shares = baseline.metrics.get("shares", []) if baseline else []
+    base = {s["name"]: comparison.share_values(s) for s in base_shares}
+    rows = []
+    for name in shares:
+        cells = []
+        for column in columns:
+            share = next((s for s in column.metrics.get("shares", []) if s["name"] == name), None)
+            value = comparison.share_values(share)["wait_p95"] if share else None
+            before = base.get(name, {}).get("wait_p95")
+            cell = comparison.compared(value, before, wait_p95, column is baseline)
+            cells.append(
+                {
+                    "text": comparison.format_value(cell, wait_p95, with_unit=True),
+                    "value": "" if value is None else value,
+                    "delta": comparison.format_delta(cell, wait_p95),
+                    "verdict": cell.verdict,
+                }
+            )
+        rows.append({"name": name, "cells": cells})
+    return rows
+
+
+def _with(request: HttpRequest, **changes: str) -> str:
+    """The page's query string with ``changes`` (every value of a repeated parameter kept)."""
+    query = request.GET.copy()
+    for key, value in changes.items():
+        query[key] = value
+    return query.urlencode()
+
+
+def focus_share(request: HttpRequest, shares: list[str], default: str | None) -> str:
+    """The share whose detail the page shows: ``?focus=``, else the longest-waiting one."""
+    chosen = request.GET.get("focus", "")
+    if chosen in shares:
+        return chosen
+    return default if default in shares else shares[0]
+
+
+# The charts below the first screen, by the folded section that holds them: a section's charts
+# come in one request when it is first opened (study_charts), so the page carries no figure it
+# does not draw and the runs' metrics are read once per section, not once per chart.
+SECTIONS = ("usage", "waits", "reasons", "preemptions")
+
+
+def _lazy_charts(study: Study, request: HttpRequest, columns: list[RunColumn], drawn: list[str]):
+    """(element id, its section's URL, title) of every folded chart, by section."""
+    query = request.GET.copy()
+    for key in ("focus", "sort"):
+        query.pop(key, None)
+    suffix = f"?{query.urlencode()}" if query else ""
+
+    def url(section: str) -> str:
+        return reverse("reports:study-charts", args=[study.pk, section]) + suffix
+
+    waits, reasons, preemptions = url("waits"), url("reasons"), url("preemptions")
+    return {
+        "usage": [(f"usage-{c.run_id}", url("usage"), f"Usage under {c.name}") for c in columns],
+        "cdfs": [
+            (f"wait-cdf-{n}", waits, f"Wait time of {name or 'all jobs'}, by policy")
+            for n, name in enumerate([*drawn, ""], 1)
+        ],
+        "wait_percentiles": ("wait-percentiles", waits, "Wait time percentiles by share"),
+        "jct_percentiles": ("jct-percentiles", waits, "Job completion time percentiles"),
+        "wait_reasons": ("wait-reasons", reasons, "Why jobs waited, by share and policy"),
+        "preemptions": ("preemptions", preemptions, "Preemptions by share and cause"),
+        "rerun": ("rerun-cost", preemptions, "Rerun cost by share"),
+    }
+
+
+def section_figures(
+    section: str, columns: list[RunColumn], drawn: list[str], usage_view: str
+) -> dict[str, dict[str, Any]]:
+    """The figures of one folded section of the study page by element id (as ``_lazy_charts``
+    names them); KeyError for a section the page does not have."""
+    if section == "usage":
+        figs = figures.usage_figures(columns, usage_view, drawn)
+        return {f"usage-{c.run_id}": fig for c, fig in zip(columns, figs, strict=True)}
+    if section == "waits":
+        curves = figures.cdf_figures(columns, "wait", drawn)
+        cdfs = {f"wait-cdf-{n}": fig for n, fig in enumerate(curves, 1)}
+        return {
+            **cdfs,
+            "wait-percentiles": figures.percentile_figure(columns, "wait", drawn),
+            "jct-percentiles": figures.percentile_figure(columns, "jct", drawn),
+        }
+    if section == "reasons":
+        return {"wait-reasons": figures.wait_reason_figure(columns, drawn)}
+    if section == "preemptions":
+        return {
+            "preemptions": figures.preemption_figure(columns),
+            "rerun-cost": figures.rerun_figure(columns),
+        }
+    raise KeyError(section)
+
+
+def _comparison_context(
+    request: HttpRequest, study: Study, columns: list[RunColumn], failed: list[Run]
+) -> dict[str, Any]:
+    if not columns:
+        return {"columns": []}
+    shares = comparison.share_names(columns)
+    drawn = chosen_shares(request, columns, shares)
+    usage_view = request.GET.get("usage", "")
+    if usage_view not in shares:
+        usage_view = ""
+    baseline = comparison.baseline_of(columns)
+    verdict = decide(columns, failed=[run.policy_name for run in failed], money=shows_money(request.user))
+    longest = verdict.share if verdict else None
+    focus = focus_share(request, shares, longest)
     tables = [
         readable_table(t, request.user)
         for t in (comparison.policy_table(columns), comparison.share_table(columns))
     ]
+    focus_rows = share_detail(tables[1], focus, columns)
     return {
         "columns": columns,
         "window": window_note(columns),
         "baseline": baseline,
         "baseline_missing": not any(c.is_baseline for c in columns),
-        "cards": cards,
+        "decision": verdict,
+        "longest_share": longest,
+        "cards": _card_context(request, columns, [longest] if longest else []),
         "shares": shares,
+        "share_waits": [
+            {**row, "query": _with(request, focus=row["name"])} for row in share_waits(columns, shares)
+        ],
+        # every value of a repeated parameter (?share=a&share=b), for the forms' hidden fields
+        "query_pairs": [(key, value) for key, values in request.GET.lists() for value in values],
+        "focus": focus,
+        "focus_rows": focus_rows,
+        "focus_figure": figures.cdf_figures(with_share_cdf(columns, focus), "wait", [focus])[0],
         "drawn_shares": drawn,
         "all_drawn": len(drawn) == len(shares),
         "usage_view": usage_view,
-        "usage_figures": [
-            (f"usage-{column.run_id}", fig)
-            for column, fig in zip(columns, figures.usage_figures(columns, usage_view, drawn), strict=True)
-        ],
-        "cdf_figures": [
-            (f"wait-cdf-{n}", fig) for n, fig in enumerate(figures.cdf_figures(columns, "wait", drawn), 1)
-        ],
-        "wait_percentiles": figures.percentile_figure(columns, "wait", drawn),
-        "jct_percentiles": figures.percentile_figure(columns, "jct", drawn),
-        "preemption_figure": figures.preemption_figure(columns),
-        "rerun_figure": figures.rerun_figure(columns),
-        "wait_reason_figure": figures.wait_reason_figure(columns, drawn),
+        "lazy": _lazy_charts(study, request, columns, drawn),
+        "open_usage": bool(usage_view),
+        "open_waits": bool(request.GET.getlist("share")),
         "tables": [
             {
                 **_table_context(_sort_param(request, table)),
                 "csv_url": reverse("reports:study-csv", args=[study.pk, table.slug]),
+                "sorted": request.GET.get("sort", "").startswith(f"{table.slug}:"),
             }
             for table in tables
         ],
     }
+
+
+FOCUS_COLUMNS = (
+    "wait_p50", "wait_p95", "wait_p99", "own_gpu_hours", "borrowed_gpu_hours", "lent_gpu_hours",
+    "idle_gpu_hours", "stranded_gpu_hours", "rerun_gpu_hours", "rerun_usd", "preempt_cross", "preempt_in",
+)  # fmt: skip
+
+
+def share_detail(table: Table, share: str, columns: list[RunColumn]) -> list[dict[str, Any]]:
+    """One share under each policy, a measure a row and a policy a column (three policies read
+    side by side in half the page's width); the measures of ``FOCUS_COLUMNS`` the table has."""
+    rows = {row["policy"].value: row for row in table.rows if row["share"].value == share}
+    detail = []
+    for column in table.columns:
+        if column.key not in FOCUS_COLUMNS:
+            continue
+        cells = []
+        for run in columns:
+            cell = rows[run.name][column.key] if run.name in rows else comparison.Cell(None)
+            cells.append(
+                {
+                    "text": comparison.format_value(cell, column, with_unit=True),
+                    "delta": comparison.format_delta(cell, column),
+                    "verdict": cell.verdict,
+                }
+            )
+        detail.append({"label": column.label if column.unit in ("h", "") else column.heading, "cells": cells})
+    return detail
+
+
+@reader_required
+def study_charts(request: HttpRequest, pk: int, section: str) -> JsonResponse:
+    """The charts of one folded section of the study page as JSON, ``{"charts": {<element id>:
+    {"figure": ..., "empty": bool}}}``, for the same query string as the page (``share``,
+    ``usage``), as the user may read them: fetched once, when the section is first opened."""
+    study = _study(pk)
+    columns = run_columns(study, list(Run.objects.filter(study=study).order_by("id")), request.user)
+    if not columns:
+        raise Http404("no run of this study has succeeded yet")
+    shares = comparison.share_names(columns)
+    usage_view = request.GET.get("usage", "")
+    try:
+        built = section_figures(section, columns, chosen_shares(request, columns, shares),
+                                usage_view if usage_view in shares else "")  # fmt: skip
+    except KeyError:
+        raise Http404(f"no chart section {section!r}: the study page has {', '.join(SECTIONS)}") from None
+    charts = {key: {"figure": fig, "empty": is_empty(fig)} for key, fig in built.items()}
+    return JsonResponse({"charts": charts})
 
 
 @reader_required
@@ -295,9 +500,11 @@ def _int(request: HttpRequest, name: str) -> int | None:
 
 
 def finished_studies():
-    """Studies with at least one succeeded run, newest first, with how many of their runs did."""
+    """Studies with at least one succeeded run, newest first, with how many of their runs did;
+    not the studies advisor sweeps run (work in progress: their sweep's page shows them)."""
     return (
-        Study.objects.annotate(
+        listed_studies(Study.objects.all())
+        .annotate(
             run_count=Count("runs"),
             succeeded_count=Count("runs", filter=Q(runs__status=RunStatus.SUCCEEDED)),
         )
@@ -307,17 +514,49 @@ def finished_studies():
     )
 
 
+def types_priced(instance_types: dict[str, Any] | None) -> bool:
+    """Whether a run's policy had any instance type with an hourly price (else its $ are $0)."""
+    types = instance_types if isinstance(instance_types, dict) else {}
+    return any(isinstance(t, dict) and float(t.get("hourly_price") or 0) > 0 for t in types.values())
+
+
+def priced_study_ids(study_ids: list[int]) -> set[int]:
+    """The studies among ``study_ids`` with a succeeded run that was priced."""
+    runs = Run.objects.filter(study_id__in=study_ids, status=RunStatus.SUCCEEDED)
+    listed = runs.annotate(types=KeyTransform("instance_types", "policy_snapshot"))
+    return {study_id for study_id, types in listed.values_list("study_id", "types") if types_priced(types)}
+
+
+def default_study(studies: list[Study], priced: set[int]) -> Study | None:
+    """What finance opens on: the newest priced study whose runs all succeeded, else the newest
+    priced one, else the newest whose runs all succeeded, else the newest (newest first)."""
+    complete = [s for s in studies if s.succeeded_count == s.run_count]
+    for candidates in (
+        [s for s in complete if s.pk in priced],
+        [s for s in studies if s.pk in priced],
+        complete,
+        studies,
+    ):
+        if candidates:
+            return candidates[0]
+    return None
+
+
 def finance_selection(request: HttpRequest) -> dict[str, Any]:
     """The study, run, second run, period, idle mode and unit chosen in the query string, each
-    falling back to a default: the latest study whose runs all succeeded, its baseline run."""
-    studies = finished_studies()
+    falling back to a default: the newest priced study whose runs all succeeded, its baseline run."""
+    studies = list(finished_studies())
+    priced = priced_study_ids([s.pk for s in studies])
+    for listed in studies:
+        listed.priced = listed.pk in priced
     study_id = query_id(request.GET, "study")
-    study = studies.filter(pk=study_id).first() if study_id else None
+    study = next((s for s in studies if s.pk == study_id), None) if study_id else None
     if study is None:
-        study = studies.filter(succeeded_count=F("run_count")).first() or studies.first()
+        study = default_study(studies, priced)
     selection: dict[str, Any] = {
         "studies": studies,
         "study": study,
+        "priced": study is not None and study.pk in priced,
         "period": "day",
         "idle": _choice(request, "idle", IDLE_MODES, "separate"),
         "unit": _choice(request, "unit", ("usd", "hours"), "usd"),
@@ -344,6 +583,23 @@ def finance_selection(request: HttpRequest) -> dict[str, Any]:
 
 def _metrics(run: Run) -> dict[str, Any]:
     return Run.objects.values_list("metrics", flat=True).get(pk=run.pk)
+
+
+# What the finance report reads of a run's metrics (``planner.reports.finance``): not the CDFs nor
+# the usage series (nine tenths of the bytes), only the pool's capacity out of the series.
+FINANCE_KEYS = ("summary", "shares", "pool", "types", "periods")
+
+
+def finance_metrics(run_ids: list[int]) -> dict[int, dict[str, Any]]:
+    """Each run's metrics as the finance report reads them, read out of the JSON by the database."""
+    parts = {f"part_{key}": KeyTransform(key, "metrics") for key in FINANCE_KEYS}
+    parts["part_pool_capacity"] = KeyTransform("pool_capacity", KeyTransform("series", "metrics"))
+    rows = Run.objects.filter(pk__in=run_ids).annotate(**parts).values("id", *parts)
+    metrics = {}
+    for row in rows:
+        metrics[row["id"]] = {key: row[f"part_{key}"] for key in FINANCE_KEYS}
+        metrics[row["id"]]["series"] = {"pool_capacity": row["part_pool_capacity"] or 0.0}
+    return metrics
 
 
 def _money(value: float) -> str:
@@ -496,6 +752,9 @@ def headline(report: FinanceReport, chosen: PeriodReport) -> dict[str, Any]:
         "idle_usd": total.usd["idle"],
         "idle_hours": total.hours["idle"],
         "idle_fraction": total.usd["idle"] / capacity_usd if capacity_usd > 0 else 0.0,
+        "idle_hours_fraction": (
+            total.hours["idle"] / total.hours["capacity"] if total.hours["capacity"] > 0 else 0.0
+        ),
         "stranded_usd": total.usd["stranded"],
         "lent_usd": total.usd["lent"],
         "rerun_usd": total.usd["rerun"],
@@ -519,6 +778,26 @@ def _page(request: HttpRequest, report: FinanceReport) -> tuple[int, int]:
     return min(max(page, 1), pages), pages
 
 
+def policy_totals(
+    study: Study, runs: list[Run], reports: dict[int, FinanceReport], request: HttpRequest
+) -> list[finance_policies.PolicyTotals]:
+    """Each run's pool totals over the chosen range (the same hours for every run: one window
+    per study), the baseline's first."""
+    totals = []
+    for r in runs:
+        total = _range(request, reports[r.pk]).total
+        totals.append(
+            finance_policies.PolicyTotals(
+                run_id=r.pk,
+                name=r.policy_name,
+                is_baseline=r.policy_id is not None and r.policy_id == study.baseline_id,
+                usd={c: total.usd[c] for c in finance_policies.COLUMNS},
+                hours={c: total.hours[c] for c in finance_policies.COLUMNS},
+            )
+        )
+    return sorted(totals, key=lambda t: not t.is_baseline)
+
+
 @finance_required
 def finance(request: HttpRequest) -> HttpResponse:
     selection = finance_selection(request)
@@ -529,24 +808,38 @@ def finance(request: HttpRequest) -> HttpResponse:
     }
     run, other = selection["run"], selection["other"]
     if run is not None:
-        metrics = _metrics(run)
-        report = finance_report(metrics, period=selection["period"], idle=selection["idle"])
+        every_metrics = finance_metrics([r.pk for r in selection["runs"]])
+        reports = {
+            pk: finance_report(m, period=selection["period"], idle=selection["idle"])
+            for pk, m in every_metrics.items()
+        }
+        report = reports[run.pk]
         columns = report_columns(report)
         page, pages = _page(request, report)
         shown = slice((page - 1) * PERIODS_PER_PAGE, page * PERIODS_PER_PAGE)
         chosen = _range(request, report)
+        totals = policy_totals(selection["study"], selection["runs"], reports, request)
         context.update(
+            policy_rows=finance_policies.policy_rows(totals),
+            switch=finance_policies.switch_sentence(totals, priced=selection["priced"]),
+            policy_labels=[finance_policies.LABELS[c] for c in finance_policies.COLUMNS],
             report=report,
             headline=headline(report, chosen),
             range_options=[(i, period_label(p.period)) for i, p in enumerate(report.periods)],
             range_index=report.periods.index(chosen) if chosen is not report.whole else None,
-            window=window_note([RunColumn(run.pk, run.policy_name, 0, False, metrics)]),
+            window=window_note(
+                [
+                    RunColumn(r.pk, r.policy_name, i, False, every_metrics[r.pk])
+                    for i, r in enumerate(selection["runs"])
+                ]
+            ),
             columns=[(c, COLUMN_LABELS[c]) for c in columns],
             whole_rows=report_rows(report, whole=True),
             rows=report_rows(report, periods=report.periods[shown]),
             page=page,
             pages=pages,
             page_links=_page_links(request, page, pages),
+            periods_open="page" in request.GET,
             checks=check_rows(report),
             all_hold=all(p.check.holds for p in [*report.periods, report.whole]),
             failing_checks=[c for c in check_rows(report) if not c["holds"]],
@@ -555,17 +848,10 @@ def finance(request: HttpRequest) -> HttpResponse:
             measured_end=(run.summary or {}).get("horizon", {}).get("end", ""),
         )
         if other is not None:
-            other_metrics = _metrics(other)
-            other_report = finance_report(other_metrics, period=selection["period"], idle=selection["idle"])
+            other_report = reports[other.pk]
             context.update(
                 other_report=other_report,
                 other_headline=headline(other_report, _range(request, other_report)),
-                window=window_note(
-                    [
-                        RunColumn(run.pk, run.policy_name, 0, False, metrics),
-                        RunColumn(other.pk, other.policy_name, 1, False, other_metrics),
-                    ]
-                ),
                 other_chart=figures.finance_figure(other_report, selection["unit"], policy=other.policy_name),
                 compare_whole=comparison_rows(report, other_report, whole_only=True),
                 compare_periods=comparison_rows(report, other_report, whole_only=False),

@@ -2,7 +2,9 @@
  * Study and finance report pages (planner/reports), no inline scripts:
  * - [data-progress-url]: polls the study's progress JSON, updates each run's bar, status and
  *   message, and reloads the page once every run has finished (the comparison is then there);
- * - form[data-autosubmit]: a changed select submits its form, so the choice lands in the URL.
+ * - form[data-autosubmit]: a changed select submits its form, so the choice lands in the URL;
+ * - [data-plotly-url] charts inside a <details>: fetched (once) and drawn when the section is
+ *   opened, so a page carries and draws only the charts a reader looks at.
  */
 (function () {
   "use strict";
@@ -54,7 +56,58 @@
     window.setTimeout(poll, every);
   }
 
+  // One request per section URL, however many charts it holds; kept so a chart is never fetched twice.
+  var sections = {};
+
+  function sectionCharts(url) {
+    if (!sections[url]) {
+      sections[url] = fetch(url, { headers: { Accept: "application/json" }, credentials: "same-origin" })
+        .then(function (response) { return response.ok ? response.json() : Promise.reject(response.status); })
+        .catch(function (error) { delete sections[url]; throw error; });
+    }
+    return sections[url];
+  }
+
+  function loadChart(element) {
+    if (element.dataset.loading) return;
+    element.dataset.loading = "yes";
+    sectionCharts(element.dataset.plotlyUrl)
+      .then(function (data) {
+        var chart = data.charts[element.id];
+        element.textContent = "";
+        if (!chart || chart.empty) {
+          var empty = document.createElement("p");
+          empty.className = "empty";
+          empty.textContent = element.dataset.empty || "Nothing to draw.";
+          element.replaceWith(empty);
+          return;
+        }
+        var source = document.createElement("script");
+        source.type = "application/json";
+        source.id = element.dataset.plotly;
+        source.textContent = JSON.stringify(chart.figure);
+        element.after(source);
+        window.planner.drawCharts(element.parentNode);
+      })
+      .catch(function () {
+        element.dataset.loading = "";
+        element.textContent = "This chart could not be loaded: close and open the section to try again.";
+      });
+  }
+
+  function loadOpen(details) {
+    if (!details.open) return;
+    details.querySelectorAll("[data-plotly-url]").forEach(function (element) {
+      if (!element.closest("details:not([open])")) loadChart(element);
+    });
+  }
+
   function start() {
+    document.querySelectorAll("details").forEach(function (details) {
+      if (!details.querySelector("[data-plotly-url]")) return;
+      details.addEventListener("toggle", function () { loadOpen(details); });
+      loadOpen(details);
+    });
     document.querySelectorAll("[data-progress-url]").forEach(watch);
     document.querySelectorAll("form[data-autosubmit]").forEach(function (form) {
       form.querySelectorAll("select").forEach(function (select) {

@@ -21,6 +21,12 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 MAX_HTML_BYTES = 1_000_000
 MAX_LOAD_SECONDS = 1.5
+# A study page at a glance (issue 26): 3 policies x 10 shares fit 3,000 px at 1280 px wide and
+# 400 KB once drawn, loaded within 1 s; finance's report within 4,000 px.
+MAX_STUDY_HEIGHT = 3000
+MAX_STUDY_RENDERED_BYTES = 400_000
+MAX_STUDY_LOAD_SECONDS = 1.0
+MAX_FINANCE_HEIGHT = 4000
 CHECK_LOAD_TIME = os.environ.get("PLANNER_CHECK_LOAD_TIME") == "1"
 NARROW = 390
 
@@ -50,6 +56,18 @@ def check_pages(page_as, role: str, paths: list[str]) -> dict[str, tuple[int, fl
         overflow = narrow.evaluate("() => document.documentElement.scrollWidth")
         assert overflow <= NARROW, f"{path}: the page scrolls sideways at {NARROW} px ({overflow} px wide)"
     return measured
+
+
+def at_a_glance(page, path: str, drawn: str | None = None) -> tuple[int, int, float]:
+    """(page height in px, rendered HTML in bytes once its charts are drawn, load event in s)."""
+    page.goto(path, timeout=120_000)  # warm
+    page.goto(path, wait_until="load", timeout=60_000)
+    seconds = load_seconds(page)
+    if drawn:
+        page.locator(f"{drawn}[data-drawn='yes']").wait_for()
+    height = page.evaluate("() => document.documentElement.scrollHeight")
+    rendered = page.evaluate("() => new Blob([document.documentElement.outerHTML]).size")
+    return height, rendered, seconds
 
 
 def test_a_million_job_study_meets_the_goals(page_as, roles):
@@ -108,8 +126,33 @@ def test_the_demo_from_the_repository_alone_meets_the_goals(page_as, roles, sett
     page.goto("/calibration/")
     assert "does not ship them" in page.locator("#openb-note").inner_text()
     itp = Study.objects.get(name__startswith="ITP")
+    wide = page_as("finance")
+    glance = {}
+    for study in Study.objects.all():
+        glance[f"/studies/{study.pk}/"] = at_a_glance(wide, f"/studies/{study.pk}/", "#focus-cdf")
+        glance[f"/finance/?study={study.pk}"] = at_a_glance(wide, f"/finance/?study={study.pk}")
+    print(
+        "\ndemo at a glance, 1280 px (height, rendered HTML, load event):",
+        {p: f"{h:,} px, {n / 1024:.0f} KB, {t:.2f} s" for p, (h, n, t) in glance.items()},
+    )
+    height, rendered, seconds = glance[f"/studies/{itp.pk}/"]
+    assert itp.runs.count() == 3 and len(itp.runs.first().metrics["shares"]) == 10
+    assert height <= MAX_STUDY_HEIGHT, f"the ITP study page is {height:,} px tall"
+    assert rendered <= MAX_STUDY_RENDERED_BYTES, f"the ITP study page is {rendered:,} bytes drawn"
+    if CHECK_LOAD_TIME:
+        assert seconds <= MAX_STUDY_LOAD_SECONDS, f"the ITP study page loads in {seconds:.2f} s"
+    for study in Study.objects.all():
+        height = glance[f"/finance/?study={study.pk}"][0]
+        assert height <= MAX_FINANCE_HEIGHT, f"finance of {study.name}: {height:,} px"
+    # the decision sentence of the ITP study, from its runs
+    wide.goto(f"/studies/{itp.pk}/")
+    decision = wide.locator("#decision").inner_text()
+    assert "itp-2021-full-pooling cuts the longest-waiting share's p95 wait from" in decision
+    assert "(cluster03)" in decision and "itp-2021-no-preemption changes nothing" in decision
     page.goto(f"/studies/{itp.pk}/")
-    look_at(page, "demo-itp-study", "#wait-percentiles")
+    look_at(page, "demo-itp-study", "#focus-cdf")
+    page.locator("#waits-section > summary").click()
+    look_at(page, "demo-itp-study-waits", "#wait-percentiles")
     narrow = page_as("finance", width=NARROW, height=844)
     narrow.goto(f"/finance/?study={itp.pk}")
     look_at(narrow, "demo-itp-finance-390")

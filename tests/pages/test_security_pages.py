@@ -28,6 +28,8 @@ def test_a_viewer_sees_gpu_hours_and_no_dollars_finance_sees_both(page_as, study
     viewer.set_default_timeout(60_000)  # the comparison page with its charts, on a busy machine
     viewer.goto(f"/studies/{study.pk}/")
     viewer.locator(".verdict .card").first.wait_for()
+    viewer.locator("#preemptions-section > summary").click()  # its charts are fetched when opened
+    viewer.locator("#rerun-cost[data-drawn='yes']").wait_for()
     text = viewer.locator("main").inner_text()
     assert not AMOUNT.search(text), AMOUNT.search(text)
     assert "Rerun cost (GPU-hours)" in text and "Rerun cost ($)" not in text
