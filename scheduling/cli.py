@@ -3,6 +3,8 @@
     python -m scheduling replay --policy POLICY --trace TRACE --out RESULT.json [--events]
     python -m scheduling synth --jobs N --out TRACE.csv [--seed S] [--policy-out POLICY.json]
     python -m scheduling import-policy --format aws-batch|kueue FILE... --out POLICY.json [--job-queue Q]
+    python -m scheduling forecast --policy POLICY --snapshot SNAPSHOT [--history TRACE] [--samples 200]
+        [--seed 0] [--arrivals history|none] [--horizon-days 30] --out FORECAST.json
 
 Invalid input exits non-zero with a one-line reason on stderr and writes no result file.
 """
@@ -115,6 +117,27 @@ def _synth(args: argparse.Namespace) -> None:
         Path(args.policy_out).write_text(json.dumps(demo_policy_dict(args.gpus), indent=1))
 
 
+def _forecast(args: argparse.Namespace) -> None:
+    """Section 11: a forecast from a queue snapshot (docs/forecast.md)."""
+    from scheduling.forecast import ForecastInputs, forecast, read_snapshot
+    from scheduling.traces import read_trace
+
+    one_shot_process()
+    policy = read_policy(args.policy)
+    try:
+        data = Path(args.snapshot).read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read the snapshot {args.snapshot}: {exc}", field="snapshot") from None
+    snapshot = read_snapshot(data, fmt=args.snapshot_format)
+    history = read_trace(args.history, format=args.format) if args.history else None
+    inputs = ForecastInputs(
+        policy, snapshot, history, samples=args.samples, seed=args.seed, arrivals=args.arrivals,
+        horizon_days=args.horizon_days,
+    )  # fmt: skip
+    result = forecast(inputs)
+    Path(args.out).write_text(json.dumps(result, indent=1, allow_nan=False) + "\n", encoding="utf-8")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m scheduling", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -132,6 +155,19 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("--out", required=True, help="where to write POLICY.json")
     imp.add_argument("--job-queue", help="aws-batch: the job queue, when several are described")
     imp.set_defaults(run=_import_policy)
+    fc = commands.add_parser("forecast", help="when will the snapshot's jobs start (SEMANTICS.md section 11)")
+    fc.add_argument("--policy", required=True, help="policy JSON (or YAML)")
+    fc.add_argument("--snapshot", required=True, help="snapshot JSON (planner, kubectl, AWS Batch)")
+    snapshot_formats = ["auto", "planner", "kueue-workloads", "aws-batch"]
+    fc.add_argument("--snapshot-format", default="auto", choices=snapshot_formats, help="default: by keys")
+    fc.add_argument("--history", help="a trace of past jobs (durations, arrivals, waits)")
+    fc.add_argument("--format", default="auto", help="history trace format (default: by extension)")
+    fc.add_argument("--samples", type=int, default=200)
+    fc.add_argument("--seed", type=int, default=0)
+    fc.add_argument("--arrivals", choices=["history", "none"], help="default: history with --history")
+    fc.add_argument("--horizon-days", type=float, default=30.0)
+    fc.add_argument("--out", required=True, help="where to write FORECAST.json")
+    fc.set_defaults(run=_forecast)
     syn = commands.add_parser("synth", help="generate a synthetic multi-team trace")
     syn.add_argument("--jobs", type=int, default=10000)
     syn.add_argument("--seed", type=int, default=0)

@@ -135,6 +135,34 @@ def replay(
     return ReplayResult(policy, trace, outcomes, metrics, events if record_events else None)
 
 
+def resume(
+    policy: Policy, trace: Trace, started_at: np.ndarray, time: float, until: float = math.inf
+) -> JobOutcomes:
+    """SEMANTICS.md section 11: the replay from a snapshot at ``time`` (T0) instead of from the
+    start. Jobs submitted at or before T0 are the snapshot: those with a ``started_at`` (per trace
+    row, nan for the others) run from it and hold their instances from T0, their trace duration
+    being the work that *remains* (a job whose start-up is not over at T0 is still STARTING);
+    the others are RUNNABLE at T0 with their RUNNABLE time counted from their submit time. Later
+    jobs arrive as in any replay. The run stops after the last event at or before ``until``
+    (jobs not ended then keep the state they had). The policy's calendar must hold no change at
+    or before T0 (the caller folds those into the policy). Only the jobs' outcomes are made: a
+    forecast reads starts and ends, not the metrics."""
+    if any(change.time <= time for change in policy.changes):
+        raise ValueError("resume: the policy has changes at or before the snapshot's time")
+    bound = bind(policy, trace)
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        simulation = _Replay(policy, bound, False)
+        simulation.until = until
+        simulation.resume_at(time, np.asarray(started_at, dtype=np.float64).tolist())
+        simulation.run(None)
+        return simulation.outcomes()
+    finally:
+        if collecting:
+            gc.enable()
+
+
 def _first(candidate: tuple) -> tuple:
     return candidate[0]
 
@@ -238,6 +266,9 @@ class _Replay:
         self.preemptions_log: Records = self.history.preemptions
         self.reasons_log: Records = self.history.reasons
         self.ignored_updates = 0
+        # Section 11 (``resume``): the arrivals already placed at T0, and when the run stops.
+        self.first_arrival = 0
+        self.until = END_OF_TIME
 
         # Section 9: the calendar of changes, applied at their instants, and section 6's limits at
         # every instant of it (a job is unschedulable only if it is so at all of them).
@@ -352,7 +383,8 @@ class _Replay:
         update_time: list[float] = updates.time.astype(np.float64).tolist()
         n_jobs = self.n_jobs
         n_updates = len(update_order)
-        next_submit = next_update = 0
+        next_submit = self.first_arrival
+        next_update = 0
         report_every = max(1, n_jobs // 100)
         next_report = report_every
         finish_times = self.finish_times
@@ -373,7 +405,7 @@ class _Replay:
                     ),
                 ),
             )
-            if now == END_OF_TIME:
+            if now == END_OF_TIME or now > self.until:
                 break
             # Same instant: finishes, changes of capacity and quotas, submissions, priority
             # updates, cancellations, then one pass.
@@ -399,8 +431,79 @@ class _Replay:
                 next_report = next_submit + report_every
         # Under a calendar a job may wait for capacity that came and went (section 9: it stays
         # RUNNABLE); without one, a job left pending would be a bug.
-        if self.pending_jobs and not self.changes:
+        if self.pending_jobs and not self.changes and self.until == END_OF_TIME:
             raise RuntimeError(f"{self.pending_jobs} jobs were left pending with nothing running")
+
+    # --- section 11: the replay from a snapshot ---------------------------------------------------
+
+    def resume_at(self, now: float, started_at: list[float]) -> None:
+        """Place the snapshot's jobs (those submitted at or before ``now``) as they are at T0, then
+        run T0's pass, unless a finish or cancellation at T0 is due: the event loop then runs it
+        after them, in section 4's order."""
+        place = 0
+        n = self.n_jobs
+        while place < n and self.arrival_times[place] <= now:
+            job = self._arrive(place)
+            start = started_at[job.index]
+            if start == start:  # not nan: running at T0
+                self._resume_running(job, now, start)
+            else:
+                self._resume_pending(job, now)
+            place += 1
+        self.first_arrival = place
+        # Running jobs beyond the policy's capacity at T0 go as section 9's capacity preemptions do.
+        for pool in self.pools:
+            preempted: list[Job] = []
+            for victim in capacity_victims(pool):
+                self._preempt(victim, None, now, preempted, CAPACITY)
+            self._requeue(preempted, now)
+        finishing_now = len(self.finish_times) > 0 and self.finish_times[0] == now
+        cancelling_now = len(self.deadline_times) > 0 and self.deadline_times[0] == now
+        if self.pending_jobs and not finishing_now and not cancelling_now:
+            self.scheduling_pass(now)
+
+    def _resume_running(self, job: Job, now: float, started_at: float) -> None:
+        """A job running since ``started_at``: its duration becomes the work done by T0 plus what
+        remains, so that its end, and the work a preemption loses, follow section 2 as for any
+        start (end = max(T0, started_at + startup) + remaining)."""
+        job.duration = max(0.0, now - started_at - self.startup) + job.duration
+        job.state = RUNNING
+        job.start_time = started_at
+        job.first_start = started_at
+        self._change_usage(now, job.account, job.count)
+        job.account.running.add(job)
+        self._started(job)
+        end = started_at + self.startup + job.duration
+        job.planned_end = end
+        ending = self.finishing.get(end)
+        if ending is None:
+            self.finishing[end] = [job]
+            heappush(self.finish_times, end)
+        else:
+            ending.append(job)
+        self.starts_log.add2(now, job.index)
+
+    def _resume_pending(self, job: Job, now: float) -> None:
+        """A job RUNNABLE at T0 since its submit time (section 10's limit counts from it; one that
+        ran out before T0 is cancelled at T0)."""
+        reason = self._unschedulable(job)
+        if reason is not None:
+            job.state = UNSCHEDULABLE
+            self.reason[job.index] = reason
+            self._ended(job)
+            return
+        job.state = RUNNABLE
+        job.queued_since = job.submit
+        if self.timeout != END_OF_TIME:
+            deadline = max(job.submit + self.timeout, now)
+            job.deadline = deadline
+            due = self.expiring.get(deadline)
+            if due is None:
+                self.expiring[deadline] = [job]
+                heappush(self.deadline_times, deadline)
+            else:
+                due.append(job)
+        self._enqueue(job, now)
 
     def _arrive(self, place: int) -> Job:
         """The job at this place in arrival order, made as it is submitted."""
