@@ -17,7 +17,6 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
-from scheduling.forecast import ForecastInputs, SampleStarts, merge_samples, read_snapshot, snapshot_to_json
 
 from planner.capacity.models import Policy
 from planner.forecasts import bounds
@@ -29,6 +28,7 @@ from planner.studies.models import RunStatus
 from planner.traces.models import Trace
 from scheduling.binding import check_fits
 from scheduling.errors import InputError
+from scheduling.forecast import ForecastInputs, SampleStarts, merge_samples, read_snapshot, snapshot_to_json
 from scheduling.model import Policy as EnginePolicy
 
 
@@ -228,6 +228,9 @@ def conclude(forecast_id: int) -> str:
             result = strict_json(merge_samples(inputs, parts))
         except InputError as error:
             _fail(forecast, f"merging the samples: {error.describe()}")
+            return "failed"
+        except ValueError as error:  # chunks that do not fit together (the engine's check)
+            _fail(forecast, f"merging the samples: {error}")
             return "failed"
         jobs = job_rows(forecast, result)
         ForecastJob.objects.filter(forecast=forecast).delete()

@@ -31,14 +31,14 @@ def job_rows(forecast: Forecast, result: dict) -> list[ForecastJob]:
         start, end = job.get("start") or {}, job.get("end") or {}
         within = job.get("p_start_within") or {}
         baselines = job.get("baselines") or {}
-        instance_type = snap.get("instance_type") or ""
-        count = int(snap.get("instance_count") or 1)
+        instance_type = job.get("instance_type") or snap.get("instance_type") or ""
+        count = int(job.get("instance_count") or snap.get("instance_count") or 1)
         rows.append(
             ForecastJob(
                 forecast=forecast,
                 row=row,
                 job_id=str(job["job_id"])[:255],
-                user=str(snap.get("user") or "")[:255],
+                user=str(job.get("user") or snap.get("user") or "")[:255],
                 share=job.get("share") or snap.get("share", ""),
                 state=job.get("state", ""),
                 position=job.get("position"),
