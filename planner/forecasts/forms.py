@@ -24,6 +24,10 @@ ARRIVALS = [
 ]
 
 
+DEMO_SAMPLES = 50
+DEMO_HORIZON_DAYS = 7
+
+
 class SamplingFields(forms.Form):
     samples = forms.IntegerField(
         initial=bounds.DEFAULT_SAMPLES,
@@ -84,4 +88,12 @@ class SnapshotForm(SamplingFields):
 
 
 class DemoForm(SamplingFields):
+    """Fewer samples and a week's horizon by default: the demo pool holds about 2,000 jobs and a
+    thousand arrivals a day, so a sample of it is seconds of a worker's time."""
+
     prefix = "demo"
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["samples"].initial = DEMO_SAMPLES
+        self.fields["horizon_days"].initial = DEMO_HORIZON_DAYS

@@ -47,6 +47,12 @@ HISTORY_CSV = "job_id,submit_time,share,instance_type,duration\n" + "".join(
 
 
 @pytest.fixture
+def capture(django_capture_on_commit_callbacks):
+    """Run the on-commit callbacks (the chunks' tasks) of a request inside the test's transaction."""
+    return django_capture_on_commit_callbacks
+
+
+@pytest.fixture
 def policy(db) -> Policy:
     InstanceType.objects.create(name="gpu", gpus=1, hourly_price=2.0)
     pool = Pool.objects.create(name="two")
@@ -58,7 +64,8 @@ def policy(db) -> Policy:
 
 @pytest.fixture
 def history(db) -> Trace:
-    return Trace.store(read_upload(io.BytesIO(HISTORY_CSV.encode()), format="planner-csv"), name="a week of a")
+    columns = read_upload(io.BytesIO(HISTORY_CSV.encode()), format="planner-csv")
+    return Trace.store(columns, name="a week of a")
 
 
 def post(client: APIClient, payload: dict, capture, **kwargs):
@@ -79,10 +86,10 @@ def jobs_of(client: APIClient, pk: int, query: str = "") -> dict:
 
 
 def test_a_forecast_with_every_duration_given_is_the_one_replay(
-    viewer_api, policy, eager_celery, django_capture_on_commit_callbacks
+    viewer_api, policy, eager_celery, capture
 ):
     detail = created(
-        viewer_api, {"snapshot": SNAPSHOT, "policy": policy.pk, "samples": 4}, django_capture_on_commit_callbacks
+        viewer_api, {"snapshot": SNAPSHOT, "policy": policy.pk, "samples": 4}, capture
     )
     assert detail["status"] == "succeeded" and detail["progress"] == 1.0, detail
     assert (detail["running_jobs"], detail["pending_jobs"], detail["arrivals"]) == (2, 2, "none")
@@ -100,20 +107,21 @@ def test_a_forecast_with_every_duration_given_is_the_one_replay(
 
 
 def test_the_snapshot_may_be_an_uploaded_file_or_its_text(
-    viewer_api, policy, eager_celery, django_capture_on_commit_callbacks
+    viewer_api, policy, eager_celery, capture
 ):
-    upload = SimpleUploadedFile("snapshot.json", json.dumps(SNAPSHOT).encode(), content_type="application/json")
+    text = json.dumps(SNAPSHOT).encode()
+    upload = SimpleUploadedFile("snapshot.json", text, content_type="application/json")
     by_file = post(
         viewer_api,
         {"snapshot_file": upload, "snapshot_format": "planner", "policy": policy.pk, "samples": 2},
-        django_capture_on_commit_callbacks,
+        capture,
         format="multipart",
     )
     assert by_file.status_code == 201, by_file.json()
     as_text = created(
         viewer_api,
         {"snapshot": json.dumps(SNAPSHOT), "policy": policy.pk, "samples": 2},
-        django_capture_on_commit_callbacks,
+        capture,
     )
     first = Forecast.objects.get(pk=by_file.json()["id"])
     assert first.snapshot == Forecast.objects.get(pk=as_text["id"]).snapshot
@@ -121,36 +129,36 @@ def test_the_snapshot_may_be_an_uploaded_file_or_its_text(
 
 
 def test_a_malformed_snapshot_is_a_400_naming_the_record_and_field_and_nothing_is_stored(
-    viewer_api, policy, eager_celery, django_capture_on_commit_callbacks
+    viewer_api, policy, eager_celery, capture
 ):
     broken = json.loads(json.dumps(SNAPSHOT))
     broken["pending"][1]["instance_count"] = -2
-    response = post(viewer_api, {"snapshot": broken, "policy": policy.pk}, django_capture_on_commit_callbacks)
+    response = post(viewer_api, {"snapshot": broken, "policy": policy.pk}, capture)
     assert response.status_code == 400
     message = " ".join(response.json()["snapshot"])
     assert "pending[1]" in message and "instance_count" in message, message
-    not_json = post(viewer_api, {"snapshot": "{running: [", "policy": policy.pk}, django_capture_on_commit_callbacks)
+    not_json = post(viewer_api, {"snapshot": "{running: [", "policy": policy.pk}, capture)
     assert not_json.status_code == 400 and "snapshot" in not_json.json()
     assert Forecast.objects.count() == 0 and ForecastChunk.objects.count() == 0
 
 
 def test_a_snapshot_share_the_policy_lacks_is_a_400_on_policy(
-    viewer_api, policy, eager_celery, django_capture_on_commit_callbacks
+    viewer_api, policy, eager_celery, capture
 ):
     other = json.loads(json.dumps(SNAPSHOT))
     other["pending"][0]["share"] = "b"
-    response = post(viewer_api, {"snapshot": other, "policy": policy.pk}, django_capture_on_commit_callbacks)
+    response = post(viewer_api, {"snapshot": other, "policy": policy.pk}, capture)
     assert response.status_code == 400
     assert "no share b" in " ".join(response.json()["policy"])
     assert Forecast.objects.count() == 0
 
 
 def test_every_bound_is_a_400_that_names_it(
-    viewer_api, policy, settings, monkeypatch, eager_celery, django_capture_on_commit_callbacks
+    viewer_api, policy, settings, monkeypatch, eager_celery, capture
 ):
     def refused(payload: dict, field: str, bound: str) -> None:
         response = post(
-            viewer_api, {"snapshot": SNAPSHOT, "policy": policy.pk, **payload}, django_capture_on_commit_callbacks
+            viewer_api, {"snapshot": SNAPSHOT, "policy": policy.pk, **payload}, capture
         )
         assert response.status_code == 400, (payload, response.json())
         assert bound in " ".join(response.json()[field]), response.json()
@@ -168,29 +176,29 @@ def test_every_bound_is_a_400_that_names_it(
     settings.PLANNER_FORECAST_MAX_SNAPSHOT_BYTES = 100
     upload = SimpleUploadedFile("s.json", json.dumps(SNAPSHOT).encode())
     response = post(
-        viewer_api, {"snapshot_file": upload, "policy": policy.pk}, django_capture_on_commit_callbacks,
+        viewer_api, {"snapshot_file": upload, "policy": policy.pk}, capture,
         format="multipart",
     )  # fmt: skip
     assert response.status_code == 400 and "MAX_SNAPSHOT_BYTES" in " ".join(response.json()["snapshot_file"])
     empty = post(viewer_api, {"snapshot": {"time": 5, "running": [], "pending": []}, "policy": policy.pk},
-                 django_capture_on_commit_callbacks)  # fmt: skip
+                 capture)  # fmt: skip
     assert empty.status_code == 400 and "no running or pending job" in " ".join(empty.json()["snapshot"])
     assert Forecast.objects.count() == 0
 
 
-def test_history_arrivals_need_a_history(viewer_api, policy, eager_celery, django_capture_on_commit_callbacks):
+def test_history_arrivals_need_a_history(viewer_api, policy, eager_celery, capture):
     response = post(
         viewer_api, {"snapshot": SNAPSHOT, "policy": policy.pk, "arrivals": "history"},
-        django_capture_on_commit_callbacks,
+        capture,
     )  # fmt: skip
     assert response.status_code == 400 and "history" in " ".join(response.json()["arrivals"])
 
 
 def test_search_finds_jobs_by_id_and_user_a_page_at_a_time(
-    viewer_api, policy, eager_celery, django_capture_on_commit_callbacks
+    viewer_api, policy, eager_celery, capture
 ):
     pk = created(
-        viewer_api, {"snapshot": SNAPSHOT, "policy": policy.pk, "samples": 2}, django_capture_on_commit_callbacks
+        viewer_api, {"snapshot": SNAPSHOT, "policy": policy.pk, "samples": 2}, capture
     )["id"]
     assert [job["job_id"] for job in jobs_of(viewer_api, pk, "?search=alice")["results"]] == ["p2"]
     assert [job["job_id"] for job in jobs_of(viewer_api, pk, "?search=P1")["results"]] == ["p1"]  # any case
@@ -198,18 +206,17 @@ def test_search_finds_jobs_by_id_and_user_a_page_at_a_time(
     first = jobs_of(viewer_api, pk, "?limit=3")
     assert first["count"] == 4 and len(first["results"]) == 3 and first["next"]
     assert [job["job_id"] for job in jobs_of(viewer_api, pk, "?limit=3&offset=3")["results"]] == ["p2"]
-    assert [job["job_id"] for job in jobs_of(viewer_api, pk, "?state=RUNNABLE&ordering=-position")["results"]] == [
-        "p2", "p1",
-    ]  # fmt: skip
+    backwards = jobs_of(viewer_api, pk, "?state=RUNNABLE&ordering=-position")["results"]
+    assert [job["job_id"] for job in backwards] == ["p2", "p1"]
     assert viewer_api.get("/api/forecasts/999999/jobs/").status_code == 404
 
 
 def test_every_role_forecasts_only_admins_delete_and_viewers_see_no_dollars(
-    client_for, policy, eager_celery, django_capture_on_commit_callbacks
+    client_for, policy, eager_celery, capture
 ):
     viewer, finance, admin = client_for("viewer"), client_for("finance"), client_for("admin")
     pk = created(
-        finance, {"snapshot": SNAPSHOT, "policy": policy.pk, "samples": 2}, django_capture_on_commit_callbacks
+        finance, {"snapshot": SNAPSHOT, "policy": policy.pk, "samples": 2}, capture
     )["id"]
     # queued work: p1 0.5 h + p2 1/6 h on one GPU each, at $2 an hour
     share = finance.get(f"/api/forecasts/{pk}/").json()["shares"][0]
@@ -222,7 +229,7 @@ def test_every_role_forecasts_only_admins_delete_and_viewers_see_no_dollars(
     assert [f["id"] for f in viewer.get("/api/forecasts/").json()["results"]] == [pk]
     nobody = client_for(None)
     assert nobody.get("/api/forecasts/").status_code == 403
-    assert post(nobody, {"snapshot": SNAPSHOT, "policy": policy.pk}, django_capture_on_commit_callbacks).status_code == 403
+    assert post(nobody, {"snapshot": SNAPSHOT, "policy": policy.pk}, capture).status_code == 403
     assert APIClient().get("/api/forecasts/").status_code == 401
     assert viewer.delete(f"/api/forecasts/{pk}/").status_code == 403
     assert admin.delete(f"/api/forecasts/{pk}/").status_code == 204
@@ -230,13 +237,13 @@ def test_every_role_forecasts_only_admins_delete_and_viewers_see_no_dollars(
 
 
 def test_a_session_signed_in_viewer_forecasts_too(
-    user_with_role, policy, eager_celery, django_capture_on_commit_callbacks
+    user_with_role, policy, eager_celery, capture
 ):
     client = APIClient(enforce_csrf_checks=True)
     client.force_login(user_with_role("session-viewer", "viewer"))
     assert client.get("/api/forecasts/").status_code == 200
     # A session needs the CSRF token to write, as on every endpoint
-    assert post(client, {"snapshot": SNAPSHOT, "policy": policy.pk}, django_capture_on_commit_callbacks).status_code == 403
+    assert post(client, {"snapshot": SNAPSHOT, "policy": policy.pk}, capture).status_code == 403
 
 
 def forecast_with_history(policy, history, samples: int) -> Forecast:
@@ -315,7 +322,8 @@ def test_a_chunk_that_keeps_crashing_is_retried_then_fails_the_forecast_with_the
     run_chunks(forecast)
     forecast.refresh_from_db()
     assert forecast.status == "failed"
-    assert forecast.error.startswith("samples 5-9 (chunk 2 of 3) failed: attempt 2 failed: RuntimeError"), forecast.error
+    expected = "samples 5-9 (chunk 2 of 3) failed: attempt 2 failed: RuntimeError"
+    assert forecast.error.startswith(expected), forecast.error
     assert "ran out of memory" in forecast.error
     assert forecast.chunk_rows.get(index=1).attempts == 2
     assert not forecast.job_rows.exists()
@@ -343,7 +351,7 @@ def test_a_chunk_after_the_forecast_failed_is_not_replayed(policy, history, sett
 
 
 def test_the_forecast_page_shows_finance_dollars_and_a_viewer_none(
-    user_with_role, policy, eager_celery, django_capture_on_commit_callbacks
+    user_with_role, policy, eager_celery, capture
 ):
     from django.test import Client
 
