@@ -168,6 +168,7 @@ class ForecastJob(models.Model):
         indexes = [
             models.Index(fields=["forecast", "row"], name="forecast_job_row"),
             models.Index(fields=["forecast", "share", "position"], name="forecast_job_queue"),
+            models.Index(fields=["forecast", "state", "start_p50"], name="forecast_job_soonest"),
         ]
 
     def __str__(self) -> str:

@@ -69,7 +69,7 @@ def _hourly_price(policy: dict, instance_type: str) -> float:
 
 
 def share_queues(jobs: list[ForecastJob], policy: dict) -> list[dict]:
-    """Per share (in the policy's order, then any other): jobs running and pending at T0, the GPUs
+    """Per share (every share of the policy, in its order): jobs running and pending at T0, the GPUs
     they hold and ask for, the queued work (pending jobs' median run, GPU-hours and $), when the
     first and last pending job start (median samples), and how many are not started within the
     horizon in half the samples. Times are seconds, as the snapshot's."""
@@ -77,9 +77,7 @@ def share_queues(jobs: list[ForecastJob], policy: dict) -> list[dict]:
     names = list(dict.fromkeys([*order, *(job.share for job in jobs)]))
     out = []
     for name in names:
-        mine = [job for job in jobs if job.share == name]
-        if not mine:
-            continue
+        mine = [job for job in jobs if job.share == name]  # a share with no job at T0 is listed too
         running = [job for job in mine if job.state == "RUNNING"]
         pending = [job for job in mine if job.state != "RUNNING"]
         starts = [job.start_p50 for job in pending if job.start_p50 is not None]

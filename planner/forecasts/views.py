@@ -12,7 +12,7 @@ from urllib.parse import urlencode
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
-from django.db.models import Q
+from django.db.models import F, Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
@@ -29,6 +29,13 @@ from planner.web.access import reader_required
 LATEST = 30
 PAGE_JOBS = 50  # a page of the table (and of the chart): the page stays small whatever the snapshot
 QUEUE_FRONT = 5  # jobs shown at the front of each share's queue
+# The table's orders (?order=): "who starts next" first, as the question is asked. RUNNABLE sorts
+# before RUNNING, so the waiting jobs come first; a job not started within the horizon comes last.
+ORDERS = {
+    "start": ("soonest start first", ("state", F("start_p50").asc(nulls_last=True), "row")),
+    "position": ("by share and queue position", ("share", F("position").asc(nulls_last=True), "row")),
+    "snapshot": ("as in the snapshot (running first)", ("row",)),
+}
 EPOCH = 1e9  # seconds past this are Unix times (2001 on): shown as UTC dates
 
 
@@ -169,12 +176,17 @@ def forecast_detail(request: HttpRequest, pk: int) -> HttpResponse:
     money = shows_money(request.user)
     search = request.GET.get("search", "").strip()[:200]
     share = request.GET.get("share", "")
-    context: dict = {"forecast": forecast, "money": money, "search": search, "share": share}
+    order = request.GET.get("order", "start")
+    order = order if order in ORDERS else "start"
+    context: dict = {
+        "forecast": forecast, "money": money, "search": search, "share": share, "order": order,
+        "orders": [(key, words) for key, (words, _) in ORDERS.items()],
+    }  # fmt: skip
     if not forecast.finished:
         running = forecast.chunk_rows.filter(status="running").order_by("index").first()
         context["silence"] = silence_note(running) if running else ""
     if forecast.status == "succeeded":
-        jobs = ForecastJob.objects.filter(forecast=forecast).order_by("row")
+        jobs = ForecastJob.objects.filter(forecast=forecast).order_by(*ORDERS[order][1])
         if search:
             jobs = jobs.filter(Q(job_id__icontains=search) | Q(user__icontains=search))
         if share:
@@ -185,6 +197,8 @@ def forecast_detail(request: HttpRequest, pk: int) -> HttpResponse:
         shares = forecast.shares or []
         fronts = _queue_fronts(forecast)
         query = {key: value for key, value in (("search", search), ("share", share)) if value}
+        if order != "start":
+            query["order"] = order
         context.update(
             page=page,
             rows=[_job_view(job, t0) for job in rows],
