@@ -53,7 +53,9 @@ def read_snapshot_input(data: Any, fmt: str) -> dict:
     try:
         return strict_json(snapshot_to_json(read_snapshot(data, fmt)))
     except InputError as error:
-        raise ValidationError({"snapshot": f"snapshot: {error.describe()}"}) from None
+        said = error.describe()
+        said = said if said.startswith("snapshot") else f"snapshot: {said}"
+        raise ValidationError({"snapshot": said}) from None
     except (ValueError, TypeError) as error:  # undecodable bytes, JSON that is not JSON
         raise ValidationError({"snapshot": f"snapshot: {error}"}) from None
 

@@ -28,7 +28,7 @@ from planner.web.access import reader_required
 
 LATEST = 30
 PAGE_JOBS = 50  # a page of the table (and of the chart): the page stays small whatever the snapshot
-QUEUE_FRONT = 5  # jobs shown at the front of each share's queue
+QUEUE_FRONT = 3  # jobs shown at the front of each share's queue
 # The table's orders (?order=): "who starts next" first, as the question is asked. RUNNABLE sorts
 # before RUNNING, so the waiting jobs come first; a job not started within the horizon comes last.
 ORDERS = {
