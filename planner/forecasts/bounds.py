@@ -5,6 +5,7 @@ samples per worker task). A request past one is refused with a 400 naming the bo
 from __future__ import annotations
 
 from django.conf import settings
+
 from scheduling.forecast import MAX_HORIZON_DAYS, MAX_SAMPLES, MAX_SNAPSHOT_JOBS
 
 __all__ = [
@@ -14,6 +15,7 @@ __all__ = [
     "chunk_samples",
     "max_job_samples",
     "max_snapshot_bytes",
+    "max_unfinished_per_user",
 ]
 
 DEFAULT_SAMPLES = 200
@@ -24,6 +26,9 @@ DEFAULT_MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
 # Samples per worker task: small enough that 200 samples spread over 8 workers, large enough that
 # a chunk's set-up (parsing the snapshot, loading the history) is paid rarely.
 DEFAULT_CHUNK_SAMPLES = 25
+# Forecasts one person may have queued or running at once: every role may start them, so one
+# script cannot fill the workers' queue for everybody.
+DEFAULT_MAX_UNFINISHED_PER_USER = 5
 
 
 def max_job_samples() -> int:
@@ -32,6 +37,10 @@ def max_job_samples() -> int:
 
 def max_snapshot_bytes() -> int:
     return int(getattr(settings, "PLANNER_FORECAST_MAX_SNAPSHOT_BYTES", DEFAULT_MAX_SNAPSHOT_BYTES))
+
+
+def max_unfinished_per_user() -> int:
+    return int(getattr(settings, "PLANNER_FORECAST_MAX_UNFINISHED_PER_USER", DEFAULT_MAX_UNFINISHED_PER_USER))
 
 
 def chunk_samples() -> int:

@@ -92,6 +92,19 @@ def _check_bounds(snapshot: dict, samples: int, horizon_days: float) -> None:
         )  # fmt: skip
 
 
+def _check_unfinished(user) -> None:
+    if user is None or not user.is_authenticated:
+        return
+    limit = bounds.max_unfinished_per_user()
+    finished = [RunStatus.SUCCEEDED, RunStatus.FAILED]
+    waiting = Forecast.objects.filter(created_by=user).exclude(status__in=finished)
+    if waiting.count() >= limit:
+        raise ValidationError(
+            {"__all__": f"you have {limit} forecasts queued or running (MAX_UNFINISHED_PER_USER): "
+             "start this one when one of them has finished"}
+        )  # fmt: skip
+
+
 def _policy_snapshot(policy: Policy) -> dict:
     try:
         return policy.engine_policy().to_dict()
@@ -132,6 +145,7 @@ def start_forecast(
     """Validate everything, store the forecast and its chunks, and send the chunks to the workers
     (unless ``enqueue`` is false). ``arrivals`` defaults to ``history`` when a history is given.
     Raises ValidationError naming the field (and, for the snapshot, the record and its field)."""
+    _check_unfinished(created_by)
     if history is not None and not history.ready:
         raise ValidationError({"history": f"the trace {history.name!r} is not ready ({history.state})"})
     chosen = arrivals or (Arrivals.HISTORY if history is not None else Arrivals.NONE)

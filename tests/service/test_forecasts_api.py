@@ -186,6 +186,20 @@ def test_every_bound_is_a_400_that_names_it(
     assert Forecast.objects.count() == 0
 
 
+def test_one_person_has_at_most_so_many_forecasts_unfinished(viewer_api, client_for, policy, settings):
+    settings.PLANNER_FORECAST_MAX_UNFINISHED_PER_USER = 2
+    payload = {"snapshot": SNAPSHOT, "policy": policy.pk, "samples": 2}
+    # the test's transaction never commits, so no chunk is sent: both forecasts stay queued
+    made = [viewer_api.post("/api/forecasts/", payload, format="json") for _ in range(2)]
+    assert [response.status_code for response in made] == [201, 201]
+    third = viewer_api.post("/api/forecasts/", payload, format="json")
+    assert third.status_code == 400
+    assert "MAX_UNFINISHED_PER_USER" in " ".join(third.json()["non_field_errors"])
+    other = client_for("finance").post("/api/forecasts/", payload, format="json")
+    assert other.status_code == 201  # another person's forecasts count for them
+    assert Forecast.objects.count() == 3
+
+
 def test_history_arrivals_need_a_history(viewer_api, policy, eager_celery, capture):
     response = post(
         viewer_api, {"snapshot": SNAPSHOT, "policy": policy.pk, "arrivals": "history"},

@@ -55,6 +55,10 @@ class ForecastViewSet(
     def get_serializer_class(self):
         return ForecastDetailSerializer if self.action == "retrieve" else ForecastSerializer
 
+    def get_queryset(self):
+        queryset = super().get_queryset()
+        return queryset if self.action == "retrieve" else queryset.defer("shares")
+
     def get_object(self) -> Forecast:
         forecast = super().get_object()
         if not forecast.finished:  # the reader is who waits: chunks whose worker died go back
@@ -79,7 +83,9 @@ class ForecastViewSet(
                 created_by=self.request.user,
             )
         except ValidationError as error:
-            raise ApiValidationError(error.message_dict) from None
+            raise ApiValidationError(
+                {("non_field_errors" if k == "__all__" else k): v for k, v in error.message_dict.items()}
+            ) from None
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT})
     @action(detail=True, methods=["get"])
