@@ -128,11 +128,11 @@ def _forecast(args: argparse.Namespace) -> None:
         data = Path(args.snapshot).read_bytes()
     except OSError as exc:
         raise InputError(f"cannot read the snapshot {args.snapshot}: {exc}", field="snapshot") from None
-    snapshot = read_snapshot(data, fmt=args.snapshot_format)
+    snapshot = read_snapshot(data, fmt=args.snapshot_format, policy=policy)
     history = read_trace(args.history, format=args.format) if args.history else None
     inputs = ForecastInputs(
         policy, snapshot, history, samples=args.samples, seed=args.seed, arrivals=args.arrivals,
-        horizon_days=args.horizon_days,
+        horizon_days=args.horizon_days, duration_window_days=args.duration_window_days,
     )  # fmt: skip
     result = forecast(inputs)
     Path(args.out).write_text(json.dumps(result, indent=1, allow_nan=False) + "\n", encoding="utf-8")
@@ -166,6 +166,8 @@ def build_parser() -> argparse.ArgumentParser:
     fc.add_argument("--seed", type=int, default=0)
     fc.add_argument("--arrivals", choices=["history", "none"], help="default: history with --history")
     fc.add_argument("--horizon-days", type=float, default=30.0)
+    fc.add_argument("--duration-window-days", type=float,
+                    help="beyond section 11: draw a sample's durations from one period (docs/forecast.md)")
     fc.add_argument("--out", required=True, help="where to write FORECAST.json")
     fc.set_defaults(run=_forecast)
     syn = commands.add_parser("synth", help="generate a synthetic multi-team trace")

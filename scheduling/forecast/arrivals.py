@@ -34,7 +34,8 @@ class ArrivalDays:
         share_codes = np.array([share_index.get(n, -1) for n in history.share_names] + [-1], dtype=np.int64)
         type_names = list(policy.instance_types)
         type_index = {n: i for i, n in enumerate(type_names)}
-        type_codes = np.array([type_index.get(n, -1) for n in history.type_names] + [NO_TYPE], dtype=np.int64)
+        unknown_type = -2  # (NO_TYPE is -1: omitted, allowed when the pool has one type)
+        type_codes = np.array([type_index.get(n, unknown_type) for n in history.type_names] + [NO_TYPE])
         shares = share_codes[history.share[recent]]
         raw_types = history.instance_type[recent]
         types = np.where(raw_types == NO_TYPE, NO_TYPE, type_codes[raw_types])
@@ -44,7 +45,7 @@ class ArrivalDays:
                     f"share {history.share_names[history.share[row]]!r} of an arrival is not in the policy",
                     row=row + 1, field="history.share",
                 )  # fmt: skip
-            if types[k] == -1 or (types[k] == NO_TYPE and len(type_names) != 1):
+            if types[k] == unknown_type or (types[k] == NO_TYPE and len(type_names) != 1):
                 raise InputError("the arrival's instance type is not in the policy", row=row + 1,
                                  field="history.instance_type")  # fmt: skip
         self.share = shares

@@ -27,26 +27,35 @@ def size_class(count: int) -> int:
 
 
 class DurationHistory:
-    """The history's durations, sorted, per (share, size class), per share, and all together."""
+    """The history's durations, sorted, per (share, size class), per share, and all together; with
+    each pool, the submit times of its durations (in the same order) for ``windowed``."""
 
     def __init__(self, history: Trace | None):
         self.by_class: dict[tuple[str, int], np.ndarray] = {}
         self.by_share: dict[str, np.ndarray] = {}
         self.all = np.zeros(0)
+        self.submits: dict[int, np.ndarray] = {}  # by id() of a pool above
         if history is None or not len(history):
             return
         durations = np.asarray(history.duration, dtype=np.float64)
+        submit = np.asarray(history.submit_time, dtype=np.float64)
         classes = np.searchsorted(SIZE_CLASSES, history.instance_count, side="right") - 1
-        self.all = np.sort(durations)
+        self.all = self._pool(durations, submit, np.ones(len(durations), dtype=bool))
         for code, name in enumerate(history.share_names):
             mine = history.share == code
             if not mine.any():
                 continue
-            self.by_share[name] = np.sort(durations[mine])
+            self.by_share[name] = self._pool(durations, submit, mine)
             for c in range(len(SIZE_CLASSES)):
                 chosen = mine & (classes == c)
                 if chosen.any():
-                    self.by_class[(name, c)] = np.sort(durations[chosen])
+                    self.by_class[(name, c)] = self._pool(durations, submit, chosen)
+
+    def _pool(self, durations: np.ndarray, submit: np.ndarray, chosen: np.ndarray) -> np.ndarray:
+        order = np.argsort(durations[chosen], kind="stable")
+        pool = durations[chosen][order]
+        self.submits[id(pool)] = submit[chosen][order]
+        return pool
 
     def __bool__(self) -> bool:
         return len(self.all) > 0
@@ -58,6 +67,17 @@ class DurationHistory:
             if candidate is not None and len(candidate) >= MIN_CLASS_DURATIONS:
                 return candidate
         return self.all
+
+    def windowed(self, pool: np.ndarray, rng: np.random.Generator, days: float) -> np.ndarray | None:
+        """**Beyond section 11 (opt-in, ``duration_window_days``)**: the durations of ``pool`` whose
+        jobs were submitted within ``days`` around a job of the pool drawn uniformly: one period's
+        jobs, so that a sample's draws share that period's character (a team's burst of similar
+        jobs) instead of averaging it away. None when fewer than MIN_CLASS_DURATIONS are in it."""
+        submits = self.submits[id(pool)]
+        centre = float(submits[int(rng.integers(len(submits)))])
+        half = days * 43_200.0
+        chosen = pool[(submits >= centre - half) & (submits < centre + half)]
+        return chosen if len(chosen) >= MIN_CLASS_DURATIONS else None
 
     def p90(self, share: str, count: int) -> float:
         pool = self.pool(share, count)
@@ -82,6 +102,14 @@ class DurationRule:
             return self.fixed
         d = float(pool[self.lo + int(u * (len(pool) - self.lo))]) - self.elapsed
         return min(d, self.cap)
+
+    def draw_within(self, window: np.ndarray, u: float) -> float:
+        """``draw`` from a window of the pool (``DurationHistory.windowed``); the whole pool when
+        none of the window's durations is longer than the work already done."""
+        lo = int(np.searchsorted(window, self.elapsed, side="right")) if self.elapsed > 0 else 0
+        if lo >= len(window):
+            return self.draw(u)
+        return min(float(window[lo + int(u * (len(window) - lo))]) - self.elapsed, self.cap)
 
 
 def elapsed_work(job: SnapshotJob, t0: float, startup: float) -> float:

@@ -12,6 +12,7 @@ from scheduling.trace import Trace
 
 MAX_SAMPLES = 2_000
 MAX_HORIZON_DAYS = 90.0
+MAX_WINDOW_DAYS = 365.0
 DAY = 86_400.0
 ARRIVALS = ("history", "none")
 
@@ -27,6 +28,9 @@ class ForecastInputs:
     seed: int = 0
     arrivals: str | None = None
     horizon_days: float = 30.0
+    # Beyond section 11, opt-in (docs/forecast.md): a sample's durations of a pool come from the
+    # jobs submitted within this many days around one of its jobs (None: the whole pool, section 11).
+    duration_window_days: float | None = None
 
     def __post_init__(self) -> None:
         if self.arrivals is None:
@@ -48,6 +52,11 @@ def check_inputs(inputs: ForecastInputs) -> None:
         raise InputError(f"{inputs.arrivals!r}: choose history or none", field="arrivals")
     if inputs.arrivals == "history" and inputs.history is None:
         raise InputError("history arrivals need a history trace", field="arrivals")
+    window = inputs.duration_window_days
+    if window is not None and (
+        isinstance(window, bool) or not isinstance(window, (int, float)) or not 0 < window <= MAX_WINDOW_DAYS
+    ):
+        raise InputError(f"{window!r} is outside (0, {MAX_WINDOW_DAYS:g}] days", field="duration_window_days")
     days = inputs.horizon_days
     if isinstance(days, bool) or not isinstance(days, (int, float)) or not 0 < days <= MAX_HORIZON_DAYS:
         raise InputError(f"{days!r} is outside (0, {MAX_HORIZON_DAYS:g}] days", field="horizon_days")
@@ -69,5 +78,4 @@ def policy_at(policy: Policy, time: float) -> Policy:
 
 def bound_snapshot(inputs: ForecastInputs) -> Snapshot:
     """The snapshot checked against the policy (shares and types known, a type for every job)."""
-    policy = inputs.policy
-    return bind_snapshot(inputs.snapshot, {s.name for s in policy.shares}, list(policy.instance_types))
+    return bind_snapshot(inputs.snapshot, inputs.policy)

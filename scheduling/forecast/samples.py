@@ -105,8 +105,23 @@ class Prepared:
             prefix += "~"
         self.arrival_prefix = prefix
 
-    def durations(self, u: np.ndarray) -> np.ndarray:
-        out = np.array([rule.draw(float(x)) for rule, x in zip(self.rules, u.tolist())], dtype=np.float64)
+    def durations(self, u: np.ndarray, rng: np.random.Generator | None = None) -> np.ndarray:
+        days = self.inputs.duration_window_days
+        if days is None or rng is None:
+            out = np.array([rule.draw(float(x)) for rule, x in zip(self.rules, u.tolist())], dtype=np.float64)
+        else:  # one window per pool and sample, drawn in the order the pools are first met
+            windows: dict[int, np.ndarray | None] = {}
+            values = []
+            for rule, x in zip(self.rules, u.tolist()):
+                pool = rule.pool
+                if pool is None:
+                    values.append(rule.fixed)
+                    continue
+                if id(pool) not in windows:
+                    windows[id(pool)] = self.history.windowed(pool, rng, days)
+                window = windows[id(pool)]
+                values.append(rule.draw(x) if window is None else rule.draw_within(window, x))
+            out = np.array(values, dtype=np.float64)
         out[self.no_duration] = self.hold
         return out
 
@@ -139,7 +154,8 @@ class Prepared:
     def sample(self, i: int) -> tuple[np.ndarray, np.ndarray]:
         rng = np.random.default_rng([self.inputs.seed, i])
         u = rng.random(self.n)
-        durations = self.durations(u)
+        # (its own stream, so that the section 11 draws stay the same with or without windows)
+        durations = self.durations(u, np.random.default_rng([self.inputs.seed, i, 1]))
         if self.arrival_days is not None:
             positions, times = self.arrival_days.draw(rng, self.until)
             arrivals = self.arrival_days.columns(positions) if len(positions) else no_arrivals()

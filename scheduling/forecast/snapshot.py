@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from scheduling.errors import InputError
-from scheduling.model import MAX_INSTANCES, MAX_PRIORITY
+from scheduling.model import MAX_INSTANCES, MAX_PRIORITY, Policy
 from scheduling.traces.fields import (
     is_absent,
     parse_optional_int,
@@ -118,12 +118,12 @@ def snapshot_to_json(snapshot: Snapshot) -> dict[str, Any]:
     return out
 
 
-def read_snapshot(data: bytes | str | dict, fmt: str = "auto") -> Snapshot:
+def read_snapshot(data: bytes | str | dict, fmt: str = "auto", *, policy: Policy | None = None) -> Snapshot:
     """A snapshot from the planner's JSON, ``kubectl get workloads -A -o json`` or AWS Batch pages
     (``fmt`` "planner", "kueue-workloads", "aws-batch" or "auto", which tells them apart by their
-    keys). Kueue workloads need the live configuration to know the shares: see
-    ``scheduling.forecast.kueue_snapshot.read_kueue_snapshot``; here a workload's share is its
-    ClusterQueue when it is admitted and the LocalQueue's ClusterQueue named in the same List."""
+    keys). A Kueue workload's share is its ClusterQueue (admitted) or its LocalQueue's (from the
+    LocalQueues in the same List); ``policy``, when given, tells how many GPUs an instance of each
+    flavor has (1 otherwise, as the Kueue policy import counts)."""
     value = _json_value(data)
     if fmt == "auto":
         fmt = detect_format(value)
@@ -132,7 +132,7 @@ def read_snapshot(data: bytes | str | dict, fmt: str = "auto") -> Snapshot:
     if fmt == "kueue-workloads":
         from scheduling.forecast.kueue_snapshot import read_kueue_snapshot
 
-        return read_kueue_snapshot(value)
+        return read_kueue_snapshot(value, policy=policy)
     if fmt == "aws-batch":
         from scheduling.forecast.aws_batch_snapshot import read_aws_batch_snapshot
 
@@ -279,9 +279,23 @@ def check_snapshot(snapshot: Snapshot) -> None:
             seen[job.job_id] = where
 
 
-def bind_snapshot(snapshot: Snapshot, share_names: set[str], type_names: list[str]) -> Snapshot:
-    """Check that the snapshot's shares and types are the policy's, and name the type of jobs that
-    left it out (allowed when the pool has one type)."""
+def default_type(policy: Policy, share_name: str) -> str | None:
+    """The type of a job that names none: the pool's one type, else the first type (in the policy's
+    order) its share has quota of, None when there is no such type."""
+    type_names = list(policy.instance_types)
+    if len(type_names) == 1:
+        return type_names[0]
+    share = policy.share(share_name)
+    return next((t for t in type_names if share.quota(t) > 0), None)
+
+
+def bind_snapshot(snapshot: Snapshot, policy: Policy) -> Snapshot:
+    """Check that the snapshot's shares and types are the policy's, and name the type of a job that
+    left it out: the pool's one type, else the first type (in the policy's order) its share has
+    quota of **(choice: a Kueue workload not admitted has no flavor yet, and Kueue tries its
+    ClusterQueue's flavors in order)**."""
+    type_names = list(policy.instance_types)
+    share_names = {s.name for s in policy.shares}
     running: list[SnapshotJob] = []
     pending: list[SnapshotJob] = []
     sections = (("running", snapshot.running, running), ("pending", snapshot.pending, pending))
@@ -291,11 +305,13 @@ def bind_snapshot(snapshot: Snapshot, share_names: set[str], type_names: list[st
             if job.share not in share_names:
                 raise InputError(f"unknown share {job.share!r}: not in the policy", field=f"{where}.share")
             if job.instance_type is None:
-                if len(type_names) != 1:
+                chosen = default_type(policy, job.share)
+                if chosen is None:
                     raise InputError(
-                        "is missing: the pool has several instance types", field=f"{where}.instance_type"
+                        "is missing: the pool has several instance types and its share has quota of none",
+                        field=f"{where}.instance_type",
                     )
-                job = replace(job, instance_type=type_names[0])
+                job = replace(job, instance_type=chosen)
             elif job.instance_type not in type_names:
                 raise InputError(
                     f"unknown instance type {job.instance_type!r}: not in the policy",

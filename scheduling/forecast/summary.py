@@ -78,6 +78,7 @@ def merge_samples(inputs: ForecastInputs, parts: list[SampleStarts]) -> dict[str
         "seed": inputs.seed,
         "arrivals": inputs.arrivals,
         "horizon_days": inputs.horizon_days,
+        "duration_window_days": inputs.duration_window_days,
         "jobs": jobs,
     }
 

@@ -236,3 +236,35 @@ def test_unknown_share_is_refused_with_its_record():
     with pytest.raises(InputError) as caught:
         forecast(ForecastInputs(one_share(), snapshot, samples=1))
     assert caught.value.field == "pending[0] (job 'x').share"
+
+
+def test_strict_fifo_head_and_behind_it():
+    # strict_fifo: h (2 instances) heads the queue and cannot fit beside r; s waits behind it even
+    # though one instance is idle. r ends at 1100: h runs until 1150, then s.
+    policy = one_share(queueing="strict_fifo")
+    snapshot = read_snapshot({
+        "time": 1000,
+        "running": [{"job_id": "r", "share": "A", "started_at": 0, "remaining_seconds": 100}],
+        "pending": [{"job_id": "h", "share": "A", "submit_time": 900, "instance_count": 2, "duration": 50},
+                    {"job_id": "s", "share": "A", "submit_time": 950, "duration": 10}],
+    })  # fmt: skip
+    jobs = jobs_by_id(forecast(ForecastInputs(policy, snapshot, samples=1)))
+    assert jobs["h"]["reason"] == "pool_full" and jobs["s"]["reason"] == "behind_queue_head"
+    assert jobs["h"]["start"] == same(1100) and jobs["s"]["start"] == same(1150)
+
+
+def test_fair_sharing_reclaims_from_a_running_job_at_t0():
+    # Fair sharing on: A borrows B's instance with two jobs started at 0. B's b is within its quota:
+    # A (value > 0) is the target; of a1 and a2 (started together) a2 goes (job_id descending),
+    # losing its 1000 s of work: it reruns 2000 s from 1100, when b ends.
+    policy = Policy.from_dict({**two_shares().to_dict(), "fair_sharing": {}})
+    snapshot = read_snapshot({
+        "time": 1000,
+        "running": [{"job_id": "a1", "share": "A", "started_at": 0, "remaining_seconds": 1000},
+                    {"job_id": "a2", "share": "A", "started_at": 0, "remaining_seconds": 1000}],
+        "pending": [{"job_id": "b", "share": "B", "submit_time": 500, "duration": 100}],
+    })  # fmt: skip
+    jobs = jobs_by_id(forecast(ForecastInputs(policy, snapshot, samples=1)))
+    assert jobs["b"]["start"] == same(1000)
+    assert jobs["a1"]["end"] == same(2000)
+    assert jobs["a2"]["end"] == same(3100)
