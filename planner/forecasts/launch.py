@@ -29,6 +29,7 @@ from planner.traces.models import Trace
 from scheduling.binding import check_fits
 from scheduling.errors import InputError
 from scheduling.forecast import ForecastInputs, SampleStarts, merge_samples, read_snapshot, snapshot_to_json
+from scheduling.forecast.snapshot import bind_snapshot
 from scheduling.model import Policy as EnginePolicy
 
 
@@ -113,12 +114,12 @@ def _policy_snapshot(policy: Policy) -> dict:
 
 
 def _check_fits(engine: EnginePolicy, snapshot: dict, history: Trace | None) -> None:
-    jobs = snapshot_jobs(snapshot)
+    """The engine's own binding (a job without a type takes its share's first), so that a forecast
+    that could only fail on a worker is refused when it is made, naming the record."""
     try:
-        check_fits(engine, {job["share"] for job in jobs}, {job.get("instance_type") or "" for job in jobs})
+        bind_snapshot(read_snapshot(snapshot, "planner"), engine)
     except InputError as error:
-        reason = error.reason.replace("the trace's jobs", "the snapshot's jobs")
-        raise ValidationError({"policy": reason}) from None
+        raise ValidationError({"policy": f"{engine.name}: snapshot {error.describe()}"}) from None
     if history is not None:
         try:
             check_fits(engine, history.share_names(), history.type_names())

@@ -12,6 +12,8 @@ from __future__ import annotations
 import io
 import json
 import re
+from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -24,6 +26,7 @@ from planner.forecasts.models import Forecast, ForecastChunk, ForecastJob
 from planner.forecasts.tasks import sample_chunk
 from planner.traces.models import Trace, read_upload
 
+SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "forecast"
 T0 = 1000.0
 SNAPSHOT = {
     "time": T0,
@@ -149,7 +152,8 @@ def test_a_snapshot_share_the_policy_lacks_is_a_400_on_policy(
     other["pending"][0]["share"] = "b"
     response = post(viewer_api, {"snapshot": other, "policy": policy.pk}, capture)
     assert response.status_code == 400
-    assert "no share b" in " ".join(response.json()["policy"])
+    said = " ".join(response.json()["policy"])
+    assert "pending[0] (job 'p1').share" in said and "unknown share 'b'" in said, said
     assert Forecast.objects.count() == 0
 
 
@@ -382,3 +386,60 @@ def test_the_forecast_page_shows_finance_dollars_and_a_viewer_none(
     assert "Queued work ($)" in pages["finance"] and "$1" in pages["finance"]
     assert not re.search(r"\$\s?[0-9]", pages["viewer"]) and "Queued work ($)" not in pages["viewer"]
     assert "in 0.2 h" in pages["viewer"]  # p1 starts 600 s after T0
+
+
+KUEUE_T0 = datetime(2026, 9, 20, 12, tzinfo=UTC)  # the List's "time": 2026-09-20T12:00:00Z
+
+
+def policy_from_sample(name: str) -> Policy:
+    """A policy from samples/forecast/ on a pool of its own capacity (as the demo loader makes them)."""
+    data = json.loads((SAMPLES / name).read_text())
+    for type_name, spec in data["instance_types"].items():
+        InstanceType.objects.get_or_create(name=type_name, defaults={"gpus": spec["gpus"], "hourly_price": 0})
+    pool = Pool.objects.create(name=data["name"])
+    pool.set_capacity(data["capacity"])
+    return Policy.create_from_dict(data, pool=pool)
+
+
+@pytest.mark.parametrize(
+    "snapshot, policy_file, fmt, running, pending, t0",
+    [
+        # kubectl get workloads -A -o json (with the planner's "time" key): 5 admitted, 4 waiting
+        ("kueue-workloads.json", "kueue-policy.json", "kueue-workloads", 5, 4, KUEUE_T0),
+        ("kueue-workloads.json", "kueue-policy.json", "auto", 5, 4, KUEUE_T0),
+        # AWS Batch list-service-jobs pages and describe-service-job: 4 running or starting, 4 runnable
+        ("aws-batch-snapshot.json", "aws-batch-policy.json", "aws-batch", 4, 4, None),
+    ],
+)
+def test_snapshots_from_live_systems_are_read_by_format(
+    viewer_api, eager_celery, capture, snapshot, policy_file, fmt, running, pending, t0
+):
+    policy = policy_from_sample(policy_file)
+    text = (SAMPLES / snapshot).read_bytes()
+    upload = SimpleUploadedFile(snapshot, text, content_type="application/json")
+    response = post(
+        viewer_api, {"snapshot_file": upload, "snapshot_format": fmt, "policy": policy.pk, "samples": 2},
+        capture, format="multipart",
+    )  # fmt: skip
+    assert response.status_code == 201, response.json()
+    detail = viewer_api.get(f"/api/forecasts/{response.json()['id']}/").json()
+    assert detail["status"] == "succeeded", detail["error"]
+    counts = (detail["running_jobs"], detail["pending_jobs"], detail["snapshot_format"])
+    assert counts == (running, pending, fmt)
+    if t0 is not None:
+        assert detail["snapshot_time"] == t0.timestamp()
+    jobs = jobs_of(viewer_api, detail["id"], "?state=RUNNABLE")["results"]
+    assert len(jobs) == pending and all(job["position"] for job in jobs)
+
+
+def test_a_kueue_list_with_a_broken_workload_names_it(viewer_api, capture):
+    policy = policy_from_sample("kueue-policy.json")
+    listing = json.loads((SAMPLES / "kueue-workloads.json").read_text())
+    workload = next(i for i, item in enumerate(listing["items"]) if item["kind"] == "Workload")
+    listing["items"][workload]["spec"]["podSets"][0]["count"] = "two"
+    payload = {"snapshot": listing, "snapshot_format": "kueue-workloads", "policy": policy.pk}
+    response = post(viewer_api, payload, capture)
+    assert response.status_code == 400
+    said = " ".join(response.json()["snapshot"])
+    assert f"items[{workload}]" in said and "count" in said, said
+    assert not Forecast.objects.exists()
