@@ -111,5 +111,8 @@ class ForecastJobList(generics.ListAPIView):
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):
             return ForecastJob.objects.none()
-        forecast = get_object_or_404(Forecast.objects.only("pk"), pk=self.kwargs["pk"])
+        pk = str(self.kwargs["pk"])
+        if not pk.isdigit() or len(pk) > 18:  # past 2**63 the database cannot even look
+            raise NotFound(f"no forecast {pk}")
+        forecast = get_object_or_404(Forecast.objects.only("pk"), pk=int(pk))
         return ForecastJob.objects.filter(forecast=forecast).order_by("row")
