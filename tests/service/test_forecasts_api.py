@@ -443,3 +443,16 @@ def test_a_kueue_list_with_a_broken_workload_names_it(viewer_api, capture):
     said = " ".join(response.json()["snapshot"])
     assert f"items[{workload}]" in said and "count" in said, said
     assert not Forecast.objects.exists()
+
+
+def test_the_django_admin_lists_a_forecast_and_its_chunks(policy, db):
+    from django.contrib.auth.models import User
+    from django.test import Client
+
+    forecast = start_forecast(snapshot=SNAPSHOT, policy=policy, samples=2, enqueue=False)
+    run_chunks(forecast)
+    client = Client()
+    client.force_login(User.objects.create_superuser("root", password="root-password-123"))
+    assert client.get("/admin/forecasts/forecast/").status_code == 200
+    page = client.get(f"/admin/forecasts/forecast/{forecast.pk}/change/")
+    assert page.status_code == 200 and "two-gpus" in page.content.decode()
