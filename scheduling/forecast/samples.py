@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from scheduling.engine import resume
+from scheduling.errors import InputError
 from scheduling.forecast.arrivals import ArrivalDays, no_arrivals
 from scheduling.forecast.durations import DurationHistory, DurationRule, duration_rules
 from scheduling.forecast.inputs import DAY, ForecastInputs, bound_snapshot, policy_at
@@ -82,6 +83,14 @@ class Prepared:
         self.arrival_days = (
             ArrivalDays(inputs.history, t0, self.policy) if inputs.arrivals == "history" else None
         )
+        if self.arrival_days is not None and not self.arrival_days:
+            # Most likely two clocks (an ISO-8601 snapshot, a history in seconds from its own origin),
+            # or an old history: either way "history" arrivals would silently be none.
+            raise InputError(
+                f"the history has no job submitted in the 7 days before the snapshot's time {t0:,.0f}: "
+                "history arrivals need them (are both on the same clock?); use arrivals none",
+                field="arrivals",
+            )
         share_index = self.policy.share_index()
         type_names = list(self.policy.instance_types)
         type_index = {name: i for i, name in enumerate(type_names)}

@@ -10,6 +10,7 @@ import numpy as np
 
 from scheduling.binding import job_id_order
 from scheduling.engine import replay
+from scheduling.errors import InputError
 from scheduling.forecast.arrivals import no_arrivals
 from scheduling.forecast.durations import NO_DURATION, requested_time
 from scheduling.forecast.inputs import ForecastInputs
@@ -219,7 +220,10 @@ def history_median_waits(history: Trace | None, policy: Any) -> dict[str, float]
     if recorded is not None and np.isfinite(recorded).any():
         wait = np.asarray(recorded, dtype=np.float64) - submit
     else:
-        result = replay(policy, history)
+        try:
+            result = replay(policy, history)
+        except InputError:  # a history the policy cannot replay: no baseline rather than no forecast
+            return {}
         wait = result.outcomes.first_start - submit
     ok = np.isfinite(wait)
     out: dict[str, float] = {}

@@ -232,3 +232,24 @@ def test_a_window_with_fewer_than_30_durations_falls_back_to_the_whole_pool():
     assert len(durations.windowed(pool, np.random.default_rng(0), 2000)) == 40
     with pytest.raises(InputError):
         ForecastInputs(policy(), read_snapshot(snapshot()), h, duration_window_days=0)
+
+
+def test_history_arrivals_without_a_job_in_the_week_before_t0_are_refused():
+    h = history([("A", 1, 10.0)] * 3, submit=[0.0, 1.0, 2.0])  # 10 days before T0
+    snap = read_snapshot(snapshot(pending=[{"job_id": "p", "share": "A", "submit_time": T0}]))
+    with pytest.raises(InputError) as caught:
+        forecast(ForecastInputs(policy(), snap, h, samples=1))
+    assert caught.value.field == "arrivals"
+    out = forecast(ForecastInputs(policy(), snap, h, samples=1, arrivals="none"))
+    assert out["jobs"][0]["start"]["p50"] == T0
+
+
+def test_share_median_wait_from_a_replay_of_a_history_without_recorded_starts():
+    # No recorded starts: the history is replayed under the policy (1 instance). Jobs of 10 s
+    # submitted at T0 - 100, -95, -90 start at -100, -90, -80: waits 0, 5, 10, median 5; p, waiting
+    # since T0 - 2: T0 + 3.
+    h = history([("A", 1, 10.0)] * 3, submit=[T0 - 100, T0 - 95, T0 - 90])
+    pending = [{"job_id": "p", "share": "A", "submit_time": T0 - 2, "duration": 1}]
+    snap = read_snapshot(snapshot(pending=pending))
+    out = forecast(ForecastInputs(policy(), snap, h, samples=1))
+    assert out["jobs"][0]["baselines"]["share_median_wait"] == T0 + 3
