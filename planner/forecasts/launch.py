@@ -106,6 +106,23 @@ def _check_unfinished(user) -> None:
         )  # fmt: skip
 
 
+WEEK = 7 * 86_400.0
+
+
+def _check_arrival_week(history: Trace, t0: float) -> None:
+    """History arrivals replay the 7 days before T0: a history that ends before them or starts after
+    T0 (two clocks, most often: ISO-8601 snapshot times against a trace in seconds from its own
+    origin) is refused here, from its summary, rather than on a worker."""
+    span = (history.summary or {}).get("span") or {}
+    start, end = span.get("start"), span.get("end")
+    if start is None or end is None or end < t0 - WEEK or start >= t0:
+        raise ValidationError(
+            {"arrivals": f"the history {history.name!r} has no job submitted in the 7 days before the "
+             f"snapshot's time {t0:,.0f} (its jobs span {start or 0:,.0f} to {end or 0:,.0f} s): history "
+             "arrivals need them (are both on the same clock?); use arrivals none"}
+        )  # fmt: skip
+
+
 def _policy_snapshot(policy: Policy) -> dict:
     try:
         return policy.engine_policy().to_dict()
@@ -156,6 +173,8 @@ def start_forecast(
         raise ValidationError({"arrivals": "arrivals from history need a history trace"})
     parsed = read_snapshot_input(snapshot, snapshot_format)
     _check_bounds(parsed, samples, horizon_days)
+    if chosen == Arrivals.HISTORY:
+        _check_arrival_week(history, float(parsed["time"]))
     policy_dict = _policy_snapshot(policy)
     _check_fits(EnginePolicy.from_dict(policy_dict), parsed, history)
     size = bounds.chunk_samples()

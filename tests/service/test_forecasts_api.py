@@ -204,6 +204,20 @@ def test_one_person_has_at_most_so_many_forecasts_unfinished(viewer_api, client_
     assert Forecast.objects.count() == 3
 
 
+def test_history_arrivals_need_the_week_before_the_snapshot(viewer_api, policy, history, capture):
+    # the history's jobs are submitted from 0 to 546,000 s; a snapshot at 10,000,000 s is 100 days later
+    late = {**SNAPSHOT, "time": 10_000_000}
+    late["running"] = [{**job, "started_at": 9_999_000} for job in SNAPSHOT["running"]]
+    late["pending"] = [{**job, "submit_time": 9_999_500} for job in SNAPSHOT["pending"]]
+    payload = {"snapshot": late, "policy": policy.pk, "history": history.pk}
+    response = post(viewer_api, payload, capture)
+    assert response.status_code == 400
+    said = response.json()["arrivals"][0]
+    assert "no job submitted in the 7 days before the snapshot's time 10,000,000" in said, said
+    assert post(viewer_api, {**payload, "arrivals": "none"}, capture).status_code == 201
+    assert Forecast.objects.count() == 1
+
+
 def test_history_arrivals_need_a_history(viewer_api, policy, eager_celery, capture):
     response = post(
         viewer_api, {"snapshot": SNAPSHOT, "policy": policy.pk, "arrivals": "history"},
