@@ -10,6 +10,7 @@ last one is in, under a lock on the forecast's row, so exactly one caller merges
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable
 from typing import Any
@@ -29,7 +30,8 @@ from planner.traces.models import Trace
 from scheduling.binding import check_fits
 from scheduling.errors import InputError
 from scheduling.forecast import ForecastInputs, SampleStarts, merge_samples, read_snapshot, snapshot_to_json
-from scheduling.forecast.snapshot import bind_snapshot
+from scheduling.forecast.kueue_snapshot import read_kueue_snapshot
+from scheduling.forecast.snapshot import bind_snapshot, detect_format
 from scheduling.model import Policy as EnginePolicy
 
 
@@ -44,7 +46,22 @@ def enqueue_chunks(ids: Iterable[int]) -> None:
 # -- the inputs -------------------------------------------------------------------------------
 
 
-def read_snapshot_input(data: Any, fmt: str) -> dict:
+def _read(data: Any, fmt: str, policy: EnginePolicy | None):
+    """``read_snapshot``, except that Kueue workloads are read with the policy (the live
+    configuration): it says how many GPUs an instance of each flavor has, so that a workload's
+    GPUs become whole instances, and which flavor a workload not admitted yet will take."""
+    if policy is not None and fmt in (SnapshotFormat.KUEUE, SnapshotFormat.AUTO):
+        try:
+            value = data if isinstance(data, dict) else json.loads(data)
+        except ValueError:
+            value = None  # not JSON: read_snapshot says so in its words
+        kueue = SnapshotFormat.KUEUE
+        if isinstance(value, dict) and kueue in (fmt, detect_format(value)):
+            return read_kueue_snapshot(value, policy=policy)
+    return read_snapshot(data, fmt)
+
+
+def read_snapshot_input(data: Any, fmt: str, policy: EnginePolicy | None = None) -> dict:
     """The snapshot as planner JSON, or a ValidationError on ``snapshot`` naming the record and field."""
     if fmt not in SnapshotFormat.values:
         choices = ", ".join(SnapshotFormat.values)
@@ -52,7 +69,7 @@ def read_snapshot_input(data: Any, fmt: str) -> dict:
     if data is None or data == "" or data == b"":
         raise ValidationError({"snapshot": "give a snapshot (JSON), as a field or an uploaded file"})
     try:
-        return strict_json(snapshot_to_json(read_snapshot(data, fmt)))
+        return strict_json(snapshot_to_json(_read(data, fmt, policy)))
     except InputError as error:
         said = error.describe()
         said = said if said.startswith("snapshot") else f"snapshot: {said}"
@@ -171,12 +188,13 @@ def start_forecast(
         raise ValidationError({"arrivals": f"{chosen!r} is not one of {', '.join(Arrivals.values)}"})
     if chosen == Arrivals.HISTORY and history is None:
         raise ValidationError({"arrivals": "arrivals from history need a history trace"})
-    parsed = read_snapshot_input(snapshot, snapshot_format)
+    policy_dict = _policy_snapshot(policy)
+    engine = EnginePolicy.from_dict(policy_dict)
+    parsed = read_snapshot_input(snapshot, snapshot_format, engine)
     _check_bounds(parsed, samples, horizon_days)
     if chosen == Arrivals.HISTORY:
         _check_arrival_week(history, float(parsed["time"]))
-    policy_dict = _policy_snapshot(policy)
-    _check_fits(EnginePolicy.from_dict(policy_dict), parsed, history)
+    _check_fits(engine, parsed, history)
     size = bounds.chunk_samples()
     chunks = math.ceil(samples / size)
     forecast = Forecast.objects.create(

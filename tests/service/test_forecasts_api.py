@@ -470,3 +470,32 @@ def test_the_django_admin_lists_a_forecast_and_its_chunks(policy, db):
     assert client.get("/admin/forecasts/forecast/").status_code == 200
     page = client.get(f"/admin/forecasts/forecast/{forecast.pk}/change/")
     assert page.status_code == 200 and "two-gpus" in page.content.decode()
+
+
+def test_kueue_workloads_are_read_with_the_policy_gpus_per_instance(viewer_api, eager_celery, capture):
+    # a100-80gb instances of 8 GPUs: pretrain-7b-0001 asks 2 pods x 8 GPUs, so 2 instances (not 16)
+    data = json.loads((SAMPLES / "kueue-policy.json").read_text())
+    data["name"] = "ml-cohort-8"
+    data["instance_types"]["a100-80gb"]["gpus"] = 8
+    data["capacity"]["a100-80gb"] = 6
+    for share in data["shares"]:
+        for key in ("capacity", "borrowing_limit", "lending_limit"):
+            if isinstance(share.get(key), dict) and "a100-80gb" in share[key]:
+                share[key]["a100-80gb"] = max(1, share[key]["a100-80gb"] // 8)
+    InstanceType.objects.create(name="a100-80gb", gpus=8, hourly_price=0)
+    InstanceType.objects.create(name="l4", gpus=1, hourly_price=0)
+    pool = Pool.objects.create(name="ml-cohort-8")
+    pool.set_capacity(data["capacity"])
+    policy = Policy.create_from_dict(data, pool=pool)
+    listing = json.loads((SAMPLES / "kueue-workloads.json").read_text())
+    listing["items"] = [
+        item for item in listing["items"]
+        if item["kind"] == "LocalQueue" or item["metadata"]["name"] == "pretrain-7b-0001"
+    ]  # fmt: skip
+    payload = {"snapshot": listing, "snapshot_format": "auto", "policy": policy.pk, "samples": 2}
+    detail = created(viewer_api, payload, capture)
+    assert detail["status"] == "succeeded", detail["error"]
+    (job,) = jobs_of(viewer_api, detail["id"])["results"]
+    assert (job["job_id"], job["instance_type"], job["instance_count"], job["gpus"]) == (
+        "nlp/pretrain-7b-0001", "a100-80gb", 2, 16.0,
+    )  # fmt: skip
