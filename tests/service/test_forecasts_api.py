@@ -499,3 +499,30 @@ def test_kueue_workloads_are_read_with_the_policy_gpus_per_instance(viewer_api, 
     assert (job["job_id"], job["instance_type"], job["instance_count"], job["gpus"]) == (
         "nlp/pretrain-7b-0001", "a100-80gb", 2, 16.0,
     )  # fmt: skip
+
+
+def test_a_snapshot_pasted_or_uploaded_on_the_page(user_with_role, policy, eager_celery, capture):
+    from django.test import Client
+
+    client = Client()
+    client.force_login(user_with_role("paster", "viewer"))
+    form = {"snapshot_format": "auto", "policy": policy.pk, "samples": 2, "seed": 0, "horizon_days": 30}
+    with capture(execute=True):
+        pasted = client.post("/forecasts/", {**form, "snapshot": json.dumps(SNAPSHOT)})
+    forecast = Forecast.objects.get()
+    assert pasted.status_code == 302 and pasted["Location"] == f"/forecasts/{forecast.pk}/"
+    assert (forecast.source, forecast.status) == ("pasted", "succeeded")
+    assert forecast.created_by.username == "paster"
+    with capture(execute=True):
+        upload = SimpleUploadedFile("s.json", json.dumps(SNAPSHOT).encode())
+        uploaded = client.post("/forecasts/", {**form, "snapshot_file": upload})
+    assert uploaded.status_code == 302 and Forecast.objects.latest("id").source == "uploaded"
+    broken = json.loads(json.dumps(SNAPSHOT))
+    broken["running"][0]["started_at"] = "soon"
+    refused = client.post("/forecasts/", {**form, "snapshot": json.dumps(broken)})
+    page = refused.content.decode()
+    assert refused.status_code == 400 and 'id="id_snapshot_error"' in page
+    assert "running[0] (job &#x27;r1&#x27;).started_at" in page, page[page.find("errorlist"):][:300]
+    both = client.post("/forecasts/", form)
+    assert both.status_code == 400 and "paste a snapshot or upload a file" in both.content.decode()
+    assert Forecast.objects.count() == 2
