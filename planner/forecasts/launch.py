@@ -11,6 +11,7 @@ last one is in, under a lock on the forecast's row, so exactly one caller merges
 from __future__ import annotations
 
 import json
+import logging
 import math
 from collections.abc import Iterable
 from typing import Any
@@ -33,6 +34,8 @@ from scheduling.forecast import ForecastInputs, SampleStarts, merge_samples, rea
 from scheduling.forecast.kueue_snapshot import read_kueue_snapshot
 from scheduling.forecast.snapshot import bind_snapshot, detect_format
 from scheduling.model import Policy as EnginePolicy
+
+logger = logging.getLogger(__name__)
 
 
 def enqueue_chunks(ids: Iterable[int]) -> None:
@@ -285,6 +288,10 @@ def conclude(forecast_id: int) -> str:
             return "failed"
         except ValueError as error:  # chunks that do not fit together (the engine's check)
             _fail(forecast, f"merging the samples: {error}")
+            return "failed"
+        except Exception as error:  # a bug would otherwise fail every reader's page, again and again
+            logger.exception("merging the samples of forecast %s", forecast.pk)
+            _fail(forecast, f"merging the samples: {type(error).__name__}: {error}")
             return "failed"
         jobs = job_rows(forecast, result)
         ForecastJob.objects.filter(forecast=forecast).delete()

@@ -361,6 +361,20 @@ def test_a_chunk_that_keeps_crashing_is_retried_then_fails_the_forecast_with_the
     assert not forecast.job_rows.exists()
 
 
+def test_a_merge_that_breaks_fails_the_forecast_once_with_the_reason(policy, monkeypatch):
+    import planner.forecasts.launch as launch
+
+    def broken(inputs, parts):
+        raise KeyError("p9")
+
+    monkeypatch.setattr(launch, "merge_samples", broken)
+    forecast = start_forecast(snapshot=SNAPSHOT, policy=policy, samples=2, enqueue=False)
+    run_chunks(forecast)
+    forecast.refresh_from_db()
+    assert (forecast.status, forecast.error) == ("failed", "merging the samples: KeyError: 'p9'")
+    assert conclude(forecast.pk) == "finished"  # read again: no second attempt, no error page
+
+
 def test_a_chunk_after_the_forecast_failed_is_not_replayed(policy, history, settings, monkeypatch):
     import planner.forecasts.tasks as tasks
     from scheduling.errors import InputError
