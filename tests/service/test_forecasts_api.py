@@ -540,3 +540,16 @@ def test_a_snapshot_pasted_or_uploaded_on_the_page(user_with_role, policy, eager
     both = client.post("/forecasts/", form)
     assert both.status_code == 400 and "paste a snapshot or upload a file" in both.content.decode()
     assert Forecast.objects.count() == 2
+
+
+def test_the_chart_shows_a_job_id_as_text_not_markup():
+    from planner.forecasts.figures import band_figure
+
+    job = ForecastJob(job_id="<b>x</b>", share="a&b", state="RUNNABLE", start_p10=3600.0, start_p50=7200.0,
+                      start_p90=10800.0)  # fmt: skip
+    figure = band_figure([job], 0.0, ["a&b"])
+    band, marks = figure["data"]
+    # one hour to three hours after T0, the p50 at two
+    assert band["x"] == [1.0, 3.0, None] and marks["x"] == [2.0]
+    assert band["y"][0] == marks["y"][0] == "&lt;b&gt;x&lt;/b&gt;" and band["name"] == "a&amp;b: p10-p90"
+    assert figure["layout"]["yaxis"]["categoryarray"] == ["&lt;b&gt;x&lt;/b&gt;"]
