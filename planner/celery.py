@@ -31,6 +31,7 @@ def reap_runs_on_start(**_kwargs) -> None:
     whose worker died (and moves on the searches waiting for them)."""
     from planner.calibration.launch import reap_stale_calibrations
     from planner.curves.launch import reap_curves, reap_searches
+    from planner.forecasts.launch import reap_forecasts
     from planner.studies.reaper import reap_stale_runs
     from planner.traces.tasks import reap_stale_parses
 
@@ -39,3 +40,4 @@ def reap_runs_on_start(**_kwargs) -> None:
     reap_curves()
     reap_searches()
     reap_stale_parses()
+    reap_forecasts()

@@ -119,6 +119,7 @@ INSTALLED_APPS = [
     "planner.commons",
     "planner.advisor",
     "planner.curves",
+    "planner.forecasts",
 ]
 if (BASE_DIR / "planner" / "web" / "__init__.py").exists():
     INSTALLED_APPS.append("planner.web")  # the browser pages, when installed

@@ -20,5 +20,6 @@ urlpatterns.append(path("", include("planner.exports.urls")))  # policies to AWS
 urlpatterns.append(path("", include("planner.commons.urls")))  # /commons/, /api/traces/<id>/commons/
 urlpatterns.append(path("", include("planner.advisor.urls")))  # /api/sweeps/, /advisor/
 urlpatterns.append(path("", include("planner.curves.urls")))  # /api/curves/, /api/worth-searches/, /curves/
+urlpatterns.append(path("", include("planner.forecasts.urls")))  # /api/forecasts/, /forecasts/
 
 handler500 = "planner.web.errors.server_error"  # the site's layout, with the menu when it can

@@ -25,6 +25,7 @@ RESOURCES = {
     "quota-tables": "quota-tables",
     "policy-imports": "policy-imports",
     "sweeps": "sweep-list",
+    "forecasts": "forecast-list",
     "me": "api-me",
     "tokens": "api-tokens",
     "schema": "api-schema",

@@ -50,8 +50,8 @@ class Group:
         return any(item.current for item in self.items)
 
 
-# label, entries: the order a reader meets them. Forecasts are listed although their app may not
-# be installed: its item appears as soon as the route resolves.
+# label, entries: the order a reader meets them. An item whose route does not resolve (an app
+# not installed) is left out.
 GROUPS: tuple[tuple[str, tuple[Entry, ...]], ...] = (
     (
         "Plan",
@@ -62,7 +62,7 @@ GROUPS: tuple[tuple[str, tuple[Entry, ...]], ...] = (
             Entry("Advisor", "advisor:list", can_read, ("advisor:*",), "sweeps of policy knobs"),
             Entry("Capacity curves", "curves:list", can_read, ("curves:*",),
                   "how much capacity a goal needs"),  # fmt: skip
-            Entry("Forecasts", "/forecasts/", can_read, ("/forecasts/",), "demand to come"),
+            Entry("Forecasts", "forecasts:list", can_read, ("forecasts:*",), "when will my job start"),
         ),
     ),
     (

@@ -56,11 +56,14 @@ PAGES: dict[str, tuple[set[str] | str, set[str] | None]] = {
     "curves:search": (READERS, None),
     "curves:search-csv": (READERS, None),
     "curves:search-delete": (ADMINS, ADMINS),
+    "forecasts:list": (READERS, READERS),  # every role forecasts "when will my job start"
+    "forecasts:demo": (READERS, READERS),
+    "forecasts:detail": (READERS, None),
 }
 # Pages that only take a POST: a GET is 405 for everyone (it shows nothing); the POST test covers them.
 POST_ONLY = {
     "web:policy-duplicate", "web:policy-preset", "advisor:keep", "advisor:delete", "curves:curve-delete",
-    "curves:search-delete", "curves:plan-policy",
+    "curves:search-delete", "curves:plan-policy", "forecasts:demo",
 }  # fmt: skip
 PUBLIC_PAGES = {"web:login", "rest_framework:login", "web:logout", "rest_framework:logout"}
 # Slugs of routes that take one (a real table, so the allowed roles get a 200).
@@ -172,6 +175,8 @@ def api_allowed(path: str, method: str, identity: str) -> bool:
         return False
     if path == "/api/tokens/" or (path == "/api/me/" and method == "get"):
         return True  # any signed-in user: their own token, who they are
+    if path == "/api/forecasts/" and method == "post":
+        return identity in READERS  # every role may ask when its jobs start
     if method != "get":
         return identity in ADMINS
     if path.endswith("/finance/"):

@@ -10,7 +10,8 @@ def test_the_schema_validates_without_warnings(tmp_path):
     target = tmp_path / "schema.yml"
     call_command("spectacular", "--validate", "--fail-on-warn", "--file", str(target))
     text = target.read_text()
-    for path in ("/api/policies/{id}/duplicate/", "/api/traces/", "/api/runs/{id}/cdf/", "/api/tokens/"):
+    for path in ("/api/policies/{id}/duplicate/", "/api/traces/", "/api/runs/{id}/cdf/", "/api/tokens/",
+                 "/api/forecasts/", "/api/forecasts/{id}/jobs/", "/api/forecasts/{id}/result/"):  # fmt: skip
         assert path in text
 
 
@@ -25,4 +26,4 @@ def test_swagger_ui_loads_its_assets_locally(viewer_api):
 
 def test_the_api_root_lists_the_resources(viewer_api):
     body = viewer_api.get("/api/").json()
-    assert {"pools", "policies", "shares", "traces", "studies", "runs", "schema", "docs"} <= set(body)
+    assert {"pools", "policies", "shares", "traces", "studies", "runs", "forecasts", "schema", "docs"} <= set(body)

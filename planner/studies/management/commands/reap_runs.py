@@ -11,6 +11,7 @@ from planner.curves.launch import (
     reap_curves,
     reap_searches,
 )
+from planner.forecasts.launch import enqueue_chunks, queued_chunks, reap_forecasts
 from planner.studies.launch import enqueue_runs
 from planner.studies.models import Run, RunStatus
 from planner.studies.reaper import reap_stale_runs
@@ -43,6 +44,9 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"sent {len(curve_points) + len(search_points)} queued curve and search point(s) again"
             )
+            chunks = queued_chunks()
+            enqueue_chunks(chunks)
+            self.stdout.write(f"sent {len(chunks)} queued forecast chunk(s) again")
             waiting = list(Trace.objects.filter(status=ParseStatus.QUEUED).values_list("pk", flat=True))
             enqueue_parses(waiting)
             self.stdout.write(f"sent {len(waiting)} waiting upload(s) again")
@@ -63,4 +67,8 @@ class Command(BaseCommand):
         self.stdout.write(
             f"re-enqueued {sum(len(p['requeued']) for p in points)} curve and search point(s), "
             f"failed {sum(len(p['failed']) for p in points)}"
+        )
+        forecasts = reap_forecasts()
+        self.stdout.write(
+            f"re-enqueued {len(forecasts['requeued'])} forecast chunk(s), failed {len(forecasts['failed'])}"
         )

@@ -1,0 +1,328 @@
+"""Starting a forecast, and bringing it to an end.
+
+``start_forecast`` reads the snapshot (``scheduling.forecast.read_snapshot``: a malformed record is
+a ValidationError naming it and its field, and nothing is stored), checks the bounds, snapshots the
+policy, and makes one chunk row per ``chunk_samples`` samples, each sent to the workers as its own
+task once the transaction commits. No task waits on another: each chunk records its raw starts,
+and ``conclude`` (run after every chunk, and whenever the forecast is read) merges them once the
+last one is in, under a lock on the forecast's row, so exactly one caller merges.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Iterable
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from planner.capacity.models import Policy
+from planner.forecasts import bounds
+from planner.forecasts.models import Arrivals, Forecast, ForecastChunk, ForecastJob, SnapshotFormat, Source
+from planner.forecasts.queues import job_rows, share_queues
+from planner.strict_json import strict_json
+from planner.studies.attempts import reap_stale
+from planner.studies.models import RunStatus
+from planner.traces.models import Trace
+from scheduling.binding import check_fits
+from scheduling.errors import InputError
+from scheduling.forecast import ForecastInputs, SampleStarts, merge_samples, read_snapshot, snapshot_to_json
+from scheduling.forecast.kueue_snapshot import read_kueue_snapshot
+from scheduling.forecast.snapshot import bind_snapshot, detect_format
+from scheduling.model import Policy as EnginePolicy
+
+logger = logging.getLogger(__name__)
+
+
+def enqueue_chunks(ids: Iterable[int]) -> None:
+    """One ``sample_chunk`` task per chunk, sent once the current transaction commits."""
+    from planner.forecasts.tasks import sample_chunk
+
+    for pk in list(ids):
+        transaction.on_commit(lambda pk=pk: sample_chunk.delay(pk))
+
+
+# -- the inputs -------------------------------------------------------------------------------
+
+
+def _read(data: Any, fmt: str, policy: EnginePolicy | None):
+    """``read_snapshot``, except that Kueue workloads are read with the policy (the live
+    configuration): it says how many GPUs an instance of each flavor has, so that a workload's
+    GPUs become whole instances, and which flavor a workload not admitted yet will take."""
+    if policy is not None and fmt in (SnapshotFormat.KUEUE, SnapshotFormat.AUTO):
+        try:
+            value = data if isinstance(data, dict) else json.loads(data)
+        except ValueError:
+            value = None  # not JSON: read_snapshot says so in its words
+        kueue = SnapshotFormat.KUEUE
+        if isinstance(value, dict) and kueue in (fmt, detect_format(value)):
+            return read_kueue_snapshot(value, policy=policy)
+    return read_snapshot(data, fmt)
+
+
+def read_snapshot_input(data: Any, fmt: str, policy: EnginePolicy | None = None) -> dict:
+    """The snapshot as planner JSON, or a ValidationError on ``snapshot`` naming the record and field."""
+    if fmt not in SnapshotFormat.values:
+        choices = ", ".join(SnapshotFormat.values)
+        raise ValidationError({"snapshot_format": f"{fmt!r} is not one of {choices}"})
+    if data is None or data == "" or data == b"":
+        raise ValidationError({"snapshot": "give a snapshot (JSON), as a field or an uploaded file"})
+    try:
+        return strict_json(snapshot_to_json(_read(data, fmt, policy)))
+    except InputError as error:
+        said = error.describe()
+        said = said if said.startswith("snapshot") else f"snapshot: {said}"
+        raise ValidationError({"snapshot": said}) from None
+    except (ValueError, TypeError) as error:  # undecodable bytes, JSON that is not JSON
+        raise ValidationError({"snapshot": f"snapshot: {error}"}) from None
+
+
+def snapshot_jobs(snapshot: dict) -> list[dict]:
+    """Every job of a planner-JSON snapshot, running ones first, as FORECAST.json lists them."""
+    return [*snapshot.get("running", []), *snapshot.get("pending", [])]
+
+
+def _check_bounds(snapshot: dict, samples: int, horizon_days: float) -> None:
+    jobs = len(snapshot_jobs(snapshot))
+    if not 1 <= samples <= bounds.MAX_SAMPLES:
+        raise ValidationError(
+            {"samples": f"{samples}: give 1 to {bounds.MAX_SAMPLES:,} samples (MAX_SAMPLES)"}
+        )
+    if not (math.isfinite(horizon_days) and 0 < horizon_days <= bounds.MAX_HORIZON_DAYS):
+        raise ValidationError(
+            {"horizon_days": f"{horizon_days}: give more than 0 and at most {bounds.MAX_HORIZON_DAYS} days "
+             "(MAX_HORIZON_DAYS)"}
+        )  # fmt: skip
+    if jobs == 0:
+        raise ValidationError({"snapshot": "the snapshot has no running or pending job: nothing to forecast"})
+    if jobs > bounds.MAX_SNAPSHOT_JOBS:
+        raise ValidationError(
+            {"snapshot": f"{jobs:,} jobs: a snapshot holds at most {bounds.MAX_SNAPSHOT_JOBS:,} "
+             "(MAX_SNAPSHOT_JOBS)"}
+        )
+    limit = bounds.max_job_samples()
+    if jobs * samples > limit:
+        raise ValidationError(
+            {"samples": f"{samples:,} samples x {jobs:,} jobs = {jobs * samples:,}: at most {limit:,} "
+             "job-samples "
+             f"per forecast (MAX_JOB_SAMPLES): ask for at most {max(1, limit // jobs):,} samples"}
+        )  # fmt: skip
+
+
+def _check_unfinished(user) -> None:
+    if user is None or not user.is_authenticated:
+        return
+    limit = bounds.max_unfinished_per_user()
+    finished = [RunStatus.SUCCEEDED, RunStatus.FAILED]
+    waiting = Forecast.objects.filter(created_by=user).exclude(status__in=finished)
+    if waiting.count() >= limit:
+        raise ValidationError(
+            {"__all__": f"you have {limit} forecasts queued or running (MAX_UNFINISHED_PER_USER): "
+             "start this one when one of them has finished"}
+        )  # fmt: skip
+
+
+WEEK = 7 * 86_400.0
+
+
+def _check_arrival_week(history: Trace, t0: float) -> None:
+    """History arrivals replay the 7 days before T0: a history that ends before them or starts after
+    T0 (two clocks, most often: ISO-8601 snapshot times against a trace in seconds from its own
+    origin) is refused here, from its summary, rather than on a worker."""
+    span = (history.summary or {}).get("span") or {}
+    start, end = span.get("start"), span.get("end")
+    if start is None or end is None or end < t0 - WEEK or start >= t0:
+        raise ValidationError(
+            {"arrivals": f"the history {history.name!r} has no job submitted in the 7 days before the "
+             f"snapshot's time {t0:,.0f} (its jobs span {start or 0:,.0f} to {end or 0:,.0f} s): history "
+             "arrivals need them (are both on the same clock?); use arrivals none"}
+        )  # fmt: skip
+
+
+def _policy_snapshot(policy: Policy) -> dict:
+    try:
+        return policy.engine_policy().to_dict()
+    except ValidationError as error:
+        raise ValidationError({"policy": f"{policy.name}: {' '.join(error.messages)}"}) from None
+
+
+def _check_fits(engine: EnginePolicy, snapshot: dict, history: Trace | None) -> None:
+    """The engine's own binding (a job without a type takes its share's first), so that a forecast
+    that could only fail on a worker is refused when it is made, naming the record."""
+    try:
+        bind_snapshot(read_snapshot(snapshot, "planner"), engine)
+    except InputError as error:
+        raise ValidationError({"policy": f"{engine.name}: snapshot {error.describe()}"}) from None
+    if history is not None:
+        try:
+            check_fits(engine, history.share_names(), history.type_names())
+        except InputError as error:
+            raise ValidationError({"history": f"{error.reason} (trace {history.name})"}) from None
+
+
+@transaction.atomic
+def start_forecast(
+    *,
+    snapshot: Any,
+    policy: Policy,
+    snapshot_format: str = SnapshotFormat.AUTO,
+    history: Trace | None = None,
+    samples: int = bounds.DEFAULT_SAMPLES,
+    seed: int = 0,
+    arrivals: str | None = None,
+    horizon_days: float = 30.0,
+    name: str = "",
+    source: str = Source.API,
+    created_by=None,
+    enqueue: bool = True,
+) -> Forecast:
+    """Validate everything, store the forecast and its chunks, and send the chunks to the workers
+    (unless ``enqueue`` is false). ``arrivals`` defaults to ``history`` when a history is given.
+    Raises ValidationError naming the field (and, for the snapshot, the record and its field)."""
+    _check_unfinished(created_by)
+    if history is not None and not history.ready:
+        raise ValidationError({"history": f"the trace {history.name!r} is not ready ({history.state})"})
+    chosen = arrivals or (Arrivals.HISTORY if history is not None else Arrivals.NONE)
+    if chosen not in Arrivals.values:
+        raise ValidationError({"arrivals": f"{chosen!r} is not one of {', '.join(Arrivals.values)}"})
+    if chosen == Arrivals.HISTORY and history is None:
+        raise ValidationError({"arrivals": "arrivals from history need a history trace"})
+    policy_dict = _policy_snapshot(policy)
+    engine = EnginePolicy.from_dict(policy_dict)
+    parsed = read_snapshot_input(snapshot, snapshot_format, engine)
+    _check_bounds(parsed, samples, horizon_days)
+    if chosen == Arrivals.HISTORY:
+        _check_arrival_week(history, float(parsed["time"]))
+    _check_fits(engine, parsed, history)
+    size = bounds.chunk_samples()
+    chunks = math.ceil(samples / size)
+    forecast = Forecast.objects.create(
+        name=name[:200],
+        source=source,
+        snapshot_format=snapshot_format,
+        snapshot=parsed,
+        snapshot_time=float(parsed["time"]),
+        running_jobs=len(parsed.get("running", [])),
+        pending_jobs=len(parsed.get("pending", [])),
+        policy=policy,
+        policy_name=policy.name,
+        policy_snapshot=policy_dict,
+        history=history,
+        samples=samples,
+        seed=seed,
+        arrivals=chosen,
+        horizon_days=horizon_days,
+        chunk_samples=size,
+        chunks=chunks,
+        created_by=created_by,
+    )
+    rows = ForecastChunk.objects.bulk_create(
+        ForecastChunk(forecast=forecast, index=i, first=i * size, count=min(size, samples - i * size))
+        for i in range(chunks)
+    )
+    if enqueue:
+        enqueue_chunks(row.pk for row in rows)
+    return forecast
+
+
+def forecast_inputs(forecast: Forecast) -> ForecastInputs:
+    """The engine's inputs, rebuilt from what the forecast stored (every chunk builds the same)."""
+    return ForecastInputs(
+        policy=EnginePolicy.from_dict(forecast.policy_snapshot),
+        snapshot=read_snapshot(forecast.snapshot, "planner"),
+        history=forecast.history.load_jobs() if forecast.history_id else None,
+        samples=forecast.samples,
+        seed=forecast.seed,
+        arrivals=forecast.arrivals,
+        horizon_days=forecast.horizon_days,
+    )
+
+
+# -- the end ----------------------------------------------------------------------------------
+
+
+def _fail(forecast: Forecast, reason: str) -> None:
+    forecast.status = RunStatus.FAILED
+    forecast.error = reason[:4000]
+    forecast.finished_at = timezone.now()
+    forecast.save(update_fields=["status", "error", "finished_at"])
+
+
+def conclude(forecast_id: int) -> str:
+    """Merge the chunks once every one has succeeded, or fail the forecast with the reason of the
+    first chunk that failed; otherwise record how many are done. Idempotent and safe from several
+    workers at once: the forecast's row is locked (SELECT ... FOR UPDATE on PostgreSQL; SQLite's
+    IMMEDIATE transactions take the database's write lock when the block begins)."""
+    with transaction.atomic():
+        forecast = Forecast.objects.select_for_update().filter(pk=forecast_id).first()
+        if forecast is None or forecast.finished:
+            return "finished"
+        fields = ("index", "first", "count", "status", "error")
+        chunks = list(forecast.chunk_rows.order_by("index").only(*fields))
+        failed = next((chunk for chunk in chunks if chunk.status == RunStatus.FAILED), None)
+        if failed is not None:
+            last = failed.first + failed.count - 1
+            _fail(forecast, f"samples {failed.first}-{last} (chunk {failed.index + 1} of {forecast.chunks}) "
+                            f"failed: {failed.error}")  # fmt: skip
+            return "failed"
+        done = sum(chunk.status == RunStatus.SUCCEEDED for chunk in chunks)
+        started = any(chunk.status != RunStatus.QUEUED for chunk in chunks)
+        if done < len(chunks):
+            status = RunStatus.RUNNING if started else RunStatus.QUEUED
+            if (forecast.chunks_done, forecast.status) != (done, status):
+                Forecast.objects.filter(pk=forecast.pk).update(chunks_done=done, status=status)
+            return "waiting"
+        try:
+            inputs = forecast_inputs(forecast)
+            parts = [
+                SampleStarts.from_json(starts)
+                for starts in forecast.chunk_rows.order_by("index").values_list("starts", flat=True)
+            ]
+            result = strict_json(merge_samples(inputs, parts))
+        except InputError as error:
+            _fail(forecast, f"merging the samples: {error.describe()}")
+            return "failed"
+        except ValueError as error:  # chunks that do not fit together (the engine's check)
+            _fail(forecast, f"merging the samples: {error}")
+            return "failed"
+        except Exception as error:  # a bug would otherwise fail every reader's page, again and again
+            logger.exception("merging the samples of forecast %s", forecast.pk)
+            _fail(forecast, f"merging the samples: {type(error).__name__}: {error}")
+            return "failed"
+        jobs = job_rows(forecast, result)
+        ForecastJob.objects.filter(forecast=forecast).delete()
+        ForecastJob.objects.bulk_create(jobs, batch_size=2000)
+        forecast.result = result
+        forecast.shares = strict_json(share_queues(jobs, forecast.policy_snapshot))
+        forecast.status = RunStatus.SUCCEEDED
+        forecast.chunks_done = len(chunks)
+        forecast.error = ""
+        forecast.finished_at = timezone.now()
+        forecast.save(update_fields=["result", "shares", "status", "chunks_done", "error", "finished_at"])
+        # The raw starts have served: the merged quantiles are what is kept (a chunk row stays, as
+        # the record of who computed what).
+        ForecastChunk.objects.filter(forecast=forecast).update(starts=None)
+        return "succeeded"
+
+
+def reap_forecasts(forecasts=None, now=None) -> dict[str, list[int]]:
+    """Chunks whose worker died are sent again (or failed after the last attempt), then every
+    unfinished forecast among ``forecasts`` (default: all) is concluded if it can be: a worker that
+    died between recording its chunk and merging delays the forecast, never stalls it."""
+    unfinished = (forecasts if forecasts is not None else Forecast.objects.all()).exclude(
+        status__in=[RunStatus.SUCCEEDED, RunStatus.FAILED]
+    )
+    ids = list(unfinished.values_list("pk", flat=True))
+    outcome = reap_stale(ForecastChunk.objects.filter(forecast_id__in=ids), enqueue_chunks, now)
+    for pk in ids:
+        conclude(pk)
+    return outcome
+
+
+def queued_chunks() -> list[int]:
+    """The queued chunks (sent again by ``reap_runs --queued``)."""
+    return list(ForecastChunk.objects.filter(status=RunStatus.QUEUED).values_list("pk", flat=True))
