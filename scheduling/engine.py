@@ -392,22 +392,29 @@ class _Replay:
                 break
             # Same instant: finishes, changes of capacity and quotas, submissions, priority
             # updates, cancellations, then one pass.
+            # ``happened``: an event, not only stale entries (the planned finish or deadline of a
+            # job preempted or started since). With fair sharing a pass runs at events only: the
+            # loop rule lets a pass at a new instant preempt in a state that has not changed.
+            happened = not self.fair
             if finish_times and finish_times[0] == now:
                 heappop(finish_times)
-                self._finish_all(self.finishing.pop(now), now)
+                happened |= self._finish_all(self.finishing.pop(now), now)
             if self.next_change < n_changes and changes[self.next_change][0] == now:
                 self._apply_changes(changes[self.next_change][1], now)
                 self.next_change += 1
+                happened = True
             while next_submit < n_jobs and arrival_times[next_submit] == now:
                 self.submit_job(self._arrive(next_submit), now)
                 next_submit += 1
+                happened = True
             while next_update < n_updates and update_time[update_order[next_update]] == now:
                 self.update_priority(update_order[next_update], now)
                 next_update += 1
+                happened = True
             if deadline_times and deadline_times[0] == now:
                 heappop(deadline_times)
-                self._cancel_all(self.expiring.pop(now), now)
-            if self.pending_jobs:
+                happened |= self._cancel_all(self.expiring.pop(now), now)
+            if self.pending_jobs and happened:
                 self.scheduling_pass(now)
             if progress is not None and next_submit >= next_report:
                 progress(next_submit / n_jobs)
@@ -493,11 +500,12 @@ class _Replay:
         else:
             due.append(job)
 
-    def _cancel_all(self, jobs: list[Job], now: float) -> None:
+    def _cancel_all(self, jobs: list[Job], now: float) -> bool:
         """The jobs whose limit is up now, in trace order; those that started since, or were
-        preempted again (a later deadline), are skipped."""
+        preempted again (a later deadline), are skipped. Whether any was cancelled."""
         if len(jobs) > 1:
             jobs.sort(key=_trace_order)
+        cancelled = False
         for job in jobs:
             if job.state == RUNNABLE and job.deadline == now:
                 self._dequeue(job, now)
@@ -506,6 +514,8 @@ class _Replay:
                 job.queued += now - job.queued_since
                 self._event(now, job, EventKind.CANCEL)
                 self._ended(job)
+                cancelled = True
+        return cancelled
 
     # --- section 9: capacity and quotas over time ---------------------------------------------
 
@@ -582,14 +592,18 @@ class _Replay:
         job.priority = priority
         job.queue_key = queue_key(priority, job.arrival, self.n_jobs)
 
-    def _finish_all(self, jobs: list[Job], now: float) -> None:
+    def _finish_all(self, jobs: list[Job], now: float) -> bool:
         """The jobs planned to end now, in job_id order; entries of preempted attempts are skipped
-        (a job that ran again and ends now too is listed twice: it ends at the first entry)."""
+        (a job that ran again and ends now too is listed twice: it ends at the first entry).
+        Whether any ended."""
         if len(jobs) > 1:
             jobs.sort(key=job_id_order)
+        finished = False
         for job in jobs:
             if job.state == RUNNING and job.planned_end == now:
                 self.finish(job, now)
+                finished = True
+        return finished
 
     def finish(self, job: Job, now: float) -> None:
         account = job.account

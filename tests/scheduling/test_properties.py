@@ -240,6 +240,70 @@ def test_engine_matches_reference(build_trace, replay_engine, scenario):
     assert comparable_jobs(quiet["jobs"]) == comparable_jobs(actual["jobs"])  # events change nothing
 
 
+# Random policies loop rarely (none in 3,000 examples): these scenarios are variations of the small cycle at
+# t = 32 (test_rules_preemption_loops.py), about one in ten of which loops at one instant or more.
+LOOP_POLICY: dict[str, Any] = {
+    "instance_types": {"x": {"gpus": 1, "hourly_price": 1.0}}, "capacity": {"x": 4},
+    "shares": [
+        {"name": "S0", "capacity": {"x": 2}, "strategy": "LEND_AND_BORROW",
+         "in_share_preemption": "lower_priority", "reclaim": "any"},
+        {"name": "S1", "capacity": {"x": 1}, "strategy": "LEND_AND_BORROW",
+         "in_share_preemption": "lower_priority", "reclaim": "lower_priority", "lending_limit": 1},
+        {"name": "S2", "capacity": {"x": 1}, "strategy": "LEND_AND_BORROW",
+         "in_share_preemption": "lower_or_newer_equal_priority", "reclaim": "any", "fair_weight": 0.5},
+    ],
+    "fair_sharing": {"preemption_strategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]},
+    "runnable_timeout_seconds": 15,
+}  # fmt: skip
+# (job_id, submit_time, share, duration, priority, instance_count, checkpoint_interval, preemption_retries)
+LOOP_JOBS = [
+    ("j0", 30, "S2", 19.5, 0, 1, 12, None), ("j1", 13, "S2", 17, 3, 2, 19, None),
+    ("j2", 16.5, "S1", 17.5, 0, 2, 20, 1), ("j3", 32, "S0", 14, 0, 3, None, None),
+    ("j4", 23, "S1", 21.5, 2, 4, None, None), ("j5", 16.5, "S1", 0, 3, 2, None, None),
+    ("j6", 17, "S1", 3, 3, 1, 12, None), ("j7", 11.5, "S2", 27.5, 3, 2, None, None),
+    ("j8", 32, "S2", 17, 2, 1, 3, 0), ("j9", 10.5, "S2", 0, 2, 3, 20, None),
+    ("j10", 38.5, "S1", 17, 3, 3, None, None),
+]
+
+
+@st.composite
+def loop_scenarios(draw) -> tuple[dict, list[dict], list[dict]]:
+    policy = {**LOOP_POLICY, "shares": [dict(s) for s in LOOP_POLICY["shares"]]}
+    policy["shares"][0]["fair_weight"] = draw(st.sampled_from([1, 1, 2, 0.5]))
+    policy["shares"][2]["fair_weight"] = draw(st.sampled_from([0.5, 0.5, 0.25, 1]))
+    policy["queueing"] = draw(st.sampled_from(["best_effort_fifo", "strict_fifo"]))
+    jobs = []
+    for job_id, submit, share, duration, priority, count, checkpoint, retries in LOOP_JOBS:
+        job: dict[str, Any] = {
+            "job_id": job_id, "share": share,
+            "submit_time": draw(st.just(submit) | st.sampled_from([30, 32, 32, 35])),
+            "duration": draw(st.just(duration) | st.sampled_from([5, 10, 20, 30])),
+            "priority": draw(st.just(priority) | st.integers(0, 3)),
+            "instance_count": draw(st.just(count) | st.integers(1, 3)),
+        }  # fmt: skip
+        if checkpoint is not None:
+            job["checkpoint_interval"] = checkpoint
+        if retries is not None:
+            job["preemption_retries"] = retries
+        jobs.append(job)
+    return policy, jobs, []
+
+
+@property_settings(60)
+@given(scenario=loop_scenarios())
+def test_engine_matches_reference_near_loops(build_trace, replay_engine, scenario):
+    policy_dict, jobs, updates = scenario
+    note_scenario(scenario)
+    policy, trace = Policy.from_dict(policy_dict), build_trace(jobs, updates)
+    expected = reference_replay(policy, trace)
+    actual = replay_engine(policy, trace)
+    assert actual["summary"]["preemption_loops"] == expected["preemption_loops"]
+    assert comparable_events(actual["events"]) == comparable_events(expected["events"])
+    assert comparable_jobs(actual["jobs"]) == comparable_jobs(expected["jobs"])
+    check_preemption_loops(policy, actual)
+    Timeline(policy, jobs).replay(actual["events"], updates)
+
+
 # -- the calendar, restated for the checks ----------------------------------------------------------------
 
 
