@@ -32,6 +32,7 @@ from planner.reports.finance import (
     default_period,
     finance_report,
 )
+from planner.reports.loops import loop_warnings
 from planner.reports.window import window_note
 from planner.studies.attempts import silence_note
 from planner.studies.models import Run, RunStatus, Study
@@ -145,6 +146,8 @@ def study_detail(request: HttpRequest, pk: int) -> HttpResponse:
         full = list(Run.objects.filter(study=study).order_by("id"))
         columns = run_columns(study, full, request.user)
         context.update(_comparison_context(request, study, columns))
+        # (the columns' metrics are loaded already; their summary is the stored run's)
+        context["loop_warnings"] = loop_warnings((c.name, c.metrics.get("summary")) for c in columns)
     return render(request, "reports/study.html", context)
 
 
