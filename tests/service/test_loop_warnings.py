@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
+from planner.advisor.models import Sweep
 from planner.capacity.models import InstanceType, Policy, Pool
 from planner.reports.loops import KUEUE_WORDS, loop_warning
 from planner.studies.launch import launch_study
@@ -103,3 +104,26 @@ def test_the_run_pages_warn_only_for_the_run_that_loops(client, looping_study):
         calm = client.get(url, {"run": runs["loops-equal"].pk}).content.decode()
         assert KUEUE_WORDS in looping and "t = 145,098.6 s" in looping, name
         assert KUEUE_WORDS not in calm, name
+
+
+def test_the_advisor_page_and_api_mark_the_variant_whose_replay_loops(
+    admin_api, viewer_api, client, aws_policy, aws_trace, eager_celery, django_capture_on_commit_callbacks
+):
+    # A real sweep of the AWS example (one variant), whose variant's stored summary is then given the
+    # findings of a looping replay: the mark comes from the stored run, as for any replay that loops.
+    payload = {"name": "loops", "trace": aws_trace.pk, "base_policy": aws_policy.pk, "urgent_shares": ["QS1"],
+               "knobs": {"shares": ["QS3"], "strategy": ["RESERVE", "LEND"], "lending_limit": [None],
+                         "in_share_preemption": ["never"]}}
+    with django_capture_on_commit_callbacks(execute=True):
+        response = admin_api.post("/api/sweeps/", payload, format="json")
+    assert response.status_code == 201, response.json()
+    sweep = Sweep.objects.get(pk=response.json()["id"])
+    (variant,) = sweep.variants.all()
+    run = sweep.study.runs.get(policy_id=variant.policy_id)
+    run.summary = {**run.summary, "preemption_loops": {"count": 3, "instants": 2, "first": FINDINGS}}
+    run.save(update_fields=["summary"])
+    points = {p["variant"]: p for p in viewer_api.get(f"/api/sweeps/{sweep.pk}/").json()["points"]}
+    assert (points[1]["preemption_loops"], points[None]["preemption_loops"]) == (3, 0)
+    page = _viewer(client).get(reverse("advisor:detail", args=[sweep.pk])).content.decode()
+    assert page.count("preemptions loop: 3 jobs left out") == 1
+    assert KUEUE_WORDS in page
