@@ -164,3 +164,24 @@ def test_the_same_demo_with_equal_weights_has_no_loop():
     policy, trace = _demo([1, 1, 1, 1])
     summary = replay(policy, trace).summary
     assert summary["jobs"] == 2000 and summary["preemption_loops"] == NO_LOOPS
+
+
+def test_the_summary_keeps_the_first_100_findings_and_counts_them_all(run):
+    # Sixty copies of the small cycle, 1,000 s apart (each copy's jobs end or are cancelled within 100 s):
+    # two findings at each copy's t = 32, so 120 findings at 60 instants; the first 100 are kept, the
+    # last kept being copy 49's second (j7 by j3, at 49,032).
+    rows = [line.split() for line in SMALL_JOBS.strip().splitlines()]
+    header, jobs = rows[0], rows[1:]
+    copies = []
+    for k in range(60):
+        for row in jobs:
+            cells = dict(zip(header, row, strict=True))
+            cells["job_id"] = f"c{k}-{cells['job_id']}"
+            cells["submit_time"] = str(float(cells["submit_time"]) + 1000 * k)
+            copies.append(" ".join(cells[name] for name in header))
+    out = run(SMALL, "\n".join([" ".join(header), *copies]))
+    loops = out.preemption_loops
+    assert (loops["count"], loops["instants"], len(loops["first"])) == (120, 60, 100)
+    assert loops["first"][-1] == {
+        "time": 49032, "job_id": "c49-j7", "share": "S2", "preemptor_id": "c49-j3", "preemptor_share": "S0"
+    }
