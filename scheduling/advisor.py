@@ -332,6 +332,13 @@ class SweepPoint:
     urgent_p95_wait_seconds: float
     rerun_gpu_hours: float
     share_p95_wait_seconds: Mapping[str, float] = field(default_factory=dict)
+    # Section 8's preemption loops of its replay (findings): a variant that loops is marked, as Kueue
+    # would keep evicting and re-admitting those workloads.
+    preemption_loops: int = 0
+
+    @property
+    def loops(self) -> bool:
+        return self.preemption_loops > 0
 
     def value(self, metric: str, share: str | None = None) -> float:
         if metric == "p95_wait_seconds":
@@ -392,6 +399,7 @@ def point_from_metrics(key: Any, metrics: Mapping[str, Any], urgent_shares: Iter
         urgent_p95_wait_seconds=max((waits[name] for name in urgent), default=0.0),
         rerun_gpu_hours=float(summary.get("rerun_gpu_hours") or 0.0),
         share_p95_wait_seconds=waits,
+        preemption_loops=int((summary.get("preemption_loops") or {}).get("count") or 0),
     )
 
 

@@ -32,12 +32,13 @@ from scheduling.calendar import (
     limits_over_calendar,
     unschedulable_at_every_instant,
 )
-from scheduling.errors import InputError
 from scheduling.fair import (
     NO_ROOM_AT_ALL,
     NO_ROOM_PASSING,
     borrowed_gpus,
+    count_gpus_exactly,
     fair_victims,
+    left_out,
     lendable_gpus,
     refusal_before_search,
     value_with,
@@ -50,6 +51,8 @@ from scheduling.result import EventKind, JobOutcomes, ReplayResult, WaitHistory
 from scheduling.rules import (
     BEHIND_QUEUE_HEAD,
     NO_LIMIT,
+    PREEMPTIONS_BEFORE_LEFT_OUT,
+    ZERO_VALUE,
     fair_round_before,
     instances,
     queue_key,
@@ -100,12 +103,11 @@ CROSS_SHARE: Final = 1
 FAIR_SHARING: Final = 2
 CAPACITY: Final = 3
 CAUSES: Final = (Cause.IN_SHARE, Cause.CROSS_SHARE, Cause.FAIR_SHARING, Cause.CAPACITY)
-# A job preempted this often at one instant is in a cycle that never ends (``_check_settles``); a
-# cascade that does end preempts a job a few times at most.
-MAX_PREEMPTIONS_AT_ONE_INSTANT: Final = 100
 # The progress callback is called at least once per this many steps of the event loop (besides
 # each hundredth of the jobs submitted): a Python call per 256 steps costs well under 1%.
 PROGRESS_TICK_STEPS: Final = 256
+# Section 8's preemption loops: the findings kept in full in RESULT.json's summary.
+LOOP_FINDINGS_KEPT: Final = 100
 
 
 def replay(
@@ -128,10 +130,12 @@ def replay(
     try:
         simulation = _Replay(policy, bound, record_events)
         simulation.run(progress)
+        loops = simulation.preemption_loops()
         outcomes = simulation.outcomes()
         log, totals, events = simulation.log, simulation.totals(), simulation.events
         del simulation  # its jobs are most of a replay's memory; the metrics need only the logs
         metrics = compute_metrics(policy, bound, outcomes, log, totals, buckets, window)
+        metrics["summary"]["preemption_loops"] = loops
     finally:
         if collecting:
             gc.enable()
@@ -310,6 +314,17 @@ class _Replay:
         # lower its share's value (this, ``ShareState.passing_reopened_at``), or releases by other
         # shares that could add the room it lacked (``TypePool.released``, ``Account.released``).
         self.passing_reopened_all_at = 0
+        count_gpus_exactly(self.pools)  # (share values compare exactly: GPUs in whole units)
+        # Section 8's preemption loops: the jobs preempted twice at the instant ``twice_at`` (left
+        # out of the searches there), those of them a search has left out so far (one finding
+        # each), and the findings: their number, the instants they were at, the first ones.
+        self.twice: list[Job] = []
+        self.twice_at = math.nan
+        self.loop_noted: set[int] = set()
+        self.loop_count = 0
+        self.loop_instants = 0
+        self.loop_last_instant = math.nan
+        self.loop_first: list[tuple[float, int, int]] = []  # (time, left-out job, preemptor)
 
     # --- accounting -----------------------------------------------------------------------
 
@@ -417,22 +432,29 @@ class _Replay:
                 break
             # Same instant: finishes, changes of capacity and quotas, submissions, priority
             # updates, cancellations, then one pass.
+            # ``happened``: an event, not only stale entries (the planned finish or deadline of a
+            # job preempted or started since). With fair sharing a pass runs at events only: the
+            # loop rule lets a pass at a new instant preempt in a state that has not changed.
+            happened = not self.fair
             if finish_times and finish_times[0] == now:
                 heappop(finish_times)
-                self._finish_all(self.finishing.pop(now), now)
+                happened |= self._finish_all(self.finishing.pop(now), now)
             if self.next_change < n_changes and changes[self.next_change][0] == now:
                 self._apply_changes(changes[self.next_change][1], now)
                 self.next_change += 1
+                happened = True
             while next_submit < n_jobs and arrival_times[next_submit] == now:
                 self.submit_job(self._arrive(next_submit), now)
                 next_submit += 1
+                happened = True
             while next_update < n_updates and update_time[update_order[next_update]] == now:
                 self.update_priority(update_order[next_update], now)
                 next_update += 1
+                happened = True
             if deadline_times and deadline_times[0] == now:
                 heappop(deadline_times)
-                self._cancel_all(self.expiring.pop(now), now)
-            if self.pending_jobs:
+                happened |= self._cancel_all(self.expiring.pop(now), now)
+            if self.pending_jobs and happened:
                 self.scheduling_pass(now)
             steps += 1
             if progress is not None and (next_submit >= next_report or steps >= next_tick):
@@ -591,11 +613,12 @@ class _Replay:
         else:
             due.append(job)
 
-    def _cancel_all(self, jobs: list[Job], now: float) -> None:
+    def _cancel_all(self, jobs: list[Job], now: float) -> bool:
         """The jobs whose limit is up now, in trace order; those that started since, or were
-        preempted again (a later deadline), are skipped."""
+        preempted again (a later deadline), are skipped. Whether any was cancelled."""
         if len(jobs) > 1:
             jobs.sort(key=_trace_order)
+        cancelled = False
         for job in jobs:
             if job.state == RUNNABLE and job.deadline == now:
                 self._dequeue(job, now)
@@ -604,6 +627,8 @@ class _Replay:
                 job.queued += now - job.queued_since
                 self._event(now, job, EventKind.CANCEL)
                 self._ended(job)
+                cancelled = True
+        return cancelled
 
     # --- section 9: capacity and quotas over time ---------------------------------------------
 
@@ -680,14 +705,18 @@ class _Replay:
         job.priority = priority
         job.queue_key = queue_key(priority, job.arrival, self.n_jobs)
 
-    def _finish_all(self, jobs: list[Job], now: float) -> None:
+    def _finish_all(self, jobs: list[Job], now: float) -> bool:
         """The jobs planned to end now, in job_id order; entries of preempted attempts are skipped
-        (a job that ran again and ends now too is listed twice: it ends at the first entry)."""
+        (a job that ran again and ends now too is listed twice: it ends at the first entry).
+        Whether any ended."""
         if len(jobs) > 1:
             jobs.sort(key=job_id_order)
+        finished = False
         for job in jobs:
             if job.state == RUNNING and job.planned_end == now:
                 self.finish(job, now)
+                finished = True
+        return finished
 
     def finish(self, job: Job, now: float) -> None:
         account = job.account
@@ -707,6 +736,8 @@ class _Replay:
         """Rounds until one admits nothing. A pass's last round refused every queue group at its
         head, so when no group has been reopened since, a pass would admit nothing."""
         if self.fair:
+            if self.twice and self.twice_at != now:
+                self._loop_instant(now)
             while self._fair_round(now):
                 pass
             return
@@ -813,7 +844,7 @@ class _Replay:
             g.asleep_at = -1
         while True:
             best: Group | None = None
-            best_value = (False, 0.0)
+            best_value = ZERO_VALUE
             best_queue = 0
             version = self.version
             for g in groups:
@@ -836,6 +867,8 @@ class _Replay:
             job = self._job_of(key)
             if self._refusal_holds(job):
                 outcome = REFUSED  # (only its bookkeeping is done)
+                if self.twice:  # (its search would run, and leave out the same jobs)
+                    self._note_loops(job, now)
             else:
                 outcome = self.try_admit(job, now, preempted)
                 job.no_room = outcome == NO_ROOM
@@ -1053,6 +1086,8 @@ class _Replay:
         if no_candidates:
             return NO_VICTIMS
         if self.fair:
+            if self.twice:
+                self._note_loops(job, now)
             # Refusals the search would give, told without it; NO_ROOM holds longer (see
             # _fair_room_changed).
             refusal = refusal_before_search(
@@ -1062,7 +1097,10 @@ class _Replay:
                 return NO_ROOM
             if refusal == NO_ROOM_PASSING:
                 return NO_PASSING_ROOM
-            chosen = fair_victims(job, self.final_first, len(self.strategies) > 1, self.lendable_gpus)
+            chosen = fair_victims(
+                job, self.final_first, len(self.strategies) > 1, self.lendable_gpus,
+                now if self.twice else math.nan,
+            )  # fmt: skip
             if chosen is None:
                 return REFUSED
             for victim, cause in chosen:
@@ -1170,7 +1208,7 @@ class _Replay:
         self, victim: Job, preemptor: Job | None, now: float, preempted: list[Job], cause: int
     ) -> None:
         """``cause``: IN_SHARE, CROSS_SHARE, FAIR_SHARING, or CAPACITY (no preemptor)."""
-        self._check_settles(victim, now)
+        self._count_preemption(victim, now)
         account = victim.account
         share = account.share
         n = victim.count
@@ -1216,39 +1254,66 @@ class _Replay:
             self._count_pending(victim, now, +1)
             preempted.append(victim)  # considered again from the next round on
 
-    def _check_settles(self, victim: Job, now: float) -> None:
-        """Stop a pass that never ends. With fair sharing, shares' values can make jobs preempt
-        each other in a cycle at one instant (A's job takes B's, whose job takes C's, whose job
-        takes A's back: weights and job sizes make each step pass its strategy), and nothing in
-        SEMANTICS.md section 8 ends it; Kueue escapes only because an eviction takes time. A
-        replay that would run for ever is refused instead, naming the instant and the jobs."""
+    # --- section 8: preemption loops ----------------------------------------------------------
+
+    def _count_preemption(self, victim: Job, now: float) -> None:
+        """Preemptions of a job at one instant: with fair sharing, one preempted twice there is
+        left out of the searches at that instant (``rules.left_out_for_loop``)."""
         if victim.preempted_at == now:
             victim.preempted_here += 1
         else:
             victim.preempted_at = now
             victim.preempted_here = 1
-        if victim.preempted_here > MAX_PREEMPTIONS_AT_ONE_INSTANT:
-            trace = self.bound.trace
-            names = sorted({self.policy.shares[j.account.share.index].name for j in self._cycle(victim, now)})
-            shares = " and ".join(names) if len(names) < 3 else ", ".join(names[:-1]) + " and " + names[-1]
-            raise InputError(
-                f"the replay does not settle at {now:,.1f} s: job {trace.job_id[victim.index]!r} was "
-                f"preempted {MAX_PREEMPTIONS_AT_ONE_INSTANT} times at that instant, jobs of "
-                f"{shares} preempting each other in a cycle (fair sharing's share values "
-                "let each step pass; SEMANTICS.md section 8 gives such a cycle no end): change the "
-                "fair weights or the preemption strategies",
-                field="fair_sharing",
-            )
+        if self.fair and victim.preempted_here == PREEMPTIONS_BEFORE_LEFT_OUT:
+            if self.twice_at != now:
+                self._loop_instant(now)
+            self.twice.append(victim)
 
-    def _cycle(self, victim: Job, now: float) -> list[Job]:
-        """The jobs preempted again and again at ``now`` (for the message)."""
-        out = [victim]
-        for share in self.shares:
-            for account in share.accounts:
-                for job in account.running.in_victim_order(NO_LIMIT):
-                    if job.preempted_at == now and job.preempted_here > 1:
-                        out.append(job)
-        return out
+    def _loop_instant(self, now: float) -> None:
+        """A new instant for the loop rule: the jobs left out at the last one are candidates again.
+        A refusal there may have come from leaving them out, so every refusal is reopened."""
+        if self.twice:
+            self.twice.clear()
+            self.loop_noted.clear()
+            self.version += 1
+            self.reopened_all_at = self.version
+            self.room_reopened_all_at = self.version
+            self.passing_reopened_all_at = self.version
+        self.twice_at = now
+
+    def _note_loops(self, job: Job, now: float) -> None:
+        """``job`` does not fit and its search runs (or would, were its refusal not known): a finding
+        for each job it leaves out for the loop rule, the first time one is left out at ``now``. (The
+        engine skips a search only when one before it in the same state, of a job of the same
+        group and so with at least its candidates, ran: that one noted them.)"""
+        for victim in left_out(job, self.twice, now, RUNNING):
+            if victim.index in self.loop_noted:
+                continue
+            self.loop_noted.add(victim.index)
+            self.loop_count += 1
+            if self.loop_last_instant != now:
+                self.loop_last_instant = now
+                self.loop_instants += 1
+            if len(self.loop_first) < LOOP_FINDINGS_KEPT:
+                self.loop_first.append((now, victim.index, job.index))
+
+    def preemption_loops(self) -> dict:
+        """RESULT.json's ``summary.preemption_loops``: {count, instants, first: up to 100 findings
+        {time, job_id, share, preemptor_id, preemptor_share}}."""
+        job_ids = self.bound.trace.job_id
+        names = [share.name for share in self.policy.shares]
+        share_of = self.share_of
+        first = [
+            {
+                "time": time,
+                "job_id": job_ids[victim],
+                "share": names[share_of[victim]],
+                "preemptor_id": job_ids[preemptor],
+                "preemptor_share": names[share_of[preemptor]],
+            }
+            for time, victim, preemptor in self.loop_first
+        ]
+        return {"count": self.loop_count, "instants": self.loop_instants, "first": first}
 
     def _start(self, job: Job, now: float) -> None:
         self._leave_queue(job, now)
@@ -1425,7 +1490,7 @@ class _Replay:
         return Totals(self.shares)
 
 
-def _wake_asleep(groups: list[Group], version: int, value: tuple[bool, float], key: int) -> None:
+def _wake_asleep(groups: list[Group], version: int, value: tuple[bool, int, int], key: int) -> None:
     """An admission ends the state in which the round's asleep groups were refused. While it
     lasted, values stood still, so the round took candidates in increasing (value, queue key)
     order: each asleep group would have offered, and passed over, every job ordered before the

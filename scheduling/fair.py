@@ -7,17 +7,22 @@ returns: the engine then preempts the victims for real.
 
 from __future__ import annotations
 
+from math import lcm
 from typing import Final
 
 from scheduling.indexes import Running
 from scheduling.rules import (
     NO_LIMIT,
+    ZERO_VALUE,
+    exact_number,
     final_share_passes,
     in_share_allows,
     in_share_levels_below,
     initial_share_passes,
+    left_out_for_loop,
     reclaim_allows,
     share_value,
+    target_tie_before,
     value_below,
     value_equal,
     victim_key,
@@ -42,53 +47,70 @@ def lendable_gpus(pools: list[TypePool]) -> float:
     return total
 
 
-def borrowed_gpus(share: ShareState) -> float:
-    """B_s: the GPUs a share holds above its quota, over all types (a job counted as admitted is
-    in its account's usage)."""
-    total = 0.0
+def count_gpus_exactly(pools: list[TypePool]) -> None:
+    """Each pool's GPUs per instance as a whole number of units (``TypePool.gpu_units``), the unit
+    being 1 / the common denominator of every type's GPUs as written (0.5 and 1 GPUs: units of
+    half a GPU), so that borrowed GPUs add up exactly."""
+    denominator = 1
+    for pool in pools:
+        denominator = lcm(denominator, exact_number(pool.gpus)[1])
+    for pool in pools:
+        num, den = exact_number(pool.gpus)
+        pool.gpu_units = num * (denominator // den)
+
+
+def borrowed_gpus(share: ShareState) -> int:
+    """B_s: the GPUs a share holds above its quota, over all types, in GPU units
+    (``count_gpus_exactly``; a job counted as admitted is in its account's usage)."""
+    total = 0
     for account in share.accounts:
         if account.usage > account.quota:
-            total += account.pool.gpus * (account.usage - account.quota)
+            total += account.pool.gpu_units * (account.usage - account.quota)
     return total
 
 
-def borrowed_gpus_with(share: ShareState, extra: Account, count: int) -> float:
+def borrowed_gpus_with(share: ShareState, extra: Account, count: int) -> int:
     """B_s(r): ``borrowed_gpus`` were ``count`` more instances in ``extra`` (the same sum, term by
     term, without changing the account's usage)."""
-    total = 0.0
+    total = 0
     for account in share.accounts:
         usage = account.usage + count if account is extra else account.usage
         if usage > account.quota:
-            total += account.pool.gpus * (usage - account.quota)
+            total += account.pool.gpu_units * (usage - account.quota)
     return total
 
 
-def value_of(share: ShareState, lendable: float) -> tuple[bool, float]:
-    return share_value(borrowed_gpus(share), lendable, share.fair_weight)
+def value_of(share: ShareState, lendable: float) -> tuple[bool, int, int]:
+    return share_value(borrowed_gpus(share), lendable, share.weight_num, share.weight_den)
 
 
-def value_with(account: Account, count: int, lendable: float) -> tuple[bool, float]:
+def value_with(account: Account, count: int, lendable: float) -> tuple[bool, int, int]:
     """V_s(r): the share's value were ``count`` more instances of the account's type admitted."""
     share = account.share
-    return share_value(borrowed_gpus_with(share, account, count), lendable, share.fair_weight)
+    borrowed = borrowed_gpus_with(share, account, count)
+    return share_value(borrowed, lendable, share.weight_num, share.weight_den)
 
 
 class _Candidates:
     """One share's candidates in victim order with the next one at hand for the target's
     tie-break: read lazily from its account's running levels (a share may run thousands of jobs;
     ``Running.in_victim_order``'s order, filtered by ``in_share_allows`` for the preemptor's own
-    share, else by ``reclaim_allows``), or from a list. (A cursor rather than a generator: the
-    compiled engine resumes a generator through Python's iterator protocol.)"""
+    share, else by ``reclaim_allows``, less the jobs left out for a loop at ``exclude_at``), or from
+    a list. (A cursor rather than a generator: the compiled engine resumes a generator through
+    Python's iterator protocol.)"""
 
     __slots__ = (
         "share", "running", "below", "preemptor", "level", "entries", "runs", "place", "listed", "next",
+        "exclude_at",
     )  # fmt: skip
 
     def __init__(
-        self, share: ShareState, preemptor: Job, running: Running | None, below: int, listed: list[Job]
+        self, share: ShareState, preemptor: Job, running: Running | None, below: int, listed: list[Job],
+        exclude_at: float,
     ) -> None:
         self.share = share
         self.preemptor = preemptor
+        self.exclude_at = exclude_at  # the instant (nan: none) whose twice-preempted jobs are out
         self.running = running  # None: read ``listed`` instead
         self.below = below  # levels of a priority below this only
         self.level = 0  # the next level to read
@@ -119,7 +141,7 @@ class _Candidates:
                 job = self.entries[self.place]
                 live = job.run == self.runs[self.place]  # (else a stale entry: see Level)
                 self.place -= 1
-                if not live:
+                if not live or left_out_for_loop(job.preempted_at, job.preempted_here, self.exclude_at):
                     continue
                 if own:
                     if in_share_allows(
@@ -139,14 +161,52 @@ class _Candidates:
             self.place = len(level.jobs) - 1
 
 
-def _own_candidates(job: Job, account: Account) -> _Candidates:
+def _own_candidates(job: Job, account: Account, exclude_at: float) -> _Candidates:
     below = in_share_levels_below(account.share.preempts_equal_too, job.priority)
-    return _Candidates(account.share, job, account.running, below, [])
+    return _Candidates(account.share, job, account.running, below, [], exclude_at)
 
 
-def _reclaim_candidates(job: Job, other: Account) -> _Candidates:
+def _reclaim_candidates(job: Job, other: Account, exclude_at: float) -> _Candidates:
     below = NO_LIMIT if job.account.share.reclaims_any else job.priority
-    return _Candidates(other.share, job, other.running, below, [])
+    return _Candidates(other.share, job, other.running, below, [], exclude_at)
+
+
+def is_candidate(job: Job, victim: Job) -> bool:
+    """Whether ``victim`` (a running job) is one of section 8's candidates for ``job``'s search,
+    before the loop rule: of the job's type, and its own share's that in-share preemption allows,
+    or of another share that borrows GPUs and that the job's reclaim allows."""
+    account = job.account
+    other = victim.account
+    if other.pool is not account.pool:
+        return False
+    share = account.share
+    if other is account:
+        return in_share_allows(
+            share.preempts_in_share, share.preempts_equal_too, job.priority, job.submit, victim.priority,
+            victim.submit,
+        )  # fmt: skip
+    return reclaim_allows(share.may_reclaim, share.reclaims_any, job.priority, victim.priority) and (
+        borrowed_gpus(other.share) > 0
+    )
+
+
+def left_out(job: Job, twice: list[Job], now: float, running: int) -> list[Job]:
+    """The jobs of ``twice`` (those preempted twice at ``now``) that ``job``'s search leaves out
+    for the loop rule: running again and candidates but for it; in trace order. ``running``: the
+    engine's state code of a running job."""
+    out = [
+        victim
+        for victim in twice
+        if victim.state == running
+        and left_out_for_loop(victim.preempted_at, victim.preempted_here, now)
+        and is_candidate(job, victim)
+    ]
+    out.sort(key=_trace_order)
+    return out
+
+
+def _trace_order(job: Job) -> int:
+    return job.index
 
 
 def _preemptible(job: Job, other: Account) -> int:
@@ -173,7 +233,9 @@ NO_ROOM_AT_ALL: Final = 1  # the job would not fit even were every candidate pre
 NO_ROOM_PASSING: Final = 2  # nor were every candidate preempted that could pass a strategy
 
 
-def _may_pass(final: bool, initial: bool, lowest_new: tuple[bool, float], value: tuple[bool, float]) -> bool:
+def _may_pass(
+    final: bool, initial: bool, lowest_new: tuple[bool, int, int], value: tuple[bool, int, int]
+) -> bool:
     """Whether any candidate of a share of ``value`` could pass a strategy in a search whose
     preemptor's share's value is never below ``lowest_new``: the target's value only falls during
     a search, so LessThanOrEqualToFinalShare needs ``lowest_new <= value`` and
@@ -223,30 +285,32 @@ def _fits(account: Account, count: int) -> bool:
 
 def _target(pools: list[_Candidates], own: ShareState, lendable: float) -> _Candidates | None:
     """The share with the highest value among those with candidates left (ties: its next
-    candidate first in victim order); other shares whose value is 0 are out."""
+    candidate first in section 4's whole victim order, ``target_tie_before``: another share's
+    before the job's own); other shares whose value is 0 are out."""
     best: _Candidates | None = None
-    best_value = (False, 0.0)
+    best_value = ZERO_VALUE
     for pool in pools:
         job = pool.next
         if job is None:
             continue
         value = value_of(pool.share, lendable)
-        if pool.share is not own and not value_below((False, 0.0), value):
+        if pool.share is not own and not value_below(ZERO_VALUE, value):
             continue
         if best is None or value_below(best_value, value):
             best, best_value = pool, value
         elif value_equal(value, best_value):
             first = best.next
             assert first is not None
-            if victim_key(job.priority, job.start_time, job.rank) < victim_key(
-                first.priority, first.start_time, first.rank
-            ):
+            if target_tie_before(
+                pool.share is own, victim_key(job.priority, job.start_time, job.rank),
+                best.share is own, victim_key(first.priority, first.start_time, first.rank),
+            ):  # fmt: skip
                 best = pool
     return best
 
 
 def _passes(
-    final_first: bool, new: tuple[bool, float], old: tuple[bool, float], account: Account, count: int,
+    final_first: bool, new: tuple[bool, int, int], old: tuple[bool, int, int], account: Account, count: int,
     lendable: float,
 ) -> bool:
     """Whether a candidate of ``count`` instances of ``account`` passes the first strategy
@@ -267,24 +331,25 @@ def _set_aside(victim: Job, share: ShareState, aside: dict[int, list[Job]], orde
 
 
 def fair_victims(
-    job: Job, final_first: bool, initial_second: bool, lendable: float
+    job: Job, final_first: bool, initial_second: bool, lendable: float, exclude_at: float
 ) -> list[tuple[Job, int]] | None:
     """Section 8's preemption for a job that does not fit: the victims and each one's cause, or
     None when no choice makes it fit (then nobody is preempted). ``final_first``: the first
     strategy is LessThanOrEqualToFinalShare (else LessThanInitialShare); ``initial_second``: the list
     has LessThanInitialShare second. (Bools: the compiled engine would look the enum members up
-    on every search.)"""
+    on every search.) ``exclude_at``: the current instant when some jobs were preempted twice at
+    it (the loop rule leaves them out), else nan."""
     account = job.account
     own = account.share
     n = job.count
     within_quota = account.usage + n <= account.quota
     pools: list[_Candidates] = []
     if own.preempts_in_share:
-        pools.append(_own_candidates(job, account))
+        pools.append(_own_candidates(job, account, exclude_at))
     if own.may_reclaim:
         for other in account.pool.accounts:
             if other.share is not own and other.running and borrowed_gpus(other.share) > 0:
-                pools.append(_reclaim_candidates(job, other))
+                pools.append(_reclaim_candidates(job, other, exclude_at))
     if not pools:
         return None
 
@@ -338,7 +403,7 @@ def fair_victims(
             _set_aside(victim, target.share, aside, set_aside)
     if not _fits(account, n) and initial_second:
         # LessThanInitialShare over the set-aside candidates: at most one per share.
-        second = [_Candidates(share, job, None, 0, aside[share.index]) for share in set_aside]
+        second = [_Candidates(share, job, None, 0, aside[share.index], exclude_at) for share in set_aside]
         while not _fits(account, n):
             target = _target(second, own, lendable)
             if target is None:

@@ -176,7 +176,7 @@ class Group:
         # version that value was computed at.
         self.end = 0
         self.asleep_at = -1
-        self.value: tuple[bool, float] = (False, 0.0)
+        self.value: tuple[bool, int, int] = (False, 0, 1)
         self.valued_at = -1
         self.since = 0.0  # when its waiting time was last added up
         self.waited = 0.0  # job-seconds waited for ``reason`` not yet added to its share's totals

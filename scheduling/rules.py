@@ -8,6 +8,7 @@ wait) are these functions. Each **(choice)** of SEMANTICS.md lives in exactly on
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Final
 
 from mypy_extensions import i64
@@ -123,52 +124,89 @@ def capacity_victim_key(borrowing: bool, priority: int, start: float, rank: int)
 # --- section 8: fair sharing ------------------------------------------------------------------------
 
 
-def share_value(borrowed_gpus: float, lendable_gpus: float, weight: float) -> tuple[bool, float]:
-    """Kueue's dominant resource share, as a pair that compares like the value: 0 when nothing
-    is borrowed or nothing is lendable, 1000 x B / L / weight, and for weight 0 infinity (two
-    infinite values compare by 1000 x B / L: the pair's first item says infinite)."""
-    if borrowed_gpus <= 0 or lendable_gpus <= 0:
-        return (False, 0.0)
-    if weight == 0:
-        return (True, 1000.0 * (borrowed_gpus / lendable_gpus))
-    # One division, of B by L x weight (exact for whole GPUs and weights): a correctly rounded
-    # quotient, so values that are equal as fractions are equal floats and tie as they should.
-    return (False, 1000.0 * (borrowed_gpus / (lendable_gpus * weight)))
+# A share value, exactly: (infinite, numerator, denominator) with a positive denominator. Within
+# one instant every value has the same positive factor 1000 / (L x the GPUs' common denominator),
+# which is left out, so values compare by integer cross-multiplication: 1000 x 1 / 18 / 1 and
+# 1000 x 3 / 18 / 3 are equal, where two float quotients (of weights such as 0.1 and 0.3) need not be.
+ZERO_VALUE: Final = (False, 0, 1)
 
 
-def value_below(a: tuple[bool, float], b: tuple[bool, float]) -> bool:
-    """a < b for two share values, as tuples compare (written out: the compiled engine then
-    compares two native fields instead of two Python tuples)."""
+def exact_number(number: float) -> tuple[int, int]:
+    """A policy's number (a fair weight, GPUs per instance) as the fraction its decimal text says
+    (0.1 is 1/10, not the binary float nearest to it): its numerator and denominator."""
+    fraction = Fraction(repr(float(number)))
+    return fraction.numerator, fraction.denominator
+
+
+def share_value(
+    borrowed_units: int, lendable_gpus: float, weight_num: int, weight_den: int
+) -> tuple[bool, int, int]:
+    """Kueue's dominant resource share, exactly, as a triple that ``value_below`` compares like the
+    value: 0 when nothing is borrowed or nothing is lendable, 1000 x B / L / weight, and for weight 0
+    infinity (two infinite values compare by 1000 x B / L: the first item says infinite).
+    ``borrowed_units``: B in units of the GPUs' common denominator (``fair.count_gpus_exactly``);
+    the weight as the fraction weight_num / weight_den."""
+    if borrowed_units <= 0 or lendable_gpus <= 0:
+        return ZERO_VALUE
+    if weight_num == 0:
+        return (True, borrowed_units, 1)
+    return (False, borrowed_units * weight_den, weight_num)
+
+
+def value_below(a: tuple[bool, int, int], b: tuple[bool, int, int]) -> bool:
+    """a < b for two share values: infinite above finite, else by cross-multiplication (written
+    out: the compiled engine then compares native fields instead of two Python tuples)."""
     if a[0] != b[0]:
         return b[0]
-    return a[1] < b[1]
+    return a[1] * b[2] < b[1] * a[2]
 
 
-def value_equal(a: tuple[bool, float], b: tuple[bool, float]) -> bool:
-    """a == b for two share values (field by field, as ``value_below``)."""
-    return a[0] == b[0] and a[1] == b[1]
+def value_equal(a: tuple[bool, int, int], b: tuple[bool, int, int]) -> bool:
+    """a == b for two share values, as fractions (as ``value_below``)."""
+    return a[0] == b[0] and a[1] * b[2] == b[1] * a[2]
 
 
-def final_share_passes(new: tuple[bool, float], after: tuple[bool, float]) -> bool:
+def final_share_passes(new: tuple[bool, int, int], after: tuple[bool, int, int]) -> bool:
     """LessThanOrEqualToFinalShare: the preemptor's share, with the job, is at most the target's
     share without the victim."""
     return not value_below(after, new)
 
 
-def initial_share_passes(new: tuple[bool, float], old: tuple[bool, float]) -> bool:
+def initial_share_passes(new: tuple[bool, int, int], old: tuple[bool, int, int]) -> bool:
     """LessThanInitialShare: the preemptor's share, with the job, is below the target's share as
     it is now."""
     return value_below(new, old)
 
 
 def fair_round_before(
-    value: tuple[bool, float], queue: int, other_value: tuple[bool, float], other_queue: int
+    value: tuple[bool, int, int], queue: int, other_value: tuple[bool, int, int], other_queue: int
 ) -> bool:
     """A fair-sharing round's order: the value the job's share would have with it admitted, then
     the queue order (priority, submit time, job_id)."""
     if value_below(value, other_value):
         return True
     return value_equal(value, other_value) and queue < other_queue
+
+
+def target_tie_before(own: bool, key: tuple, other_own: bool, other_key: tuple) -> bool:
+    """Section 8's target on equal values: the share whose next candidate comes first in section
+    4's whole victim order, other shares' jobs before the preemptor's own share's, then
+    ``victim_key`` (Kueue's CandidatesOrdering, used by TargetClusterQueueOrdering on equal DRS).
+    ``own``: the candidate is of the preemptor's share; ``key``: its ``victim_key``."""
+    if own != other_own:
+        return other_own
+    return key < other_key
+
+
+# Section 8's preemption loops **(choice)**: within one instant, a job already preempted this
+# often at that instant is no candidate victim again there.
+PREEMPTIONS_BEFORE_LEFT_OUT: Final = 2
+
+
+def left_out_for_loop(preempted_at: float, preempted_here: int, now: float) -> bool:
+    """Whether a running job is left out of the victim searches at ``now`` (it was preempted
+    ``preempted_here`` times at the instant ``preempted_at``)."""
+    return preempted_at == now and preempted_here >= PREEMPTIONS_BEFORE_LEFT_OUT
 
 
 # --- sections 4 and 6: why a job waits, and when it never runs ------------------------------------

@@ -14,7 +14,7 @@ from typing import Final
 from scheduling.indexes import Group, Running
 from scheduling.model import Cause, InSharePreemption, Reclaim, Share, WaitReason
 from scheduling.result import State
-from scheduling.rules import POOL_FULL, headroom, lendable
+from scheduling.rules import POOL_FULL, exact_number, headroom, lendable
 
 # Job states as module constants: the compiled engine reads these as native ints instead of
 # looking up enum members on every use.
@@ -35,7 +35,7 @@ class ShareState:
         "index", "lends", "borrows", "preempts_in_share", "preempts_equal_too", "may_reclaim",
         "reclaims_any", "accounts", "queue", "refused", "reason", "since", "waited",
         "cross_share_preemptions", "in_share_preemptions", "fair_sharing_preemptions", "capacity_preemptions",
-        "fair_weight", "reopened_at", "usage_changed_at", "passing_reopened_at",
+        "fair_weight", "weight_num", "weight_den", "reopened_at", "usage_changed_at", "passing_reopened_at",
     )  # fmt: skip
 
     def __init__(self, index: int, share: Share) -> None:
@@ -58,6 +58,8 @@ class ShareState:
         self.fair_sharing_preemptions = 0
         self.capacity_preemptions = 0
         self.fair_weight = float(share.fair_weight)
+        # The weight as an exact fraction: share values compare exactly (rules.share_value).
+        self.weight_num, self.weight_den = exact_number(share.fair_weight)
         # Fair sharing: the version of the last change that could turn a refusal of its jobs
         # into an admission (see _Replay._change_usage).
         self.reopened_at = 0
@@ -70,11 +72,13 @@ class TypePool:
 
     __slots__ = (
         "index", "gpus", "capacity", "unassigned", "used", "borrowed", "lendable", "accounts", "released",
+        "gpu_units",
     )  # fmt: skip
 
     def __init__(self, index: int, gpus: float, capacity: int, unassigned: int) -> None:
         self.index = index
         self.gpus = gpus  # per instance: share values (section 8) are counted in GPUs
+        self.gpu_units = 0  # the same in units of all types' common denominator (fair.count_gpus_exactly)
         self.capacity = capacity
         self.unassigned = unassigned
         self.used = 0

@@ -42,6 +42,7 @@ class FrontRow:
             "share_p95_wait_seconds": dict(point.share_p95_wait_seconds),
             "on_front": self.assessment.on_front,
             "violations": list(self.assessment.violations),
+            "preemption_loops": point.preemption_loops,
         }
 
 
@@ -94,6 +95,8 @@ def _hover(row: FrontRow) -> str:
         + (f" (${row.rerun_cost_usd:,.0f})" if row.rerun_cost_usd is not None else ""),
     ]
     lines += [f"breaks: {v}" for v in row.assessment.violations]
+    if point.loops:
+        lines.append(f"preemptions loop ({point.preemption_loops:,} jobs left out)")
     return "<br>".join(lines)
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
+from planner.reports.loops import loop_warnings
 from planner.studies.jobs import NoJobIndex, job_finder
 from planner.studies.models import RunStatus, Study
 from planner.web.access import reader_required
@@ -72,6 +73,7 @@ def job_finder_page(request: HttpRequest, pk: int) -> HttpResponse:
     query = request.GET.get("q", "").strip()[:200]
     share = request.GET.get("share", "")
     context: dict[str, Any] = {"study": study, "runs": runs, "run": run, "q": query, "share": share}
+    context["loop_warnings"] = loop_warnings([(run.policy_name, run.summary)] if run is not None else [])
     status = 200
     if run is not None:
         try:

@@ -35,6 +35,7 @@ from planner.reports.finance import (
     default_period,
     finance_report,
 )
+from planner.reports.loops import loop_warnings
 from planner.reports.window import window_note
 from planner.studies.attempts import silence_note
 from planner.studies.models import Run, RunStatus, Study
@@ -150,6 +151,7 @@ def study_detail(request: HttpRequest, pk: int) -> HttpResponse:
     if finished:
         columns = run_columns(study, first_screen_runs(study), request.user)
         context.update(_comparison_context(request, study, columns, context["failed"]))
+        context["loop_warnings"] = loop_warnings((c.name, c.metrics.get("summary")) for c in columns)
     return render(request, "reports/study.html", context)
 
 

@@ -12,6 +12,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
 from planner.reports import figures
+from planner.reports.loops import loop_warnings
 from planner.studies.models import RunStatus, Study
 from planner.studies.timeline import NoTimeline, run_job_timeline
 from planner.web.access import reader_required
@@ -26,6 +27,7 @@ def job_wait(request: HttpRequest, pk: int) -> HttpResponse:
     job_id = request.GET.get("job_id", "").strip()
     run = next((r for r in runs if str(r.pk) == run_id), runs[0] if runs else None)
     context: dict[str, Any] = {"study": study, "runs": runs, "run": run, "job_id": job_id}
+    context["loop_warnings"] = loop_warnings([(run.policy_name, run.summary)] if run is not None else [])
     status = 200
     if run is not None and job_id:
         try:

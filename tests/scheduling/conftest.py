@@ -105,6 +105,14 @@ class Outcome:
         return self.raw["ignored_priority_updates"]
 
     @property
+    def preemption_loops(self) -> dict[str, Any]:
+        """Section 8's loop findings: RESULT.json's summary.preemption_loops (the reference returns it
+        beside its jobs)."""
+        if "summary" in self.raw:
+            return self.raw["summary"]["preemption_loops"]
+        return self.raw["preemption_loops"]
+
+    @property
     def events(self) -> list[tuple]:
         """(time, job_id, event, cause, by) in the order they happened."""
         return [(e["time"], e["job_id"], e["event"], e["cause"], e["by"]) for e in self.raw["events"]]

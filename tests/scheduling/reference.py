@@ -3,7 +3,8 @@ the engine.
 
 Slow on purpose: one loop over time instants, every round re-sorts every pending job and every
 check recomputes usage (and capacity and quotas, from the calendar of changes) from scratch. Share
-values are exact fractions. Each rule is one function named after it.
+values are exact fractions (weights and GPUs as their decimal text says: 0.1 is 1/10). Each rule is
+one function named after it.
 """
 
 from __future__ import annotations
@@ -22,9 +23,8 @@ INF = math.inf
 
 
 class NeverSettles(AssertionError):
-    """The pass at one instant admits for ever: with fair sharing, jobs can take each other's
-    place by turns, each step allowed by the share values (SEMANTICS.md section 8 gives such a
-    cycle no end)."""
+    """The pass at one instant admits for ever. Section 8's loop rule (a job preempted twice at an
+    instant is no candidate there again) makes every pass end, so this is a bug of the model."""
 
 
 @dataclass
@@ -50,6 +50,8 @@ class Job:
     lost: float = 0.0
     queued: float = 0.0
     reason: str | None = None
+    preempted_at: float | None = None  # the instant of its last preemption
+    preempted_here: int = 0  # its preemptions at that instant
 
     @property
     def holds_capacity(self) -> bool:
@@ -68,6 +70,7 @@ class ReferenceReplay:
         ]
         self.events: list[dict[str, Any]] = []
         self.ignored_updates = 0
+        self.loop_findings: list[dict[str, Any]] = []  # section 8's preemption loops, in order
         self.now = -INF  # the instant being replayed: capacity and quotas are those in force then
 
     def _job(self, trace: Trace, i: int) -> Job:
@@ -271,6 +274,10 @@ class ReferenceReplay:
         victim.lost += progress - saved
         victim.saved = saved
         victim.preemptions += 1
+        if victim.preempted_at == now:
+            victim.preempted_here += 1
+        else:
+            victim.preempted_at, victim.preempted_here = now, 1
         self.event(now, victim, "preempt", cause, by)
         if victim.retries is not None and victim.preemptions > victim.retries:
             victim.state, victim.end = "FAILED", now
@@ -326,7 +333,8 @@ class ReferenceReplay:
 
     def scheduling_pass(self, now: float) -> None:
         # Each round admits a job or ends the pass; the scenarios this model checks hold a few dozen
-        # jobs, so thousands of admissions at one instant can only be a cycle (NeverSettles).
+        # jobs and the loop rule bounds the preemptions at an instant, so thousands of admissions at
+        # one instant can only be a bug (NeverSettles).
         for _ in range(5_000):
             if not self.run_round(now):
                 return
@@ -347,12 +355,20 @@ class ReferenceReplay:
                 for name, s in self.shares.items()
                 if s.strategy is not Strategy.RESERVE
             )
-            total += Fraction(self.policy.instance_types[t].gpus) * (self.unassigned(t) + lent)
+            total += self.gpus_of(t) * (self.unassigned(t) + lent)
         return total
+
+    @staticmethod
+    def exact(number: float) -> Fraction:
+        """A number of the policy as the fraction its decimal text says (0.1 is 1/10)."""
+        return Fraction(str(number))
+
+    def gpus_of(self, t: str) -> Fraction:
+        return self.exact(self.policy.instance_types[t].gpus)
 
     def borrowed_gpus(self, share: str, holding: list[Job]) -> Fraction:
         """B_s: GPUs the share holds above its quota, summed over types (a request is a job in holding)."""
-        gpus = {t: Fraction(self.policy.instance_types[t].gpus) for t in self.types()}
+        gpus = {t: self.gpus_of(t) for t in self.types()}
         return sum((gpus[t] * self.borrowed(share, t, holding) for t in self.types()), Fraction(0))
 
     def share_value(self, share: str, holding: list[Job]) -> tuple[int, Fraction]:
@@ -365,7 +381,7 @@ class ReferenceReplay:
         weight = self.shares[share].fair_weight
         if weight == 0:
             return (1, ratio)
-        return (0, ratio / Fraction(weight))
+        return (0, ratio / self.exact(weight))
 
     def fair_admission_key(self, job: Job) -> tuple:
         """The round's next candidate: its share's value were it admitted, then priority, submit, job_id."""
@@ -378,7 +394,8 @@ class ReferenceReplay:
 
     def fair_candidates(self, job: Job) -> dict[str, list[Job]]:
         """Per share, in section 4's victim order: the job's own share's jobs that in-share preemption
-        allows, and other borrowing shares' jobs that its reclaim allows; only of the job's type."""
+        allows, and other borrowing shares' jobs that its reclaim allows; only of the job's type; less
+        those left out by the loop rule (``left_out_for_loop``), each noted the first time."""
         holding = self.holding()
         out: dict[str, list[Job]] = {}
         for v in holding:
@@ -388,9 +405,31 @@ class ReferenceReplay:
                 allowed = self.in_share_preemption_allows(job, v)
             else:
                 allowed = self.borrowed_gpus(v.share, holding) > 0 and self.fair_reclaim_allows(job, v)
-            if allowed:
+            if allowed and self.left_out_for_loop(v):
+                self.note_loop(v, job)
+            elif allowed:
                 out.setdefault(v.share, []).append(v)
         return {share: self.victim_order(job, jobs) for share, jobs in out.items()}
+
+    def left_out_for_loop(self, v: Job) -> bool:
+        """Section 8's preemption loops: a job already preempted twice at this instant is not a
+        candidate victim again at this instant."""
+        return v.preempted_at == self.now and v.preempted_here >= 2
+
+    def note_loop(self, v: Job, preemptor: Job) -> None:
+        """A finding the first time at an instant that a search leaves ``v`` out (one per job and instant)."""
+        if any(f["time"] == self.now and f["job_id"] == v.job_id for f in self.loop_findings):
+            return
+        self.loop_findings.append({"time": self.now, "job_id": v.job_id, "share": v.share,
+                                   "preemptor_id": preemptor.job_id, "preemptor_share": preemptor.share})
+
+    def preemption_loops(self) -> dict[str, Any]:
+        """RESULT.json's summary.preemption_loops: {count, instants, first: up to 100 findings}."""
+        return {
+            "count": len(self.loop_findings),
+            "instants": len({f["time"] for f in self.loop_findings}),
+            "first": self.loop_findings[:100],
+        }
 
     def victim_key(self, v: Job) -> tuple:
         """Section 4's victim order without the share: lowest priority, most recently started, job_id desc."""
@@ -422,12 +461,13 @@ class ReferenceReplay:
             return self.fits(job, remaining())
 
         def target(pool: dict[str, list[Job]]) -> str | None:
-            """The share with the highest value (ties: its next candidate first in victim order); other
-            shares whose value is 0 are out."""
+            """The share with the highest value; ties: its next candidate first in section 4's whole
+            victim order (other shares' jobs before the job's own share's, then lowest priority, most
+            recently started, job_id descending); other shares whose value is 0 are out."""
             live = [y for y, jobs in pool.items() if jobs and (y == own or value(y) > (0, 0))]
             if not live:
                 return None
-            return min(live, key=lambda y: (_negated(value(y)), self.victim_key(pool[y][0])))
+            return min(live, key=lambda y: (_negated(value(y)), y == own, self.victim_key(pool[y][0])))
 
         set_aside: dict[str, list[Job]] = {}
         pool = {share: list(jobs) for share, jobs in candidates.items()}
@@ -606,6 +646,7 @@ class ReferenceReplay:
             "jobs": [self.job_record(j) for j in self.jobs],
             "events": self.events,
             "ignored_priority_updates": self.ignored_updates,
+            "preemption_loops": self.preemption_loops(),
         }
 
     def event(self, now: float, job: Job, kind: str, cause: str | None = None, by: str | None = None) -> None:
@@ -628,7 +669,8 @@ class ReferenceReplay:
 
 
 def reference_replay(policy: Policy, trace: Trace) -> dict[str, Any]:
-    """Replay ``trace`` under ``policy``: {"jobs": [...], "events": [...], "ignored_priority_updates": n}."""
+    """Replay ``trace`` under ``policy``: {"jobs": [...], "events": [...], "ignored_priority_updates": n,
+    "preemption_loops": {count, instants, first}}."""
     return ReferenceReplay(policy, trace).run()
 
 

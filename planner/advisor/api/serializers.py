@@ -77,6 +77,10 @@ class SweepPointSerializer(serializers.Serializer):
     share_p95_wait_seconds = serializers.DictField(child=serializers.FloatField())
     on_front = serializers.BooleanField()
     violations = serializers.ListField(child=serializers.CharField(), help_text="constraints it breaks")
+    preemption_loops = serializers.IntegerField(
+        help_text="jobs its replay left out for section 8's loop rule (0: its preemptions do not loop; "
+        "else Kueue would keep evicting and re-admitting those workloads, issue #14543)"
+    )
 
 
 class SweepDetailSerializer(SweepSerializer):

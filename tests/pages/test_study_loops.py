@@ -1,0 +1,61 @@
+"""A run whose fair-sharing preemptions loop (SEMANTICS.md section 8), in a real browser: the study page
+shows it as a warning naming the instant, the shares and the jobs, in section 8's words, and the run's why
+page says the same; the run that does not loop has no warning. Screenshots go to tests/pages/screenshots/."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner.capacity.models import InstanceType, Policy, Pool
+from planner.studies.launch import launch_study
+from planner.studies.tasks import replay_run
+from planner.traces.models import Trace
+from scheduling.synthetic import demo_policy_dict, demo_pool_gpus, generate
+from tests.pages.conftest import look_at
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+WORDS = "Kueue would keep evicting and re-admitting these workloads (issue #14543)"
+
+
+@pytest.fixture
+def study(roles, settings, tmp_path):
+    # The four-team demo under strict FIFO with fair sharing: weights 1, 2, 4 and 0.5 loop at 145,098.6 s.
+    settings.MEDIA_ROOT = tmp_path / "media"
+    columns = generate(2000, seed=1)
+    base = demo_policy_dict(demo_pool_gpus(columns))
+    for type_name, spec in base["instance_types"].items():
+        InstanceType.objects.get_or_create(name=type_name, defaults=spec)
+    pool = Pool.objects.create(name="loop-pool")
+    pool.set_capacity(base["capacity"])
+    policies = []
+    for name, weights in (("equal", [1, 1, 1, 1]), ("weighted", [1, 2, 4, 0.5])):
+        spec = {**base, "fair_sharing": {}, "queueing": "strict_fifo"}
+        shares = zip(base["shares"], weights, strict=True)
+        spec["shares"] = [{**share, "fair_weight": w} for share, w in shares]
+        policies.append(Policy.create_from_dict(spec, pool=pool, name=f"loop-{name}"))
+    study = launch_study(name="loops", trace=Trace.store(columns, name="loop-trace"), policies=policies,
+                         enqueue=False)
+    for run in study.runs.all():
+        replay_run.apply(args=(run.pk,))
+    return study
+
+
+def test_the_study_page_warns_of_the_loop_and_the_why_page_of_that_run(page_as, study):
+    page = page_as("viewer")
+    page.goto(f"/studies/{study.pk}/")
+    warnings = page.locator(".reports-loops [role=alert]")
+    assert warnings.count() == 1
+    text = warnings.first.inner_text()
+    assert text.startswith("loop-weighted: at t = 145,098.6 s jobs of prod-training and research")
+    assert WORDS in text
+    first = study.runs.get(policy_name="loop-weighted").summary["preemption_loops"]["first"][0]
+    assert first["job_id"] in text
+    assert page.locator("[data-loop-policy=loop-equal]").count() == 0
+    look_at(page, "study-loop-warning", full_page=False)
+    weighted = study.runs.get(policy_name="loop-weighted")
+    page.goto(f"/studies/{study.pk}/why/?run={weighted.pk}")
+    assert WORDS in page.locator(".reports-loops").inner_text()
+    equal = study.runs.get(policy_name="loop-equal")
+    page.goto(f"/studies/{study.pk}/why/?run={equal.pk}")
+    assert page.locator(".reports-loops").count() == 0
