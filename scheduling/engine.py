@@ -1060,8 +1060,8 @@ class _Replay:
         best_rank = NO_LIMIT
         for account in self._flavors_of(job):
             job.account = account  # (the searches read the job's account)
-            level = 0 if account.usage + n <= account.quota else 1
             victims: list[tuple[Job, int]] = []
+            freed = 0  # of its own share's usage of the type, by its victims
             if n <= account.headroom():
                 mode = FIT
             else:
@@ -1073,7 +1073,10 @@ class _Replay:
                 for victim, _ in victims:
                     if victim.account.share is share:
                         mode = PREEMPT
-                        break
+                        freed += victim.count
+            # Its borrowing level: whether its share's usage stays within quota once it is
+            # admitted, its victims gone (Kueue's borrowing after the preemption simulation).
+            level = 0 if account.usage - freed + n <= account.quota else 1
             go_on = (mode != FIT and share.try_next_on_preempt) or (level > 0 and share.try_next_on_borrow)
             if not go_on:
                 chosen, chosen_victims = account, victims
