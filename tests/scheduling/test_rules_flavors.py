@@ -387,7 +387,7 @@ def test_strict_fifo_head_with_several_types(run):
         ({"flavor_order": ["h100", "h100"]}, "shares[0].flavor_order[1]", "listed twice"),
         ({"flavor_order": "h100"}, "shares[0].flavor_order", "must be a list"),
         ({"flavor_fungibility": {"when_can_borrow": "Borrow"}},
-         "shares[0].flavor_fungibility.when_can_borrow", "'Borrow' is not one of MayStopSearch, TryNextFlavor"),
+         "shares[0].flavor_fungibility.when_can_borrow", "is not one of MayStopSearch, TryNextFlavor"),
         ({"flavor_fungibility": {"when_can_preempt": 1}}, "shares[0].flavor_fungibility.when_can_preempt",
          "is not one of"),
         ({"flavor_fungibility": {"preference": "PreemptionOverBorrowing"}},
