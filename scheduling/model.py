@@ -523,7 +523,15 @@ def _parse_flavor_order(
         if name in order:
             raise InputError(f"share {share!r}: {name!r} is listed twice", field=f"{where}[{i}]")
         order.append(name)
-    return tuple(order)
+    return canonical_flavor_order(order, list(instance_types))
+
+
+def canonical_flavor_order(listed: list[str], type_order: list[str]) -> tuple[str, ...] | None:
+    """A flavor order as it is kept: every type, the listed ones first (**choice**: the others after,
+    in the policy's order), or None when that is the policy's order (the default): so that two orders
+    that scan alike compare equal, and an import reads back what an export wrote."""
+    full = list(listed) + [t for t in type_order if t not in listed]
+    return None if full == type_order else tuple(full)
 
 
 def _parse_fungibility(raw: Any, where: str, share: str) -> FlavorFungibility:

@@ -1,0 +1,97 @@
+"""Section 12 in the Kueue importers and the export: a live configuration whose ClusterQueues list several
+flavors (reserved, then on-demand, then spot) with flavorFungibility, v1beta1 and v1beta2 spellings, and
+the errors that name the object and field. (import(export(p)) == p is drawn in test_export_round_trips.)"""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from scheduling.errors import InputError
+from scheduling.export import from_kueue_yaml, to_kueue_yaml
+from scheduling.export.configuration import read_configuration_files
+from scheduling.model import Policy
+
+
+def flavor(name: str, gpus: int = 8) -> dict:
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+            "metadata": {"name": name, "annotations": {"planner/gpus-per-instance": str(gpus)}},
+            "spec": {"nodeLabels": {"pool": name}}}  # fmt: skip
+
+
+def cluster_queue(name: str, flavors: list[tuple[str, int]], fungibility: dict | None = None) -> dict:
+    spec = {
+        "cohortName": "gpus",
+        "resourceGroups": [{"coveredResources": ["nvidia.com/gpu"], "flavors": [
+            {"name": f, "resources": [{"name": "nvidia.com/gpu", "nominalQuota": q}]} for f, q in flavors
+        ]}],
+    }  # fmt: skip
+    if fungibility is not None:
+        spec["flavorFungibility"] = fungibility
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": name},
+            "spec": spec}  # fmt: skip
+
+
+def live(*objects) -> dict:
+    listed = {"apiVersion": "v1", "kind": "List", "items": list(objects)}
+    return read_configuration_files("kueue", [("cluster.yaml", yaml.safe_dump(listed))])
+
+
+def test_a_live_configuration_with_several_flavors_and_fungibility():
+    data = live(
+        flavor("reserved"), flavor("on-demand"), flavor("spot"),
+        cluster_queue("team-a", [("reserved", 16), ("on-demand", 8), ("spot", 0)],
+                      {"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "MayStopSearch"}),
+        cluster_queue("team-b", [("spot", 8), ("reserved", 8)],
+                      {"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor",
+                       "preference": "PreemptionOverBorrowing"}),
+        cluster_queue("team-c", [("reserved", 8), ("on-demand", 8), ("spot", 8)]),
+    )  # fmt: skip
+    policy = Policy.from_dict(data)
+    shares = {s["name"]: s for s in data["shares"]}
+    # team-a lists the types in the policy's order: no flavor_order to keep
+    assert "flavor_order" not in shares["team-a"]
+    assert shares["team-a"]["flavor_fungibility"] == {
+        "when_can_borrow": "TryNextFlavor", "when_can_preempt": "MayStopSearch"}  # fmt: skip
+    # team-b lists spot first; on-demand, which it does not list, comes last (it cannot borrow it)
+    assert policy.types_in_order("team-b") == ["spot", "reserved", "on-demand"]
+    assert shares["team-b"]["borrowing_limit"]["on-demand"] == 0
+    assert policy.share("team-b").flavor_fungibility.preference.value == "PreemptionOverBorrowing"
+    assert "flavor_fungibility" not in shares["team-c"]  # Kueue's defaults
+    assert "not modelled" not in data["description"].replace("borrowWithinCohort", "")
+    # and the export writes it back: the same policy again
+    assert Policy.from_dict(from_kueue_yaml(to_kueue_yaml(policy))) == policy
+
+
+def test_v1beta1_borrow_and_preempt_mean_may_stop_search():
+    data = live(
+        flavor("reserved"), flavor("spot"),
+        cluster_queue("team-a", [("reserved", 8), ("spot", 8)],
+                      {"whenCanBorrow": "Borrow", "whenCanPreempt": "Preempt"}),
+    )  # fmt: skip
+    assert data["shares"][0]["flavor_fungibility"] == {
+        "when_can_borrow": "MayStopSearch", "when_can_preempt": "MayStopSearch"}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("fungibility", "field", "words"),
+    [
+        ({"whenCanBorrow": "Sometimes"}, "flavorFungibility.whenCanBorrow", "'Sometimes' is not one of"),
+        ({"whenCanPreempt": 3}, "flavorFungibility.whenCanPreempt", "3 is not one of Preempt"),
+        ({"preference": "Cheapest"}, "flavorFungibility.preference", "'Cheapest' is not one of"),
+        ("TryNextFlavor", "flavorFungibility", "must be an object"),
+    ],
+)
+def test_a_bad_flavor_fungibility_names_the_cluster_queue_and_field(fungibility, field, words):
+    with pytest.raises(InputError) as caught:
+        live(flavor("reserved"), cluster_queue("team-a", [("reserved", 8)], fungibility))
+    assert caught.value.field.endswith(f"ClusterQueue/team-a.spec.{field}")
+    assert words in str(caught.value)
+
+
+def test_preemption_over_borrowing_without_both_try_next_flavor_is_refused():
+    with pytest.raises(InputError) as caught:
+        queue = cluster_queue("team-a", [("reserved", 8)], {"preference": "PreemptionOverBorrowing"})
+        live(flavor("reserved"), queue)
+    assert "flavor_fungibility.preference" in caught.value.field
+    assert "both TryNextFlavor" in str(caught.value)
