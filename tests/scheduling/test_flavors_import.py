@@ -95,3 +95,65 @@ def test_preemption_over_borrowing_without_both_try_next_flavor_is_refused():
         live(flavor("reserved"), queue)
     assert "flavor_fungibility.preference" in caught.value.field
     assert "both TryNextFlavor" in str(caught.value)
+
+
+# --- the Kueue workload history: every flavor a workload could use --------------------------------------
+
+
+def history_cluster_queue(name: str, flavors: list[str]) -> dict:
+    queue = cluster_queue(name, [(f, 8) for f in flavors])
+    queue["spec"]["resourceGroups"].insert(0, {"coveredResources": ["cpu"], "flavors": [
+        {"name": "cpu-only", "resources": [{"name": "cpu", "nominalQuota": 64}]}]})  # fmt: skip
+    return queue
+
+
+def test_a_workload_accepts_its_cluster_queues_flavors_that_cover_gpus_in_their_order():
+    from test_import_kueue_workloads import read, workload
+
+    items = [history_cluster_queue("team-a", ["h100", "a100", "l4"]), workload()]
+    items += [flavor("h100"), flavor("a100"), flavor("l4"), flavor("cpu-only")]
+    stats: dict = {}
+    trace = read(*items, stats=stats)
+    # admitted on a100; it could have used h100, a100 and l4 (not cpu-only: it covers no GPUs)
+    assert trace.type_names[trace.instance_type[0]] == "h100|a100|l4"
+    assert stats["notes"]["workloads_accepting_several_flavors"] == 1
+
+
+def test_a_node_selector_keeps_only_the_flavors_whose_labels_agree():
+    from test_import_kueue_workloads import read, workload
+
+    chosen = workload()
+    chosen["spec"]["podSets"][0]["template"]["spec"]["nodeSelector"] = {"pool": "a100", "zone": "x"}
+    trace = read(history_cluster_queue("team-a", ["h100", "a100"]), flavor("h100"), flavor("a100"), chosen)
+    # h100's label pool=h100 disagrees; zone is no flavor's label: left to the node scheduler
+    assert trace.type_names == ["a100"]
+
+
+def test_without_cluster_queues_a_workload_keeps_its_admitted_flavor():
+    from test_import_kueue_workloads import read, workload
+
+    assert read(workload()).type_names == ["a100"]
+
+
+def test_the_cluster_may_come_as_its_own_file():
+    import io
+    import json
+
+    from test_import_kueue_workloads import read, workload
+
+    cluster = {"apiVersion": "v1", "kind": "List",
+               "items": [history_cluster_queue("team-a", ["a100", "h100"]), flavor("a100"), flavor("h100")]}
+    trace = read(workload(), cluster=io.BytesIO(json.dumps(cluster).encode()))
+    assert trace.type_names == ["a100|h100"]
+    with pytest.raises(InputError) as caught:
+        read(workload(), cluster=io.BytesIO(json.dumps({"items": [workload()]}).encode()))
+    assert caught.value.field == "cluster.kind"
+
+
+def test_a_flavor_the_cluster_queue_no_longer_lists_is_kept_last():
+    from test_import_kueue_workloads import read, workload
+
+    stats: dict = {}
+    trace = read(history_cluster_queue("team-a", ["h100"]), flavor("h100"), workload(), stats=stats)
+    assert trace.type_names == ["h100|a100"]
+    assert stats["notes"]["admitted_on_a_flavor_its_cluster_queue_no_longer_lists"] == 1
