@@ -224,6 +224,7 @@ class _Replay:
         self.flavor_set_of = vec[i64](flavor_set.astype(np.int64))
         self.flavor_accounts: dict[int, list[Account]] = {}  # by set, made at its first job
         self.multi_groups: dict[tuple[int, int], Group] = {}  # by (set, count)
+        self.saw_candidates = False  # a flavor scan met preemption candidates on some type
 
         self.groups: list[Group] = []
         self.open_groups = 0  # groups whose head may be admissible (``Group.open``)
@@ -927,13 +928,13 @@ class _Replay:
         candidate, unless it was its own share's (its usage fell: it may now reclaim)."""
         if self.fair:
             return  # fair rounds look at every queue group (see _fair_round)
-        if self.flavored:
-            self._reopen_multi_groups(pool)
         for account in pool.accounts:
             # Its own share's usage fell: within quota now, it may reclaim from borrowers.
             may_reclaim_now = account.share is owner and account.share.may_reclaim
             room = -1  # the share's headroom, computed once if needed
-            for g in account.groups:
+            # (section 12: a group whose jobs accept this type and others was refused on every type;
+            # only this type's room and candidates changed, so the same terms hold for it)
+            for g in chain(account.groups, account.multi_groups) if self.flavored else account.groups:
                 if not g.jobs or (g.refused == Group.OPEN and not g.fit_only):
                     continue  # open already, with nothing assumed about it
                 knows_no_victims = g.refused == Group.NO_VICTIMS or (g.refused == Group.OPEN and g.fit_only)
@@ -972,13 +973,12 @@ class _Replay:
         if self.fair:
             return
         account = job.account
-        if self.flavored:
-            self._reopen_multi_groups(account.pool)
         share = account.share
         priority = job.priority
         if share.preempts_in_share:
             equal_too = share.preempts_equal_too
-            for g in account.groups:
+            # (section 12: the groups whose jobs accept this type and others, on the same terms)
+            for g in chain(account.groups, account.multi_groups) if self.flavored else account.groups:
                 if (
                     (g.refused or g.fit_only)
                     and g.jobs
@@ -996,7 +996,7 @@ class _Replay:
                     continue
                 reclaims_any = other.share.reclaims_any
                 room = other.quota - other.usage  # reclaim only within quota
-                for g in other.groups:
+                for g in chain(other.groups, other.multi_groups) if self.flavored else other.groups:
                     if (
                         (g.refused or g.fit_only)
                         and g.jobs
@@ -1058,6 +1058,7 @@ class _Replay:
         chosen: Account | None = None
         chosen_victims: list[tuple[Job, int]] = []
         best_rank = NO_LIMIT
+        self.saw_candidates = False
         for account in self._flavors_of(job):
             job.account = account  # (the searches read the job's account)
             victims: list[tuple[Job, int]] = []
@@ -1086,7 +1087,9 @@ class _Replay:
                 best_rank, chosen, chosen_victims = rank, account, victims
         job.account = waiting_on
         if chosen is None:
-            return REFUSED
+            # No candidate on any type: releases that cannot make one fit, or give it candidates,
+            # leave it refused (``_capacity_released``, per type).
+            return REFUSED if self.saw_candidates or self.fair else NO_VICTIMS
         for victim, cause in chosen_victims:
             self._preempt(victim, job, now, preempted, cause)
         self._leave_queue(job, now)
@@ -1106,6 +1109,7 @@ class _Replay:
         candidates = self._victim_candidates(job)
         if candidates is None:
             return None
+        self.saw_candidates = True
         victims = self.find_victims(job, candidates)
         if victims is None:
             return None
@@ -1113,8 +1117,7 @@ class _Replay:
         return [(victim, IN_SHARE if victim.account.share is share else CROSS_SHARE) for victim in victims]
 
     def _reopen_multi_groups(self, pool: TypePool) -> None:
-        """Section 12: any change in a pool may help a group that accepts its type (nothing is
-        assumed about such groups, unlike ``_capacity_released``'s)."""
+        """Section 12: a change of capacity or quotas may help any group that accepts the type."""
         for account in pool.accounts:
             for g in account.multi_groups:
                 if g.jobs:
