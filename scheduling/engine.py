@@ -1357,7 +1357,12 @@ class _Replay:
             g = Group(flavors[0], job.count, index=len(self.groups))
             g.flavors = flavors
             self.groups.append(g)
-            self.history.groups.add3(flavors[0].share.index, flavors[0].type, job.count)
+            # In the wait history its type is minus the mask of its types (scheduling.pending), so
+            # that it is told from the group of jobs of its first type alone.
+            mask = 0
+            for account in flavors:
+                mask |= 1 << account.type
+            self.history.groups.add3(flavors[0].share.index, -float(mask), job.count)
             for account in flavors:
                 account.multi_groups.append(g)
             self.multi_groups[key] = g
