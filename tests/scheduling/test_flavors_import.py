@@ -157,3 +157,30 @@ def test_a_flavor_the_cluster_queue_no_longer_lists_is_kept_last():
     trace = read(history_cluster_queue("team-a", ["h100"]), flavor("h100"), workload(), stats=stats)
     assert trace.type_names == ["h100|a100"]
     assert stats["notes"]["admitted_on_a_flavor_its_cluster_queue_no_longer_lists"] == 1
+
+
+# --- traces of several types elsewhere: summaries, fitting a trace to an imported policy --------------
+
+
+def test_a_job_of_several_types_counts_its_first_types_gpus_in_the_summary():
+    from conftest import make_trace, table
+
+    from scheduling.traces.summary import job_gpus
+
+    trace = make_trace(table("job_id submit_time share duration instance_type instance_count\n"
+                             " j1 0 A 10 a100|h100 2\n j2 0 A 10 h100 1"))  # fmt: skip
+    assert job_gpus(trace, {"h100": 8, "a100": 4}).tolist() == [8.0, 8.0]  # 2 x 4 (a100), 1 x 8
+
+
+def test_a_trace_of_lists_fits_a_policy_that_has_every_listed_type():
+    from conftest import make_trace, table
+
+    from scheduling.traces.policy_fit import check_trace_fits_policy
+
+    policy = Policy.from_dict({"instance_types": {"h100": {}, "a100": {}}, "capacity": {"h100": 1, "a100": 1},
+                               "shares": [{"name": "A"}]})  # fmt: skip
+    header = "job_id submit_time share duration instance_type\n"
+    check_trace_fits_policy(make_trace(table(header + " j1 0 A 10 a100|h100")), policy)
+    with pytest.raises(InputError) as caught:
+        check_trace_fits_policy(make_trace(table(header + " j1 0 A 10 a100|v100")), policy)
+    assert "'a100|v100' is not in" in str(caught.value)
