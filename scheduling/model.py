@@ -304,6 +304,11 @@ def _change_to_dict(change: Change) -> dict[str, Any]:
     return out
 
 
+def share_dict(share: Share) -> dict[str, Any]:
+    """A share as the policy JSON writes it (section 7; the optional keys only when set)."""
+    return _share_to_dict(share)
+
+
 def _share_to_dict(share: Share) -> dict[str, Any]:
     out: dict[str, Any] = {
         "name": share.name,
