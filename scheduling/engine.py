@@ -934,7 +934,7 @@ class _Replay:
             room = -1  # the share's headroom, computed once if needed
             # (section 12: a group whose jobs accept this type and others was refused on every type;
             # only this type's room and candidates changed, so the same terms hold for it)
-            for g in chain(account.groups, account.multi_groups) if self.flavored else account.groups:
+            for g in account.groups + account.multi_groups if self.flavored else account.groups:
                 if not g.jobs or (g.refused == Group.OPEN and not g.fit_only):
                     continue  # open already, with nothing assumed about it
                 knows_no_victims = g.refused == Group.NO_VICTIMS or (g.refused == Group.OPEN and g.fit_only)
@@ -978,7 +978,7 @@ class _Replay:
         if share.preempts_in_share:
             equal_too = share.preempts_equal_too
             # (section 12: the groups whose jobs accept this type and others, on the same terms)
-            for g in chain(account.groups, account.multi_groups) if self.flavored else account.groups:
+            for g in account.groups + account.multi_groups if self.flavored else account.groups:
                 if (
                     (g.refused or g.fit_only)
                     and g.jobs
@@ -996,7 +996,7 @@ class _Replay:
                     continue
                 reclaims_any = other.share.reclaims_any
                 room = other.quota - other.usage  # reclaim only within quota
-                for g in chain(other.groups, other.multi_groups) if self.flavored else other.groups:
+                for g in other.groups + other.multi_groups if self.flavored else other.groups:
                     if (
                         (g.refused or g.fit_only)
                         and g.jobs
