@@ -1425,6 +1425,8 @@ class _Replay:
 
     def _wait_reason(self, job: Job) -> int:
         account = job.account
+        if job.flavored:
+            account = self._group_of(job).account  # section 12 **(choice)**: its first type's reason
         return wait_reason(
             job.count,
             account.usage,

@@ -81,3 +81,21 @@ def test_a_job_of_several_types_that_never_ran_has_no_type(tmp_path):
     write_run_index(tmp_path / "run", trace, result.outcomes, type_names=list(policy.instance_types))
     assert JobFinder(tmp_path / "trace", tmp_path / "run").rows([0])[0].instance_type == ""
     assert State(int(result.outcomes.state[0])) is State.UNSCHEDULABLE  # 2 > 1 of either type
+
+
+def test_a_job_of_several_types_waits_for_its_first_types_reason():
+    # B's b0 holds the only h100 until 100 (A would borrow it: the pool is full); the a100 is C's
+    # RESERVE quota, idle (nothing lendable). The reason shown is its first type's (choice).
+    jobs = make_trace(table("""
+        job_id submit_time share duration instance_type
+        b0     0           B     100      h100
+        x1     10          A     10       h100|a100
+    """))
+    for order, reason in ((["h100", "a100"], "pool_full"), (["a100", "h100"], "nothing_lendable")):
+        policy = Policy.from_dict({**POLICY, "shares": [
+            {"name": "A", "capacity": {}, "flavor_order": order},
+            {"name": "B", "capacity": {"h100": 1}},
+            {"name": "C", "capacity": {"a100": 1}, "strategy": "RESERVE"}]})  # fmt: skip
+        result = replay(policy, jobs)
+        timeline = job_timeline(policy, jobs, result.outcomes, find_job(jobs, "x1"))
+        assert spans(timeline) == [(10, 100, "waiting", reason), (100, 110, "running", "succeeded")]
