@@ -35,7 +35,9 @@ DATA = ROOT.parent / "shared" / "data"
 SYNTHETIC = {"10k": 10_000, "100k": 100_000, "1m": 1_000_000}
 # The same synthetic traces with sections 8 and 9 on: fair sharing (both strategies), or a
 # training-plan calendar (see _with_training_plan).
-VARIANTS = ("100k-fair", "1m-fair", "100k-plan", "1m-plan")
+# And section 12: the pool split into two types that every job accepts ("flavors"), beside the same
+# trace on the one-type pool ("flat"): what the fallback scan costs.
+VARIANTS = ("100k-fair", "1m-fair", "100k-plan", "1m-plan", "100k-flavors", "1m-flavors")
 REAL = ("itp", "openb")
 
 
@@ -43,7 +45,7 @@ def load_case(case: str):
     from scheduling.model import Policy
 
     size, _, variant = case.partition("-")
-    if size in SYNTHETIC and variant in ("", "fair", "plan"):
+    if size in SYNTHETIC and variant in ("", "fair", "plan", "flavors"):
         from scheduling.synthetic import demo_policy_dict, demo_pool_gpus, generate
 
         trace = generate(SYNTHETIC[size], seed=1)
@@ -52,6 +54,8 @@ def load_case(case: str):
             policy["fair_sharing"] = {}
         elif variant == "plan":
             _with_training_plan(policy, trace)
+        elif variant == "flavors":
+            _with_two_flavors(policy, trace)
         return Policy.from_dict(policy), trace
     from scheduling.traces import read_trace
 
@@ -89,6 +93,23 @@ def _with_training_plan(policy: dict, trace) -> None:
             {"time": plan_to, "share": last["name"], "capacity": {type_name: halved}},
         ]
     policy["changes"] = changes
+
+
+def _with_two_flavors(policy: dict, trace) -> None:
+    """Section 12: the one-type pool split into gpu-a and gpu-b (each share's quota too), every job
+    accepting both; half the shares try gpu-b first."""
+    (name, capacity), = policy["capacity"].items()
+    spec = policy["instance_types"].pop(name)
+    halves = {"gpu-a": capacity - capacity // 2, "gpu-b": capacity // 2}
+    policy["instance_types"] = {t: dict(spec) for t in halves}
+    policy["capacity"] = halves
+    for i, share in enumerate(policy["shares"]):
+        quota = share["capacity"].get(name, 0)
+        share["capacity"] = {"gpu-a": quota - quota // 2, "gpu-b": quota // 2}
+        if i % 2:
+            share["flavor_order"] = ["gpu-b", "gpu-a"]
+    trace.type_names = ["gpu-a|gpu-b"]
+    trace.instance_type[:] = 0
 
 
 def _openb_policy(trace) -> dict:

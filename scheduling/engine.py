@@ -94,6 +94,12 @@ NO_VICTIMS: Final = 2  # there was no preemption candidate at all
 NO_ROOM: Final = 3  # fair sharing: it would not fit even were every candidate preempted
 NO_PASSING_ROOM: Final = 4  # nor were every candidate preempted that could pass a strategy
 
+# Section 12: a type's mode for a job that accepts several (better first), and what no type gave.
+FIT: Final = 0
+RECLAIM: Final = 1  # victims found, all in other shares
+PREEMPT: Final = 2  # victims found, some in the job's own share
+NO_FIT: Final = 3
+
 END_OF_TIME: Final[float] = math.inf
 
 # Preemption causes as the codes of the wait history's preemption records (0 and 1 as before:
@@ -245,7 +251,15 @@ class _Replay:
         self.outcome_queued = vec[float](np.zeros(n))
         self.outcome_preemptions = vec[float](np.zeros(n))
         self.outcome_lost = vec[float](np.zeros(n))
+        self.outcome_type = vec[float](bound.instance_type.astype(np.float64))  # the last run's type
         self.reason: dict[int, UnschedulableReason] = {}  # of UNSCHEDULABLE jobs
+        # Section 12: jobs that accept several types; each set's accounts in its share's order.
+        self.flavored = bound.has_flavor_lists
+        flavor_set = bound.flavor_set if self.flavored else np.zeros(0, np.int64)
+        self.flavor_set_of = vec[i64](flavor_set.astype(np.int64))
+        self.flavor_accounts: dict[int, list[Account]] = {}  # by set, made at its first job
+        self.multi_groups: dict[tuple[int, int], Group] = {}  # by (set, count)
+        self.saw_candidates = False  # a flavor scan met preemption candidates on some type
 
         self.groups: list[Group] = []
         self.open_groups = 0  # groups whose head may be admissible (``Group.open``)
@@ -553,6 +567,8 @@ class _Replay:
         )
         job.arrival = place
         job.queue_key = queue_key(job.priority, place, self.n_jobs)
+        if self.flavored and self.flavor_set_of[i] >= 0:
+            job.flavored = True
         self.jobs[i] = job
         self.by_arrival[place] = job
         return job
@@ -571,6 +587,7 @@ class _Replay:
         self.outcome_queued[i] = job.queued
         self.outcome_preemptions[i] = job.preemptions
         self.outcome_lost[i] = job.lost
+        self.outcome_type[i] = job.account.type
 
     def submit_job(self, job: Job, now: float) -> None:
         reason = self._unschedulable(job)
@@ -586,7 +603,29 @@ class _Replay:
         self._enqueue(job, now)
 
     def _unschedulable(self, job: Job) -> UnschedulableReason | None:
-        account = job.account
+        """Section 6 (and 9); section 12: only if every accepted type is, with the first one's reason."""
+        if job.flavored:
+            first: UnschedulableReason | None = None
+            for t, account in enumerate(self._flavors_of(job)):
+                reason = self._unschedulable_on(job, account)
+                if reason is None:
+                    return None
+                if t == 0:
+                    first = reason
+            return first
+        return self._unschedulable_on(job, job.account)
+
+    def _flavors_of(self, job: Job) -> list[Account]:
+        """The accounts of the types a job accepts, in its share's flavor order (section 12)."""
+        key = self.flavor_set_of[job.index]
+        accounts = self.flavor_accounts.get(key)
+        if accounts is None:  # (a set belongs to one share: the job's, whose first type it holds)
+            share = job.account.share
+            accounts = [share.accounts[t] for t in self.bound.flavor_sets[key]]
+            self.flavor_accounts[key] = accounts
+        return accounts
+
+    def _unschedulable_on(self, job: Job, account: Account) -> UnschedulableReason | None:
         if not self.changes:
             return unschedulable_reason(
                 job.count, account.pool.capacity, account.quota, account.borrow_limit, account.borrowable_ever
@@ -664,6 +703,7 @@ class _Replay:
                 for g in account.groups:
                     if g.jobs:
                         self._reopen(g)
+            self._reopen_multi_groups(pool)
         for share in self.shares:
             share.refused = False
         self._calendar_changed()
@@ -852,7 +892,11 @@ class _Replay:
                     continue  # (an asleep group's value is as it was when it was picked)
                 # Its value changes only with its share's usage and with the calendar.
                 if g.valued_at < g.account.share.usage_changed_at or g.valued_at < self.calendar_changed_at:
-                    g.value = value_with(g.account, g.count, lendable)
+                    g.value = (
+                        self._lowest_value(g.flavors, g.count, lendable)
+                        if g.flavors
+                        else value_with(g.account, g.count, lendable)
+                    )
                     g.valued_at = version
                 queue = g.jobs[g.ptr]
                 if best is None or fair_round_before(g.value, queue, best_value, best_queue):
@@ -908,10 +952,22 @@ class _Replay:
         self._requeue(preempted, now)
         return admitted
 
+    def _lowest_value(self, flavors: list[Account], count: int, lendable: float) -> tuple[bool, float]:
+        """Section 12 **(choice)**: a job that accepts several types takes its place in a fair round
+        by the lowest value its share would have with it admitted on one of them."""
+        best = value_with(flavors[0], count, lendable)
+        for account in flavors:
+            value = value_with(account, count, lendable)
+            if value_below(value, best):
+                best = value
+        return best
+
     def _refusal_holds(self, job: Job) -> bool:
         """Fair sharing: the job was refused before, and nothing since could change that (a try
         depends only on usage, running jobs, priorities and L: see _change_usage), or nothing
         could give it room (see _fair_room_changed). It would be refused again."""
+        if job.flavored:
+            return False  # (the bookkeeping below follows one account)
         refused_at = job.refused_at
         account = job.account
         if refused_at >= self.reopened_all_at and refused_at >= account.share.reopened_at:
@@ -946,7 +1002,10 @@ class _Replay:
             g.round = self.round_id
             g.ptr = 0
             account = g.account
-            g.needs_borrow = self._usage_at_round_start(account) + g.count > account.quota
+            if g.flavors:
+                g.needs_borrow = self._every_flavor_borrows(g.flavors, g.count, True)
+            else:
+                g.needs_borrow = self._usage_at_round_start(account) + g.count > account.quota
             g.refused = Group.OPEN
         elif g.refused:
             return  # refused behind the cursor in this round and not reopened since
@@ -958,6 +1017,15 @@ class _Replay:
         if g.ptr < len(g.jobs):
             heappush(self.borrowing if g.needs_borrow else self.within_quota, g.jobs[g.ptr])
             g.candidate = True
+
+    def _every_flavor_borrows(self, flavors: list[Account], count: int, at_round_start: bool) -> bool:
+        """Section 12 **(choice)**: a job that accepts several types needs to borrow, for the round's
+        order, only when it would on every one of them."""
+        for account in flavors:
+            usage = self._usage_at_round_start(account) if at_round_start else account.usage
+            if usage + count <= account.quota:
+                return False
+        return True
 
     def _strict_round(self, now: float) -> bool:
         """strict_fifo: the round's candidates are each share's first pending job as the round
@@ -972,7 +1040,11 @@ class _Replay:
                 head = share.queue[0]
                 job = self._job_of(head)
                 account = job.account
-                candidates.append((round_key(account.usage + job.count > account.quota, head), share))
+                if job.flavored:
+                    borrows = self._every_flavor_borrows(self._flavors_of(job), job.count, False)
+                else:
+                    borrows = account.usage + job.count > account.quota
+                candidates.append((round_key(borrows, head), share))
         candidates.sort(key=_first)
         preempted: list[Job] = []
         admitted = False
@@ -1006,7 +1078,9 @@ class _Replay:
             # Its own share's usage fell: within quota now, it may reclaim from borrowers.
             may_reclaim_now = account.share is owner and account.share.may_reclaim
             room = -1  # the share's headroom, computed once if needed
-            for g in account.groups:
+            # (section 12: a group whose jobs accept this type and others was refused on every type;
+            # only this type's room and candidates changed, so the same terms hold for it)
+            for g in account.groups + account.multi_groups if self.flavored else account.groups:
                 if not g.jobs or (g.refused == Group.OPEN and not g.fit_only):
                     continue  # open already, with nothing assumed about it
                 knows_no_victims = g.refused == Group.NO_VICTIMS or (g.refused == Group.OPEN and g.fit_only)
@@ -1049,7 +1123,8 @@ class _Replay:
         priority = job.priority
         if share.preempts_in_share:
             equal_too = share.preempts_equal_too
-            for g in account.groups:
+            # (section 12: the groups whose jobs accept this type and others, on the same terms)
+            for g in account.groups + account.multi_groups if self.flavored else account.groups:
                 if (
                     (g.refused or g.fit_only)
                     and g.jobs
@@ -1067,7 +1142,7 @@ class _Replay:
                     continue
                 reclaims_any = other.share.reclaims_any
                 room = other.quota - other.usage  # reclaim only within quota
-                for g in other.groups:
+                for g in other.groups + other.multi_groups if self.flavored else other.groups:
                     if (
                         (g.refused or g.fit_only)
                         and g.jobs
@@ -1080,6 +1155,8 @@ class _Replay:
     def try_admit(self, job: Job, now: float, preempted: list[Job], no_candidates: bool = False) -> int:
         """Fit, else preempt, else stay RUNNABLE (section 4, steps 1-3). ``no_candidates``: the
         caller knows there is no preemption candidate, so only the fit is tried."""
+        if job.flavored:
+            return self._try_admit_flavors(job, now, preempted)
         if job.count <= job.account.headroom():
             self._start(job, now)
             return ADMITTED
@@ -1119,6 +1196,83 @@ class _Replay:
             self._preempt(victim, job, now, preempted, cause)
         self._start(job, now)
         return ADMITTED
+
+    # --- section 12: several flavors per job, with fallback ---------------------------------
+
+    def _try_admit_flavors(self, job: Job, now: float, preempted: list[Job]) -> int:
+        """Kueue's flavor assigner: scan the job's types in its share's flavor order, each with its
+        mode and borrowing level; stop at the first the fungibility does not send past, else take
+        the best one seen; admit on it (preempting its victims) or, every type no_fit, refuse."""
+        waiting_on = job.account
+        share = waiting_on.share
+        n = job.count
+        chosen: Account | None = None
+        chosen_victims: list[tuple[Job, int]] = []
+        best_rank = NO_LIMIT
+        self.saw_candidates = False
+        for account in self._flavors_of(job):
+            job.account = account  # (the searches read the job's account)
+            victims: list[tuple[Job, int]] = []
+            freed = 0  # of its own share's usage of the type, by its victims
+            if n <= account.headroom():
+                mode = FIT
+            else:
+                found = self._victims_on(job)
+                if found is None:
+                    continue  # no_fit
+                victims = found
+                mode = RECLAIM
+                for victim, _ in victims:
+                    if victim.account.share is share:
+                        mode = PREEMPT
+                        freed += victim.count
+            # Its borrowing level: whether its share's usage stays within quota once it is
+            # admitted, its victims gone (Kueue's borrowing after the preemption simulation).
+            level = 0 if account.usage - freed + n <= account.quota else 1
+            go_on = (mode != FIT and share.try_next_on_preempt) or (level > 0 and share.try_next_on_borrow)
+            if not go_on:
+                chosen, chosen_victims = account, victims
+                break
+            rank = level * 3 + mode if share.preemption_first else mode * 2 + level
+            if rank < best_rank:  # (ties: the earlier type)
+                best_rank, chosen, chosen_victims = rank, account, victims
+        job.account = waiting_on
+        if chosen is None:
+            # No candidate on any type: releases that cannot make one fit, or give it candidates,
+            # leave it refused (``_capacity_released``, per type).
+            return REFUSED if self.saw_candidates or self.fair else NO_VICTIMS
+        for victim, cause in chosen_victims:
+            self._preempt(victim, job, now, preempted, cause)
+        self._leave_queue(job, now)
+        job.account = chosen
+        self._begin(job, now)
+        return ADMITTED
+
+    def _victims_on(self, job: Job) -> list[tuple[Job, int]] | None:
+        """The victims section 4's (or 8's) search finds for the job on its account's type, with
+        their causes; None when it finds none. Nothing is changed."""
+        if self.fair:
+            lendable = self.lendable_gpus
+            refusal = refusal_before_search(job, self.final_strategy, self.initial_strategy, lendable)
+            if refusal == NO_ROOM_AT_ALL or refusal == NO_ROOM_PASSING:
+                return None
+            return fair_victims(job, self.final_first, len(self.strategies) > 1, lendable)
+        candidates = self._victim_candidates(job)
+        if candidates is None:
+            return None
+        self.saw_candidates = True
+        victims = self.find_victims(job, candidates)
+        if victims is None:
+            return None
+        share = job.account.share
+        return [(victim, IN_SHARE if victim.account.share is share else CROSS_SHARE) for victim in victims]
+
+    def _reopen_multi_groups(self, pool: TypePool) -> None:
+        """Section 12: a change of capacity or quotas may help any group that accepts the type."""
+        for account in pool.accounts:
+            for g in account.multi_groups:
+                if g.jobs:
+                    self._reopen(g)
 
     # --- preemption (section 4, step 2) ----------------------------------------------------
 
@@ -1317,6 +1471,10 @@ class _Replay:
 
     def _start(self, job: Job, now: float) -> None:
         self._leave_queue(job, now)
+        self._begin(job, now)
+
+    def _begin(self, job: Job, now: float) -> None:
+        """The job, out of its queues, starts on its account's type."""
         job.state = RUNNING
         job.start_time = now
         if job.first_start != job.first_start:  # nan: never started before
@@ -1353,6 +1511,8 @@ class _Replay:
         if job.group is not None:
             return job.group
         account = job.account
+        if job.flavored:
+            return self._multi_group_of(job)
         for g in account.groups:
             if g.count == job.count:
                 job.group = g
@@ -1362,6 +1522,28 @@ class _Replay:
         self.history.groups.add3(account.share.index, account.type, job.count)
         account.groups.append(g)
         account.groups.sort(key=lambda g: g.count)
+        job.group = g
+        return g
+
+    def _multi_group_of(self, job: Job) -> Group:
+        """Section 12: the queue group of jobs of one share, set of types and size, with the accounts
+        of its types (it is reopened by changes in any of their pools)."""
+        key = (self.flavor_set_of[job.index], job.count)
+        g = self.multi_groups.get(key)
+        if g is None:
+            flavors = self._flavors_of(job)
+            g = Group(flavors[0], job.count, index=len(self.groups))
+            g.flavors = flavors
+            self.groups.append(g)
+            # In the wait history its type is minus the mask of its types (scheduling.pending), so
+            # that it is told from the group of jobs of its first type alone.
+            mask = 0
+            for account in flavors:
+                mask |= 1 << account.type
+            self.history.groups.add3(flavors[0].share.index, -float(mask), job.count)
+            for account in flavors:
+                account.multi_groups.append(g)
+            self.multi_groups[key] = g
         job.group = g
         return g
 
@@ -1421,6 +1603,8 @@ class _Replay:
 
     def _wait_reason(self, job: Job) -> int:
         account = job.account
+        if job.flavored:
+            account = self._group_of(job).account  # section 12 **(choice)**: its first type's reason
         return wait_reason(
             job.count,
             account.usage,
@@ -1481,7 +1665,16 @@ class _Replay:
             reason=self.reason,
             ignored_updates=self.ignored_updates,
             history=self.history.finish(strict=self.strict),
+            instance_type=self._run_types(),
         )
+
+    def _run_types(self) -> np.ndarray:
+        """Each job's last run's type; -1 for a job that accepts several and never ran."""
+        types = as_array(self.outcome_type).astype(np.int16)  # (a copy)
+        if self.flavored:
+            never_ran = np.isnan(as_array(self.outcome_first_start)) & (self.bound.flavor_set >= 0)
+            types[never_ran] = -1
+        return types
 
     def totals(self) -> Totals:
         """The per-share sums, once the groups' waiting time is settled into them."""

@@ -66,9 +66,12 @@ def write_trace_index(folder: Path, trace: Trace) -> None:
     _write_folder(folder, arrays, {"share_names": list(trace.share_names)})
 
 
-def write_run_index(folder: Path, trace: Trace, outcomes: JobOutcomes, top: int = TOP) -> None:
+def write_run_index(
+    folder: Path, trace: Trace, outcomes: JobOutcomes, top: int = TOP, type_names: Sequence[str] = ()
+) -> None:
     """A run's per-job figures and, per share, its ``top`` longest waits and most preempted jobs
-    (ties by job order)."""
+    (ties by job order). ``type_names``: the policy's instance types, which the outcomes' run types
+    index (section 12: the type of each job's last run)."""
     wait = outcomes.wait(trace.submit_time)
     preemptions = np.asarray(outcomes.preemptions, dtype=np.int32)
     share = np.asarray(trace.share)
@@ -87,6 +90,9 @@ def write_run_index(folder: Path, trace: Trace, outcomes: JobOutcomes, top: int 
         "queued": np.asarray(outcomes.queued, dtype=np.float64),
         "preemptions": preemptions,
     }
+    if outcomes.instance_type is not None and type_names:
+        arrays["instance_type"] = np.asarray(outcomes.instance_type, dtype=np.int16)
+        arrays["type_names"] = _encoded(list(type_names))
     _write_folder(folder, arrays, lists)
 
 
@@ -114,6 +120,7 @@ class JobRow:
     wait_seconds: float | None
     queued_seconds: float
     preemptions: int
+    instance_type: str = ""  # its last run's type; "" when it never ran or the index predates it
 
 
 class JobFinder:
@@ -176,9 +183,14 @@ class JobFinder:
         wait = self._array(self.run_folder, "wait")
         queued = self._array(self.run_folder, "queued")
         preemptions = self._array(self.run_folder, "preemptions")
+        run_types = self._array(self.run_folder, "instance_type")
+        type_names = self._array(self.run_folder, "type_names")
         out = []
         for job in jobs:
             w = float(wait[job])
+            kind = ""
+            if run_types is not None and type_names is not None and run_types[job] >= 0:
+                kind = bytes(type_names[int(run_types[job])]).decode("utf-8")
             out.append(
                 JobRow(
                     index=int(job),
@@ -190,6 +202,7 @@ class JobFinder:
                     wait_seconds=w if np.isfinite(w) else None,
                     queued_seconds=float(queued[job]),
                     preemptions=int(preemptions[job]),
+                    instance_type=kind,
                 )
             )
         return out

@@ -180,3 +180,6 @@ class Group:
         self.valued_at = -1
         self.since = 0.0  # when its waiting time was last added up
         self.waited = 0.0  # job-seconds waited for ``reason`` not yet added to its share's totals
+        # Section 12: for jobs that accept several types, their share's accounts of those types in
+        # its flavor order (``account`` is the first); empty for jobs of one type.
+        self.flavors: list[Account] = []

@@ -38,12 +38,17 @@ def encoded_jobs(
     state_names: list[str],
     reason_names: list[str | None],
     as_dicts: Callable[[int, int], bytes | memoryview],
+    *,
+    type_names: list[str | None],
+    run_types: np.ndarray,
 ) -> Iterator[bytes | memoryview]:
     """The jobs of RESULT.json, a chunk at a time, each chunk the JSON objects of its jobs joined
     by commas (no brackets). ``as_dicts(low, high)``: the same for jobs low to high - 1 through
     dicts, for a chunk with an id that needs escapes other than a quote's or a backslash's."""
     # The names with the keys around them (one text per code: fewer pieces to join per job).
-    shares = _texts('","share":{},"state":', trace.share_names)
+    shares = _texts('","share":{},"instance_type":', trace.share_names)
+    types = _texts('{},"state":', type_names)  # (index -1, the last: null)
+    type_codes = np.where(run_types < 0, len(type_names) - 1, run_types).astype(np.int32)
     states = _texts('{},"submit_time":', state_names)
     reasons = _texts('"reason":{}}},', reason_names)
     escapes = _escapes(trace.job_id.arrow)
@@ -61,6 +66,7 @@ def encoded_jobs(
         objects = pc.binary_join_element_wise(
             '{"job_id":"', ids,
             shares.take(pa.array(trace.share[part])),
+            types.take(pa.array(type_codes[part])),
             states.take(pa.array(o.state[part])),
             _numbers(submit), '"first_start":',
             _numbers(start), '"end":',  # (nan, never started: null)

@@ -81,6 +81,20 @@ FAIR_STRATEGY_LISTS: tuple[tuple[FairStrategy, ...], ...] = (
 )
 
 
+class WhenCan(str, Enum):
+    """Kueue flavorFungibility whenCanBorrow / whenCanPreempt (section 12)."""
+
+    MAY_STOP_SEARCH = "MayStopSearch"
+    TRY_NEXT_FLAVOR = "TryNextFlavor"
+
+
+class FlavorPreference(str, Enum):
+    """Kueue flavorFungibility preference: which remembered type wins (section 12)."""
+
+    BORROWING_OVER_PREEMPTION = "BorrowingOverPreemption"
+    PREEMPTION_OVER_BORROWING = "PreemptionOverBorrowing"
+
+
 class WaitReason(IntEnum):
     """Why a pending job is not running, as found the last time the scheduler looked at it."""
 
@@ -127,6 +141,18 @@ class InstanceType:
 
 
 @dataclass(frozen=True)
+class FlavorFungibility:
+    """How a job that accepts several types picks one (section 12); Kueue's defaults."""
+
+    when_can_borrow: WhenCan = WhenCan.MAY_STOP_SEARCH
+    when_can_preempt: WhenCan = WhenCan.TRY_NEXT_FLAVOR
+    preference: FlavorPreference = FlavorPreference.BORROWING_OVER_PREEMPTION
+
+
+DEFAULT_FUNGIBILITY = FlavorFungibility()
+
+
+@dataclass(frozen=True)
 class Share:
     """A quota share (AWS) / ClusterQueue in a cohort (Kueue). Limits are per instance type."""
 
@@ -139,6 +165,10 @@ class Share:
     in_share_preemption: InSharePreemption = InSharePreemption.NEVER
     reclaim: Reclaim = Reclaim.ANY
     fair_weight: float = 1.0  # Kueue spec.fairSharing.weight; only used with fair sharing on
+    # Section 12: the order its jobs' accepted types are tried in (None: the policy's order), and
+    # how the scan stops.
+    flavor_order: tuple[str, ...] | None = None
+    flavor_fungibility: FlavorFungibility = DEFAULT_FUNGIBILITY
 
     def quota(self, instance_type: str) -> int:
         return self.capacity.get(instance_type, 0)
@@ -229,6 +259,12 @@ class Policy:
     def share_index(self) -> dict[str, int]:
         return {share.name: i for i, share in enumerate(self.shares)}
 
+    def types_in_order(self, share_name: str) -> list[str]:
+        """The share's types in the order its jobs try them (section 12): its ``flavor_order``,
+        then **(choice)** the types it leaves out, in the policy's order."""
+        listed = self.share(share_name).flavor_order or ()
+        return list(listed) + [t for t in self.instance_types if t not in listed]
+
     def unassigned(self, instance_type: str) -> int:
         """Pool capacity of a type that no share holds as quota: always lendable."""
         return self.capacity.get(instance_type, 0) - sum(s.quota(instance_type) for s in self.shares)
@@ -275,6 +311,11 @@ def _change_to_dict(change: Change) -> dict[str, Any]:
     return out
 
 
+def share_dict(share: Share) -> dict[str, Any]:
+    """A share as the policy JSON writes it (section 7; the optional keys only when set)."""
+    return _share_to_dict(share)
+
+
 def _share_to_dict(share: Share) -> dict[str, Any]:
     out: dict[str, Any] = {
         "name": share.name,
@@ -291,6 +332,15 @@ def _share_to_dict(share: Share) -> dict[str, Any]:
         out["lending_limit"] = dict(share.lending_limit)
     if share.fair_weight != 1:
         out["fair_weight"] = share.fair_weight
+    if share.flavor_order is not None:
+        out["flavor_order"] = list(share.flavor_order)
+    if share.flavor_fungibility != DEFAULT_FUNGIBILITY:
+        f = share.flavor_fungibility
+        out["flavor_fungibility"] = {
+            "when_can_borrow": f.when_can_borrow.value,
+            "when_can_preempt": f.when_can_preempt.value,
+            "preference": f.preference.value,
+        }
     return out
 
 
@@ -426,6 +476,8 @@ def _parse_share(raw: Any, index: int, instance_types: Mapping[str, InstanceType
         "in_share_preemption",
         "reclaim",
         "fair_weight",
+        "flavor_order",
+        "flavor_fungibility",
     }
     for key in raw:
         if key not in known:
@@ -453,7 +505,80 @@ def _parse_share(raw: Any, index: int, instance_types: Mapping[str, InstanceType
         ),
         reclaim=_parse_enum(Reclaim, raw.get("reclaim", "any"), f"{where}.reclaim"),
         fair_weight=parse_fair_weight(raw.get("fair_weight", 1), f"{where}.fair_weight"),
+        flavor_order=_parse_flavor_order(
+            raw.get("flavor_order"), f"{where}.flavor_order", instance_types, name
+        ),
+        flavor_fungibility=_parse_fungibility(
+            raw.get("flavor_fungibility"), f"{where}.flavor_fungibility", name
+        ),
     )
+
+
+def _parse_flavor_order(
+    raw: Any, where: str, instance_types: Mapping[str, InstanceType], share: str
+) -> tuple[str, ...] | None:
+    """Section 12: instance types in the order a share's jobs try them, each once."""
+    if raw is None:
+        return None
+    if not isinstance(raw, list):
+        raise InputError(f"share {share!r}: must be a list of instance type names", field=where)
+    order: list[str] = []
+    for i, name in enumerate(raw):
+        if not isinstance(name, str) or name not in instance_types:
+            known = ", ".join(instance_types)
+            raise InputError(
+                f"share {share!r}: unknown instance type {name!r} (the policy has {known})",
+                field=f"{where}[{i}]",
+            )
+        if name in order:
+            raise InputError(f"share {share!r}: {name!r} is listed twice", field=f"{where}[{i}]")
+        order.append(name)
+    return canonical_flavor_order(order, list(instance_types))
+
+
+def canonical_flavor_order(listed: list[str], type_order: list[str]) -> tuple[str, ...] | None:
+    """A flavor order as it is kept: every type, the listed ones first (**choice**: the others after,
+    in the policy's order), or None when that is the policy's order (the default): so that two orders
+    that scan alike compare equal, and an import reads back what an export wrote."""
+    full = list(listed) + [t for t in type_order if t not in listed]
+    return None if full == type_order else tuple(full)
+
+
+def _parse_fungibility(raw: Any, where: str, share: str) -> FlavorFungibility:
+    """Section 12's flavor_fungibility, Kueue's defaults for what is left out. PreemptionOverBorrowing
+    only with both TryNextFlavor: with a MayStopSearch the scan stops before the preference decides."""
+    if raw is None:
+        return DEFAULT_FUNGIBILITY
+    if not isinstance(raw, Mapping):
+        raise InputError(
+            f"share {share!r}: must be an object with when_can_borrow, when_can_preempt, preference",
+            field=where,
+        )
+    for key in raw:
+        if key not in ("when_can_borrow", "when_can_preempt", "preference"):
+            raise InputError(f"share {share!r}: unknown setting {key!r}", field=f"{where}.{key}")
+    default = DEFAULT_FUNGIBILITY
+
+    def parsed(enum: type[Enum], key: str, fallback: str):
+        try:
+            return enum(raw.get(key, fallback))
+        except ValueError:
+            allowed = ", ".join(member.value for member in enum)
+            raise InputError(
+                f"share {share!r}: {raw.get(key)!r} is not one of {allowed}", field=f"{where}.{key}"
+            ) from None
+
+    borrow = parsed(WhenCan, "when_can_borrow", default.when_can_borrow.value)
+    preempt = parsed(WhenCan, "when_can_preempt", default.when_can_preempt.value)
+    preference = parsed(FlavorPreference, "preference", default.preference.value)
+    both_try = borrow is WhenCan.TRY_NEXT_FLAVOR and preempt is WhenCan.TRY_NEXT_FLAVOR
+    if preference is FlavorPreference.PREEMPTION_OVER_BORROWING and not both_try:
+        raise InputError(
+            f"share {share!r}: PreemptionOverBorrowing needs when_can_borrow and when_can_preempt "
+            "both TryNextFlavor",
+            field=f"{where}.preference",
+        )
+    return FlavorFungibility(borrow, preempt, preference)
 
 
 def _parse_fair_sharing(raw: Any) -> FairSharing | None:

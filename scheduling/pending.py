@@ -12,7 +12,7 @@ from scheduling.binding import job_id_order
 from scheduling.errors import InputError
 from scheduling.model import Policy, WaitReason
 from scheduling.result import REASONS, STATE_NAMES, JobOutcomes, State, WaitHistory
-from scheduling.trace import NO_TYPE, Trace
+from scheduling.trace import NO_TYPE, TYPE_SEPARATOR, Trace, accepted_types
 
 REASON_WORDS = {
     WaitReason.POOL_FULL: "the pool's instances of its type were all in use and it could preempt none",
@@ -57,9 +57,8 @@ def job_timeline(policy: Policy, trace: Trace, outcomes: JobOutcomes, job: int) 
     end = float(outcomes.end[job])
     state = State(int(outcomes.state[job]))
     share = policy.share_index()[trace.share_names[trace.share[job]]]
-    type_code = int(trace.instance_type[job])
-    type_ = 0 if type_code == NO_TYPE else list(policy.instance_types).index(trace.type_names[type_code])
-    group_key = (share, type_, int(trace.instance_count[job]))
+    accepted = _accepted_types(policy, trace, job)
+    group_key = (share, _history_type(policy, accepted), int(trace.instance_count[job]))
 
     starts = history.columns("starts", 2)
     starts = starts[starts[:, 1] == job, 0]
@@ -94,6 +93,9 @@ def job_timeline(policy: Policy, trace: Trace, outcomes: JobOutcomes, job: int) 
     return {
         "job_id": trace.job_id[job],
         "share": trace.share_names[trace.share[job]],
+        # section 12: the types it accepts, in its share's order, and the one its last run had
+        "accepted_types": accepted,
+        "instance_type": _run_type(policy, outcomes, job, accepted),
         "state": STATE_NAMES[state],
         "unschedulable_reason": REASONS[int(outcomes.reason[job])],
         "ending": ending,
@@ -101,6 +103,36 @@ def job_timeline(policy: Policy, trace: Trace, outcomes: JobOutcomes, job: int) 
         "segments": [s.to_dict() for s in segments],
         "waited_by_reason_seconds": waited,
     }
+
+
+def _accepted_types(policy: Policy, trace: Trace, job: int) -> list[str]:
+    """The job's instance types in the order its share tries them (one, mostly)."""
+    code = int(trace.instance_type[job])
+    if code == NO_TYPE:
+        return [next(iter(policy.instance_types))]
+    name = trace.type_names[code]
+    if name in policy.instance_types or TYPE_SEPARATOR not in name:
+        return [name]
+    names = set(accepted_types(name))
+    order = policy.types_in_order(trace.share_names[trace.share[job]])
+    return [t for t in order if t in names]
+
+
+def _history_type(policy: Policy, accepted: list[str]) -> float:
+    """The type column of the job's queue group in the wait history: the type's index, or for a job
+    of several types minus the mask of their indices (as ``scheduling.engine`` records it)."""
+    types = list(policy.instance_types)
+    if len(accepted) == 1:
+        return types.index(accepted[0])
+    return -float(sum(1 << types.index(t) for t in accepted))
+
+
+def _run_type(policy: Policy, outcomes: JobOutcomes, job: int, accepted: list[str]) -> str | None:
+    """The type of its last run; None for a job of several types that never ran."""
+    if outcomes.instance_type is None:  # (outcomes kept before section 12: one type per job)
+        return accepted[0] if len(accepted) == 1 else None
+    code = int(outcomes.instance_type[job])
+    return list(policy.instance_types)[code] if code >= 0 else None
 
 
 def _ahead_pending(

@@ -132,10 +132,14 @@ class JobOutcomes:
     reason: np.ndarray  # int8 index into REASONS
     ignored_updates: int = 0
     history: WaitHistory | None = None
+    # int16 index into the policy's instance types: the type of the job's last run (section 12);
+    # -1 for a job that accepts several types and never ran. None: not recorded (older outcomes).
+    instance_type: np.ndarray | None = None
 
     @classmethod
     def from_columns(
-        cls, *, state, first_start, end, queued, preemptions, lost, reason, ignored_updates, history=None
+        cls, *, state, first_start, end, queued, preemptions, lost, reason, ignored_updates, history=None,
+        instance_type=None,
     ):
         """Per-job columns (numpy arrays of any numeric dtype, in trace order); ``reason``:
         {job: UnschedulableReason} for the jobs that have one."""
@@ -152,6 +156,7 @@ class JobOutcomes:
             reason=reason_codes,
             ignored_updates=ignored_updates,
             history=history,
+            instance_type=None if instance_type is None else np.asarray(instance_type).astype(np.int16),
         )
 
     def wait(self, submit: np.ndarray) -> np.ndarray:
@@ -222,6 +227,7 @@ class ReplayResult:
         rows = zip(
             trace.job_id[part],
             share_names[trace.share[part]].tolist(),
+            self._type_names()[self._run_types()[part]].tolist(),
             _STATE_NAMES[o.state[part]].tolist(),
             submit.tolist(),
             start.tolist(),
@@ -238,6 +244,7 @@ class ReplayResult:
             {
                 "job_id": job_id,
                 "share": share,
+                "instance_type": instance_type,
                 "state": state,
                 "submit_time": submitted,
                 "first_start": first if was_started else None,
@@ -251,6 +258,7 @@ class ReplayResult:
             for (
                 job_id,
                 share,
+                instance_type,
                 state,
                 submitted,
                 first,
@@ -263,6 +271,18 @@ class ReplayResult:
                 was_started,
             ) in rows  # fmt: skip
         ]
+
+    def _type_names(self) -> np.ndarray:
+        """The policy's type names by index, then None (index -1: no run of a job of several types)."""
+        return np.array([*self.policy.instance_types, None], dtype=object)
+
+    def _run_types(self) -> np.ndarray:
+        types = self.outcomes.instance_type
+        if types is None:  # (outcomes saved before section 12: the bound type)
+            from scheduling.binding import bind
+
+            types = bind(self.policy, self.trace).instance_type
+        return types
 
     def iter_events(self):
         job_ids = self.trace.job_id.to_list()  # each event names one or two jobs: Python strings, once
@@ -289,7 +309,11 @@ class ReplayResult:
                 if include_jobs:
                     f.write(b',"jobs":')
                     names = _STATE_NAMES.tolist(), _REASON_NAMES.tolist()
-                    _write_list(f, encoded_jobs(self.trace, self.outcomes, *names, self._encoded_job_dicts))
+                    jobs = encoded_jobs(
+                        self.trace, self.outcomes, *names, self._encoded_job_dicts,
+                        type_names=self._type_names().tolist(), run_types=self._run_types(),
+                    )  # fmt: skip
+                    _write_list(f, jobs)
                 if include_events and self.events is not None:
                     f.write(b',"events":')
                     _write_list(f, (_encoded(chunk) for chunk in _chunked(self.iter_events(), JSON_CHUNK)))
@@ -314,6 +338,7 @@ class ReplayResult:
             lost=o.lost,
             reason=o.reason,
             ignored_updates=np.array([o.ignored_updates]),
+            **({"instance_type": o.instance_type} if o.instance_type is not None else {}),
             **(o.history.to_arrays() if o.history is not None else {}),
         )
 
@@ -330,6 +355,7 @@ class ReplayResult:
                 reason=data["reason"],
                 ignored_updates=int(data["ignored_updates"][0]),
                 history=WaitHistory.from_arrays(data),
+                instance_type=data["instance_type"] if "instance_type" in data else None,
             )
 
 

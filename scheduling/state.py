@@ -12,7 +12,15 @@ import math
 from typing import Final
 
 from scheduling.indexes import Group, Running
-from scheduling.model import Cause, InSharePreemption, Reclaim, Share, WaitReason
+from scheduling.model import (
+    Cause,
+    FlavorPreference,
+    InSharePreemption,
+    Reclaim,
+    Share,
+    WaitReason,
+    WhenCan,
+)
 from scheduling.result import State
 from scheduling.rules import POOL_FULL, exact_number, headroom, lendable
 
@@ -36,6 +44,7 @@ class ShareState:
         "reclaims_any", "accounts", "queue", "refused", "reason", "since", "waited",
         "cross_share_preemptions", "in_share_preemptions", "fair_sharing_preemptions", "capacity_preemptions",
         "fair_weight", "weight_num", "weight_den", "reopened_at", "usage_changed_at", "passing_reopened_at",
+        "try_next_on_borrow", "try_next_on_preempt", "preemption_first",
     )  # fmt: skip
 
     def __init__(self, index: int, share: Share) -> None:
@@ -65,6 +74,11 @@ class ShareState:
         self.reopened_at = 0
         self.usage_changed_at = 0  # the version of its last change of usage (its value may change)
         self.passing_reopened_at = 0  # of its last release (see _Replay._fair_room_changed)
+        # Section 12's flavorFungibility, for its jobs that accept several types.
+        fungibility = share.flavor_fungibility
+        self.try_next_on_borrow = fungibility.when_can_borrow is WhenCan.TRY_NEXT_FLAVOR
+        self.try_next_on_preempt = fungibility.when_can_preempt is WhenCan.TRY_NEXT_FLAVOR
+        self.preemption_first = fungibility.preference is FlavorPreference.PREEMPTION_OVER_BORROWING
 
 
 class TypePool:
@@ -96,6 +110,7 @@ class Account:
         "share", "pool", "type", "key", "quota", "borrow_limit", "lend_limit", "borrowable_ever", "usage",
         "round", "usage_at_round_start", "pending_instances", "running",
         "groups", "startup", "lost", "rerun_startup", "room_released", "released", "preemptible",
+        "multi_groups",
     )  # fmt: skip
 
     def __init__(
@@ -123,6 +138,8 @@ class Account:
         self.pending_instances = 0
         self.running = Running()
         self.groups: list[Group] = []  # its queue groups, smallest jobs first
+        # Section 12: the groups of its share's jobs that accept this type and others.
+        self.multi_groups: list[Group] = []
         # Instance-seconds of startup (every attempt), lost work, and startup of preempted attempts.
         self.startup = 0.0
         self.lost = 0.0
@@ -216,7 +233,7 @@ class Job:
         "arrival", "queue_key", "group", "state", "start_time", "saved", "first_start", "end", "queued_since",
         "queued", "preemptions", "lost", "planned_end", "run", "deadline", "refused_at", "preempted_at",
         "preempted_here", "no_room", "room_deficit", "room_released_at", "no_passing_room",
-        "passing_released_at",
+        "passing_released_at", "flavored",
     )  # fmt: skip
 
     def __init__(
@@ -263,6 +280,9 @@ class Job:
         self.passing_released_at = 0  # and the instances other shares had released in its pool
         self.preempted_at = math.nan  # the instant of its last preemption
         self.preempted_here = 0  # how often it was preempted at that instant
+        # Section 12: it accepts several types (its group's ``flavors``); ``account`` is then the
+        # one it runs or last ran on (while it waits: the one it waited on when it was queued).
+        self.flavored = False
 
 
 class Totals:

@@ -21,6 +21,16 @@ from scheduling.job_ids import JobIds
 
 NO_TYPE = -1  # instance_type omitted: the policy must have a single type
 UNLIMITED_RETRIES = -1
+# Section 12: a job that accepts several instance types names them joined by this, in the trace's
+# type names as in CSV ("h100|a100"); a JSON list is joined the same way when it is read.
+TYPE_SEPARATOR = "|"
+
+
+def accepted_types(type_name: str) -> list[str]:
+    """The types a trace's instance type name stands for: one, or the parts of a list."""
+    if TYPE_SEPARATOR not in type_name:
+        return [type_name]
+    return [part.strip() for part in type_name.split(TYPE_SEPARATOR)]
 
 
 @dataclass

@@ -39,6 +39,7 @@ from scheduling.model import (
     Reclaim,
     Strategy,
     parse_policy,
+    share_dict,
 )
 from scheduling.model import Policy as EnginePolicy
 from scheduling.model import Share as EngineShare
@@ -155,9 +156,18 @@ class ShareSpec:
     borrowing_limit: dict[str, int] | None = None
     lending_limit: dict[str, int] | None = None
     fair_weight: float = 1.0
+    # Section 12: the order its jobs try their types in (None: the policy's), and flavorFungibility
+    # as the policy JSON writes it (None: Kueue's defaults).
+    flavor_order: list[str] | None = None
+    flavor_fungibility: dict[str, str] | None = None
 
     @classmethod
-    def from_engine(cls, share: EngineShare) -> ShareSpec:
+    def from_engine(cls, share: EngineShare, type_order: list[str] | None = None) -> ShareSpec:
+        """``type_order``: the share's whole flavor order in the engine policy. Kept whole whenever
+        there are several types, because a stored policy lists its types by name, not in the order
+        the engine policy had (the order would change under it)."""
+        engine_dict = share_dict(share)  # (the engine's JSON: the keys it writes only when set)
+        order = list(type_order) if type_order and len(type_order) > 1 else engine_dict.get("flavor_order")
         return cls(
             name=share.name,
             strategy=share.strategy.value,
@@ -168,6 +178,8 @@ class ShareSpec:
             borrowing_limit=dict(share.borrowing_limit) if share.borrowing_limit is not None else None,
             lending_limit=dict(share.lending_limit) if share.lending_limit is not None else None,
             fair_weight=share.fair_weight,
+            flavor_order=order,
+            flavor_fungibility=engine_dict.get("flavor_fungibility"),
         )
 
     def type_names(self) -> set[str]:
@@ -190,6 +202,10 @@ class ShareSpec:
             out["lending_limit"] = dict(self.lending_limit)
         if self.fair_weight != 1:
             out["fair_weight"] = self.fair_weight
+        if self.flavor_order:
+            out["flavor_order"] = list(self.flavor_order)
+        if self.flavor_fungibility:
+            out["flavor_fungibility"] = dict(self.flavor_fungibility)
         return out
 
 
@@ -280,6 +296,8 @@ SHARE_FIELD_OF = {
     "in_share_preemption": "in_share_preemption",
     "reclaim": "reclaim",
     "fair_weight": "fair_weight",
+    "flavor_order": "flavor_order",
+    "flavor_fungibility": "flavor_fungibility",
 }
 # The policy's own fields an engine field path can name (the rest go to the whole policy).
 POLICY_FIELD_OF = {
@@ -408,6 +426,7 @@ class Policy(models.Model):
         type_names = set(capacity) | {row.instance_type for row in calendar}
         for spec in specs:
             type_names |= set(spec.capacity) | set(spec.borrowing_limit or {}) | set(spec.lending_limit or {})
+            type_names |= set(spec.flavor_order or ())
         known = {t.name: t for t in InstanceType.objects.filter(name__in=type_names)}
         change_dicts, origins = changes_to_dicts(calendar)
         data = {
@@ -514,7 +533,7 @@ class Policy(models.Model):
             runnable_timeout_seconds=engine.runnable_timeout_seconds,
             parent=parent,
         )
-        specs = [ShareSpec.from_engine(share) for share in engine.shares]
+        specs = [ShareSpec.from_engine(share, engine.types_in_order(share.name)) for share in engine.shares]
         calendar = change_specs_of(engine)
         policy.validate_with(shares=specs, changes=calendar)
         policy.save()
@@ -575,6 +594,8 @@ class Policy(models.Model):
                     in_share_preemption=spec.in_share_preemption,
                     reclaim=spec.reclaim,
                     fair_weight=spec.fair_weight,
+                    flavor_order=spec.flavor_order,
+                    flavor_fungibility=spec.flavor_fungibility,
                     position=position,
                 )
                 for position, spec in enumerate(specs)
@@ -692,6 +713,14 @@ class Share(models.Model):
         default=1,
         help_text="Kueue fairSharing.weight: its borrowed GPUs count divided by this (0: first to give back)",
     )
+    # SEMANTICS.md section 12, as the policy JSON has them (checked by the engine's validator).
+    flavor_order = models.JSONField(
+        null=True, blank=True, help_text="instance types in the order its jobs of several types try them"
+    )
+    flavor_fungibility = models.JSONField(
+        null=True, blank=True,
+        help_text="Kueue flavorFungibility: when_can_borrow, when_can_preempt, preference",
+    )
     position = models.PositiveIntegerField(default=0, help_text="order of the share in the policy")
 
     class Meta:
@@ -718,6 +747,8 @@ class Share(models.Model):
             borrowing_limit=borrowing or None,
             lending_limit=lending or None,
             fair_weight=self.fair_weight,
+            flavor_order=self.flavor_order,
+            flavor_fungibility=self.flavor_fungibility,
         )
 
     def check_in_policy(self, spec: ShareSpec) -> EnginePolicy:

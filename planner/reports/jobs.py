@@ -34,6 +34,7 @@ def _row(row: JobRow) -> dict[str, Any]:
         "wait": row.wait_seconds,
         "queued": row.queued_seconds,
         "preemptions": row.preemptions,
+        "instance_type": row.instance_type,
     }
 
 

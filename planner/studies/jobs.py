@@ -18,6 +18,7 @@ from django.dispatch import receiver
 from planner.studies.models import Run, RunStatus
 from planner.traces.models import Trace
 from scheduling.finder import JobFinder, write_run_index, write_trace_index
+from scheduling.model import Policy as EnginePolicy
 from scheduling.result import JobOutcomes, ReplayResult
 from scheduling.trace import Trace as TraceColumns
 
@@ -44,7 +45,8 @@ def write_indexes(run: Run, trace: TraceColumns, outcomes: JobOutcomes) -> None:
     """Both indexes of a just recorded run (the trace's only if it has none yet)."""
     if not (trace_folder(run.study.trace_id) / "top.json").exists():
         write_trace_index(trace_folder(run.study.trace_id), trace)
-    write_run_index(run_folder(run.pk), trace, outcomes)
+    types = list(EnginePolicy.from_dict(run.policy_snapshot).instance_types)
+    write_run_index(run_folder(run.pk), trace, outcomes, type_names=types)
 
 
 def job_finder(run: Run) -> JobFinder:

@@ -28,6 +28,7 @@ from planner.strict_json import strict_json
 from planner.validators import validate_long_name
 from scheduling.errors import InputError
 from scheduling.trace import Trace as TraceColumns
+from scheduling.trace import accepted_types
 from scheduling.traces import FORMATS, read_trace
 from scheduling.traces.fields import open_source
 from scheduling.traces.summary import summarize
@@ -35,7 +36,8 @@ from scheduling.traces.summary import summarize
 
 def trace_summary(trace: TraceColumns) -> dict[str, Any]:
     """``scheduling.traces.summary.summarize`` with GPUs per instance type from the database."""
-    gpus = dict(InstanceType.objects.filter(name__in=trace.type_names).values_list("name", "gpus"))
+    names = {part for name in trace.type_names for part in accepted_types(name)}  # (section 12 lists)
+    gpus = dict(InstanceType.objects.filter(name__in=sorted(names)).values_list("name", "gpus"))
     return strict_json(summarize(trace, gpus_per_type=gpus or None))
 
 

@@ -21,13 +21,17 @@ from scheduling.capacity_plans import changes_in_words
 from scheduling.errors import InputError
 from scheduling.export.escape import comment_text
 from scheduling.model import (
+    DEFAULT_FUNGIBILITY,
     MAX_PRIORITY,
+    FlavorPreference,
     InSharePreemption,
     Policy,
     Queueing,
     Reclaim,
     Share,
     Strategy,
+    WhenCan,
+    canonical_flavor_order,
 )
 from scheduling.nesting import check_yaml_nesting
 
@@ -57,6 +61,10 @@ WITHIN_CLUSTER_QUEUE = {
 }
 RECLAIM_WITHIN_COHORT = {Reclaim.NEVER: "Never", Reclaim.LOWER_PRIORITY: "LowerPriority", Reclaim.ANY: "Any"}
 QUEUEING_STRATEGY = {Queueing.BEST_EFFORT_FIFO: "BestEffortFIFO", Queueing.STRICT_FIFO: "StrictFIFO"}
+# Section 12's flavorFungibility: v1beta1 names MayStopSearch Borrow / Preempt (v1beta2 MayStopSearch);
+# the export writes v1beta1's, the import reads both.
+WHEN_CAN_BORROW = {WhenCan.MAY_STOP_SEARCH: "Borrow", WhenCan.TRY_NEXT_FLAVOR: "TryNextFlavor"}
+WHEN_CAN_PREEMPT = {WhenCan.MAY_STOP_SEARCH: "Preempt", WhenCan.TRY_NEXT_FLAVOR: "TryNextFlavor"}
 
 _DNS_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
@@ -117,6 +125,13 @@ def kueue_notes(policy: Policy, *, gpu_resource: str = GPU_RESOURCE, prices: boo
         "to give it the planner's priority p.",
         "borrowWithinCohort is Never: in the planner a job that must borrow never preempts.",
     ]
+    if any(s.flavor_order is not None or s.flavor_fungibility != DEFAULT_FUNGIBILITY for s in policy.shares):
+        notes.append(
+            "A job that accepts several instance types leaves the nodeSelector out: Kueue then tries the "
+            "ClusterQueue's flavors in the order listed (the share's flavor_order) under its "
+            "flavorFungibility (absent: Kueue's defaults, whenCanBorrow Borrow, whenCanPreempt "
+            "TryNextFlavor)."
+        )
     unassigned = {t: policy.unassigned(t) for t in policy.capacity if policy.unassigned(t) > 0}
     if unassigned:
         counts = ", ".join(f"{n} x {t}" for t, n in unassigned.items())
@@ -267,7 +282,8 @@ def _cluster_queue(
     policy: Policy, share: Share, name: str, cohort: str, flavors: Mapping[str, str], gpu_resource: str
 ) -> dict[str, Any]:
     flavor_quotas = []
-    for type_name, flavor in flavors.items():
+    for type_name in policy.types_in_order(share.name):  # section 12: the order Kueue tries them in
+        flavor = flavors[type_name]
         quota = share.quota(type_name)
         resource: dict[str, Any] = {"name": gpu_resource, "nominalQuota": _gpus(policy, type_name, quota)}
         borrow = share.borrow_limit(type_name)  # 0 for RESERVE and LEND
@@ -278,9 +294,18 @@ def _cluster_queue(
             resource["lendingLimit"] = _gpus(policy, type_name, min(lend, quota))
         flavor_quotas.append({"name": flavor, "resources": [resource]})
     annotations = {ANNOTATION_SHARE: share.name}
-    fair: dict[str, Any] = {}
+    fair: dict[str, Any] = {}  # (and flavorFungibility: the spec's keys written only when needed)
     if policy.fair_sharing is not None or share.fair_weight != 1:
         fair["fairSharing"] = {"weight": share.fair_weight}
+    fungibility = share.flavor_fungibility
+    if fungibility != DEFAULT_FUNGIBILITY:
+        written = {
+            "whenCanBorrow": WHEN_CAN_BORROW[fungibility.when_can_borrow],
+            "whenCanPreempt": WHEN_CAN_PREEMPT[fungibility.when_can_preempt],
+        }
+        if fungibility.preference is not DEFAULT_FUNGIBILITY.preference:
+            written["preference"] = fungibility.preference.value
+        fair["flavorFungibility"] = written
     return {
         "apiVersion": API_VERSION,
         "kind": "ClusterQueue",
@@ -443,7 +468,12 @@ def from_kueue_yaml(text: str | bytes, *, gpu_resource: str = GPU_RESOURCE) -> d
         "shares": shares,
         **extras,
     }
+    type_order = [t for t, _, _ in types.values()]
     for share in shares:
+        listed = [types[f][0] for f in share.pop("flavors")]
+        order = canonical_flavor_order(listed, type_order)
+        if order is not None:  # section 12: the order the ClusterQueue lists its flavors in
+            share["flavor_order"] = list(order)
         share["capacity"] = {types[f][0]: n for f, n in share["capacity"].items() if n}
         for key in ("borrowing_limit", "lending_limit"):
             if key in share:
@@ -553,7 +583,11 @@ def _read_cluster_queue(
         "capacity": {flavor: q[0] for flavor, q in quotas.items()},
         "in_share_preemption": within.value,
         "reclaim": reclaim.value,
+        "flavors": list(quotas),  # (in the order listed; made flavor_order by the caller)
     }
+    fungibility = _read_fungibility(label, spec.get("flavorFungibility"))
+    if fungibility is not None:
+        share["flavor_fungibility"] = fungibility
     fair = spec.get("fairSharing")
     if fair is not None:
         if not isinstance(fair, Mapping):
@@ -582,6 +616,44 @@ def _read_cluster_queue(
         if lending:
             share["lending_limit"] = lending
     return share
+
+
+def _read_fungibility(label: str, raw: Any) -> dict[str, str] | None:
+    """spec.flavorFungibility as section 12's flavor_fungibility (None: Kueue's defaults)."""
+    if raw is None:
+        return None
+    where = f"{label}.spec.flavorFungibility"
+    if not isinstance(raw, Mapping):
+        raise InputError("must be an object with whenCanBorrow and whenCanPreempt", field=where)
+    read = {
+        "when_can_borrow": _when_can(raw.get("whenCanBorrow", "Borrow"), "Borrow", f"{where}.whenCanBorrow"),
+        "when_can_preempt": _when_can(
+            raw.get("whenCanPreempt", "TryNextFlavor"), "Preempt", f"{where}.whenCanPreempt"
+        ),
+    }
+    preference = raw.get("preference")
+    if preference is not None:
+        allowed = [p.value for p in FlavorPreference]
+        if preference not in allowed:
+            raise InputError(
+                f"{preference!r} is not one of {', '.join(allowed)}", field=f"{where}.preference"
+            )
+        read["preference"] = preference
+    default = {
+        "when_can_borrow": DEFAULT_FUNGIBILITY.when_can_borrow.value,
+        "when_can_preempt": DEFAULT_FUNGIBILITY.when_can_preempt.value,
+        "preference": DEFAULT_FUNGIBILITY.preference.value,
+    }
+    return None if {**default, **read} == default else read
+
+
+def _when_can(value: Any, v1beta1_stop: str, where: str) -> str:
+    """whenCanBorrow / whenCanPreempt: MayStopSearch (v1beta1 Borrow / Preempt) or TryNextFlavor."""
+    if value in (v1beta1_stop, WhenCan.MAY_STOP_SEARCH.value):
+        return WhenCan.MAY_STOP_SEARCH.value
+    if value == WhenCan.TRY_NEXT_FLAVOR.value:
+        return value
+    raise InputError(f"{value!r} is not one of {v1beta1_stop}, MayStopSearch, TryNextFlavor", field=where)
 
 
 def _read_resource_groups(

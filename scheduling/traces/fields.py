@@ -222,6 +222,25 @@ def parse_optional_text(value: Any, row: int | None, field: str | None) -> str |
     return None if is_absent(value) else parse_text(value, row, field)
 
 
+def parse_optional_types(value: Any, row: int | None, field: str | None) -> str | None:
+    """An instance type, or (section 12) the types a job accepts: a JSON list of names, or names
+    joined by ``|`` as in CSV. A list comes back joined by ``|``; each name is checked when the
+    trace is bound to a policy."""
+    if isinstance(value, (list, tuple)):
+        if not value:
+            raise InputError("an empty list of instance types", row=row, field=field)
+        names = []
+        for i, item in enumerate(value):
+            name = parse_text(item, row, f"{field}[{i}]")
+            if "|" in name:
+                raise InputError(
+                    f"{name!r}: a type in a list cannot hold '|'", row=row, field=f"{field}[{i}]"
+                )
+            names.append(name)
+        return "|".join(names)
+    return parse_optional_text(value, row, field)
+
+
 # ---------------------------------------------------------------------------------------
 # Opening a source: paths, bytes, binary or text file objects; gzip recognised by its magic.
 

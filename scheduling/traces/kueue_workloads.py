@@ -1,7 +1,9 @@
 """Importer for Kueue workload histories: ``kubectl get workloads -A -o json`` (a ``List`` of
 ``Workload``, ``kueue.x-k8s.io/v1beta1`` or ``v1beta2``), streamed one Workload at a time. LocalQueues in
 the same List (``kubectl get workloads,localqueues -A -o json``) or a mapping name the ClusterQueue of
-workloads never admitted.
+workloads never admitted. ClusterQueues and ResourceFlavors in it (``kubectl get
+workloads,clusterqueues,resourceflavors -A -o json``), or given as ``cluster``, tell which flavors each
+workload could have used (SEMANTICS.md section 12): its job then accepts all of them.
 
 Kueue keeps one condition per type, so only the latest transition of each survives: a workload evicted
 and admitted again shows its last admission, not its first (see ``_recorded_start``).
@@ -40,6 +42,74 @@ SKIP_RUNNING = "running_at_export"  # admitted, not finished: its work is not kn
 SKIP_NO_GPU = "no_gpu"  # asks for no GPU: not in the GPU pool
 SKIP_NEVER_ADMITTED = "finished_without_admission"  # deactivated or rejected while queued
 SKIP_ZERO_DURATION = "zero_duration"
+CLUSTER_KINDS = ("ClusterQueue", "ResourceFlavor")
+
+
+@dataclass
+class _Cluster:
+    """Section 12: per ClusterQueue the flavors of its resource group covering the GPU resource, in the
+    order listed, and per ResourceFlavor its node labels."""
+
+    flavors: dict[str, list[str]]
+    labels: dict[str, dict[str, str]]
+
+    @classmethod
+    def empty(cls) -> _Cluster:
+        return cls({}, {})
+
+    def read(self, record: JsonRecord, gpu_resource: str) -> None:
+        value = record.value
+        kind = value.get("kind")
+        metadata = value.get("metadata") if isinstance(value.get("metadata"), Mapping) else {}
+        name = metadata.get("name")
+        if not isinstance(name, str) or not name:
+            raise InputError(f"a {kind} needs metadata.name", row=record.number, field="metadata.name")
+        spec = value.get("spec") if isinstance(value.get("spec"), Mapping) else {}
+        if kind == "ResourceFlavor":
+            labels = spec.get("nodeLabels") or {}
+            if not isinstance(labels, Mapping):
+                raise InputError(
+                    f"ResourceFlavor {name}: must be an object", row=record.number, field="spec.nodeLabels"
+                )
+            self.labels[name] = {str(k): str(v) for k, v in labels.items()}
+            return
+        groups = spec.get("resourceGroups") or []
+        if not isinstance(groups, list):
+            raise InputError(
+                f"ClusterQueue {name}: must be a list", row=record.number, field="spec.resourceGroups"
+            )
+        listed: list[str] = []
+        for g, group in enumerate(groups):
+            covered = group.get("coveredResources") if isinstance(group, Mapping) else None
+            if not isinstance(covered, list) or gpu_resource not in covered:
+                continue
+            flavors = group.get("flavors") or []
+            if not isinstance(flavors, list):
+                raise InputError(
+                    f"ClusterQueue {name}: must be a list", row=record.number,
+                    field=f"spec.resourceGroups[{g}].flavors",
+                )  # fmt: skip
+            for f, flavor in enumerate(flavors):
+                flavor_name = flavor.get("name") if isinstance(flavor, Mapping) else None
+                if not isinstance(flavor_name, str) or not flavor_name:
+                    raise InputError(
+                        f"ClusterQueue {name}: a flavor needs a name", row=record.number,
+                        field=f"spec.resourceGroups[{g}].flavors[{f}].name",
+                    )  # fmt: skip
+                if flavor_name not in listed:
+                    listed.append(flavor_name)
+        self.flavors[name] = listed
+
+    def usable(self, cluster_queue: str, node_selector: Mapping[str, str]) -> list[str]:
+        """The flavors of the ClusterQueue a workload could use, in its order: those whose node labels
+        agree with the workload's nodeSelector on every key both name (Kueue's flavor matching; a key
+        the flavor does not label is left to the node scheduler)."""
+        out = []
+        for flavor in self.flavors.get(cluster_queue, []):
+            labels = self.labels.get(flavor, {})
+            if all(labels.get(key, value) == value for key, value in node_selector.items()):
+                out.append(flavor)
+        return out
 
 
 @dataclass
@@ -118,6 +188,7 @@ def read(
     source_rows: int | None = None,
     allow_empty: bool = False,
     local_queues: Any = None,
+    cluster: Any = None,
 ) -> Trace | None:
     """A trace of the workloads that were admitted and finished.
 
@@ -129,7 +200,11 @@ def read(
     - priority = ``spec.priority``;
     - instances = per podSet, its count (``podSetAssignments[].count``, else ``spec.podSets[].count``)
       x the GPUs its pod template requests (``nvidia.com/gpu``, requests else limits, all containers);
-      type = the flavor assigned to that resource (``podSetAssignments[].flavors``);
+      type = the flavor assigned to that resource (``podSetAssignments[].flavors``); with its
+      ClusterQueue known (ClusterQueues and ResourceFlavors in the List, or ``cluster``: another
+      ``kubectl get clusterqueues,resourceflavors -o json``), every flavor of its resource group for
+      that resource whose node labels agree with the pods' ``nodeSelector`` (section 12: the job
+      accepts them all, in the ClusterQueue's order);
     - recorded start = the ``QuotaReserved`` (else ``Admitted``) condition's ``lastTransitionTime``;
       end = ``Finished``'s; work = end - start + ``accumulatedPastExecutionTimeSeconds``;
     - recorded preemptions = ``status.schedulingStats.evictions`` with reason ``Preempted`` (else 1 when
@@ -145,6 +220,16 @@ def read(
                 else:
                     raise InputError("is not a LocalQueue", row=record.number, field="local_queues.kind")
     gpu_resource = extras.get("gpu_resource", GPU_RESOURCE)
+    configuration = _Cluster.empty()
+    if cluster is not None:
+        with open_source(cluster) as opened:
+            for record in iter_json_records(opened, list_keys=LIST_KEYS):
+                if isinstance(record.value, Mapping) and record.value.get("kind") in CLUSTER_KINDS:
+                    configuration.read(record, gpu_resource)
+                else:
+                    raise InputError(
+                        "is not a ClusterQueue or ResourceFlavor", row=record.number, field="cluster.kind"
+                    )
     run = TraceImport(FORMAT, chosen, max_rows=max_rows, stats=stats, field_names=_field_names(chosen))
     workloads: list[_Workload] = []
     versions: set[str] = set()
@@ -157,6 +242,9 @@ def read(
             if isinstance(value, Mapping) and value.get("kind") == "LocalQueue":
                 _read_local_queue(record, queue_shares)
                 continue
+            if isinstance(value, Mapping) and value.get("kind") in CLUSTER_KINDS:
+                configuration.read(record, gpu_resource)
+                continue
             workload = _read_workload(record, chosen, gpu_resource, run)
             versions.add(value.get("apiVersion"))
             if workload is not None:
@@ -165,7 +253,7 @@ def read(
                 raise InputError(f"more than {max_rows} jobs: the limit is {max_rows}", row=record.number)
     seen: set[str] = set()
     for workload in workloads:
-        _add(run, chosen, workload, queue_shares, seen)
+        _add(run, chosen, workload, queue_shares, seen, configuration)
     trace = run.finish(epoch_times=True, allow_empty=allow_empty)
     run.stats["api_versions"] = sorted(versions)
     return trace
@@ -268,6 +356,12 @@ def _pod_gpus(reader: _Reader, template: Any, where: str, gpu_resource: str) -> 
     return total
 
 
+def _node_selector(reader: _Reader, template: Any, where: str) -> dict[str, str]:
+    spec = reader.mapping(reader.mapping(template, f"{where}.template").get("spec"), f"{where}.template.spec")
+    selector = reader.mapping(spec.get("nodeSelector"), f"{where}.template.spec.nodeSelector")
+    return {str(key): str(value) for key, value in selector.items()}
+
+
 def _quantity(reader: _Reader, value: Any, field: str) -> float:
     """A Kubernetes quantity of GPUs: a whole number (``4`` or ``"4"``)."""
     try:
@@ -289,7 +383,7 @@ def _read_workload(
     if kind != "Workload":
         hint = (
             " (configuration: import it as a policy)"
-            if kind in ("ClusterQueue", "Cohort", "ResourceFlavor", "WorkloadPriorityClass")
+            if kind in ("Cohort", "WorkloadPriorityClass")
             else ""
         )
         raise InputError(
@@ -330,6 +424,7 @@ def _read_workload(
                 )
             assignments[name] = (assignment, i)
     gpus_by_flavor: dict[str, float] = {}
+    node_selector: dict[str, str] = {}  # of the pods that ask for GPUs
     gpus = 0.0
     for i, pod_set in enumerate(pod_sets):
         where = f"spec.podSets[{i}]"
@@ -355,6 +450,8 @@ def _read_workload(
                     f"status.admission.podSetAssignments[{j}].flavors.{gpu_resource}",
                 )
         pod_set_gpus = count * _pod_gpus(reader, pod_set.get("template"), where, gpu_resource)
+        if pod_set_gpus:
+            node_selector.update(_node_selector(reader, pod_set.get("template"), where))
         gpus += pod_set_gpus
         if pod_set_gpus and flavor:
             gpus_by_flavor[flavor] = gpus_by_flavor.get(flavor, 0) + pod_set_gpus
@@ -368,6 +465,7 @@ def _read_workload(
         "priority": _priority(reader, spec.get("priority")),
         "labels": {str(key): str(value) for key, value in labels.items()},
         "name": metadata["name"],
+        "node_selector": node_selector,
     }
     _timeline(reader, status, conditions, submit, fields, admission is not None)
     cluster_queue = admission.get("clusterQueue") if admission else None
@@ -462,6 +560,7 @@ def _add(
     workload: _Workload,
     queue_shares: Mapping[str, str],
     seen: set[str],
+    cluster: _Cluster,
 ) -> None:
     reader = _Reader(JsonRecord(workload.number, None, 0, None), workload.job_id)
     if workload.job_id in seen:
@@ -519,12 +618,18 @@ def _add(
         else 0
     )
     flavor = fields["flavor"]
-    if flavor and flavor in mapping.instance_types:
-        instance_type = mapping.instance_types[flavor]
-    elif flavor and not mapping.default_instance_type:
-        instance_type = flavor  # the flavor is the instance type, as the Kueue policy import names it
-    else:
-        instance_type = mapping.instance_type_of(flavor)
+    usable = cluster.usable(cluster_queue, fields["node_selector"])
+    if usable and flavor and flavor not in usable:
+        usable.append(flavor)  # (the configuration changed since it was admitted)
+        run.note("admitted_on_a_flavor_its_cluster_queue_no_longer_lists")
+    types: list[str] = []
+    for name in usable or [flavor]:
+        kind = _instance_type(mapping, name)
+        if kind not in types:
+            types.append(kind)
+    if len(types) > 1:
+        run.note("workloads_accepting_several_flavors")
+    instance_type = "|".join(types)  # section 12: the types it accepts, in its ClusterQueue's order
     run.add(
         workload.number,
         job_id=workload.job_id,
@@ -539,6 +644,14 @@ def _add(
         recorded_start=_recorded_start(fields),
         recorded_preemptions=fields["preemptions"],
     )
+
+
+def _instance_type(mapping: TraceMapping, flavor: str | None) -> str:
+    if flavor and flavor in mapping.instance_types:
+        return mapping.instance_types[flavor]
+    if flavor and not mapping.default_instance_type:
+        return flavor  # the flavor is the instance type, as the Kueue policy import names it
+    return mapping.instance_type_of(flavor)
 
 
 def _recorded_start(fields: Mapping[str, Any]) -> float:

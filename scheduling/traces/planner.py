@@ -20,7 +20,7 @@ import numpy as np
 
 from scheduling.errors import InputError
 from scheduling.model import MAX_PRIORITY
-from scheduling.trace import NO_TYPE, UNLIMITED_RETRIES, Trace
+from scheduling.trace import NO_TYPE, TYPE_SEPARATOR, UNLIMITED_RETRIES, Trace, accepted_types
 from scheduling.traces.builder import TraceBuilder
 from scheduling.traces.columnar import Unsupported, read_columnar
 from scheduling.traces.fields import (
@@ -37,6 +37,7 @@ from scheduling.traces.fields import (
     parse_optional_seconds,
     parse_optional_text,
     parse_optional_time,
+    parse_optional_types,
     parse_seconds,
     parse_text,
     parse_time,
@@ -78,7 +79,7 @@ def _add_job(builder: TraceBuilder, row: int, get: Callable[[str], Any]) -> None
         share=parse_text(get("share"), row, "share"),
         duration=parse_seconds(get("duration"), row, "duration"),
         priority=0 if priority is None else priority,
-        instance_type=parse_optional_text(get("instance_type"), row, "instance_type"),
+        instance_type=parse_optional_types(get("instance_type"), row, "instance_type"),
         instance_count=1 if count is None else count,
         checkpoint_interval=parse_optional_seconds(
             get("checkpoint_interval"), row, "checkpoint_interval", allow_zero=False
@@ -358,6 +359,9 @@ def write_planner_json(trace: Trace, target: str | Path | IO) -> None:
     with _text_target(target) as stream:
         stream.write('{"jobs": [')
         for i, job in enumerate(_jobs(trace, fields)):
+            kind = job.get("instance_type")
+            if kind is not None and TYPE_SEPARATOR in kind:
+                job["instance_type"] = accepted_types(kind)  # section 12: a list in JSON
             stream.write(("\n  " if i == 0 else ",\n  ") + json.dumps(job, ensure_ascii=False))
         stream.write('\n],\n"priority_updates": [')
         update_time = trace.updates.time.tolist()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from scheduling.errors import InputError
 from scheduling.model import Policy
-from scheduling.trace import NO_TYPE, Trace
+from scheduling.trace import NO_TYPE, Trace, accepted_types
 
 # The source field each format takes the share and the instance type from (default: the planner's).
 SOURCE_FIELDS = {
@@ -32,7 +32,10 @@ def check_trace_fits_policy(trace: Trace, policy: Policy, format: str = "") -> N
                     field=share_field,
                 )
     types = list(policy.instance_types)
-    unknown = [code for code, name in enumerate(trace.type_names) if name not in types]
+    unknown = [  # (a list of types, section 12, needs each of them)
+        code for code, name in enumerate(trace.type_names)
+        if name not in types and not all(part in types for part in accepted_types(name))
+    ]  # fmt: skip
     if unknown or ((trace.instance_type == NO_TYPE).any() and len(types) != 1):
         for i, code in enumerate(trace.instance_type.tolist()):
             if code in unknown or (code == NO_TYPE and len(types) != 1):

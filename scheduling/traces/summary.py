@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from scheduling.trace import NO_TYPE, Trace
+from scheduling.trace import NO_TYPE, Trace, accepted_types
 
 MAX_BUCKETS = 2000
 MAX_DISTINCT_VALUES = 64  # more distinct sizes or priorities than this are binned
@@ -86,7 +86,11 @@ def job_gpus(trace: Trace, gpus_per_type: Mapping[str, float] | None = None) -> 
     """GPUs each job asks for: instance_count x GPUs per instance of its type."""
     per_type = dict(gpus_per_type or {})
     untyped = next(iter(per_type.values())) if len(per_type) == 1 else 1.0
-    per_code = np.array([float(per_type.get(name, 1.0)) for name in trace.type_names] + [float(untyped)])
+    # A job of several types (section 12) is counted with its first type's GPUs **(choice)**.
+    per_code = np.array(
+        [float(per_type.get(name, per_type.get(accepted_types(name)[0], 1.0))) for name in trace.type_names]
+        + [float(untyped)]
+    )
     # NO_TYPE (-1) indexes the last entry: the untyped value.
     codes = np.where(trace.instance_type == NO_TYPE, len(trace.type_names), trace.instance_type)
     return trace.instance_count * per_code[codes]

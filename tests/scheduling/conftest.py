@@ -19,7 +19,7 @@ from scheduling.model import Policy
 from scheduling.trace import NO_TYPE, UNLIMITED_RETRIES, PriorityUpdates, Trace
 
 JOB_FIELDS = (
-    "job_id", "share", "state", "first_start", "end", "wait", "queued",
+    "job_id", "share", "instance_type", "state", "first_start", "end", "wait", "queued",
     "preemptions", "lost_seconds", "reason",
 )
 

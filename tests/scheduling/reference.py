@@ -1,5 +1,5 @@
-"""A deliberately naive replay written line by line from SEMANTICS.md sections 2-4 and 8-10, to check
-the engine.
+"""A deliberately naive replay written line by line from SEMANTICS.md sections 2-4, 8-10 and 12, to
+check the engine.
 
 Slow on purpose: one loop over time instants, every round re-sorts every pending job and every
 check recomputes usage (and capacity and quotas, from the calendar of changes) from scratch. Share
@@ -52,6 +52,10 @@ class Job:
     reason: str | None = None
     preempted_at: float | None = None  # the instant of its last preemption
     preempted_here: int = 0  # its preemptions at that instant
+    # Section 12: the types it accepts, in its share's flavor order; ``type`` is the one it runs or
+    # last ran on (the first accepted while it never ran).
+    accepted: list[str] | None = None
+    ran: bool = False
 
     @property
     def holds_capacity(self) -> bool:
@@ -80,13 +84,23 @@ class ReferenceReplay:
             type_name = next(iter(self.policy.capacity))
         else:
             type_name = trace.type_names[code]
+        share = trace.share_names[int(trace.share[i])]
+        accepted = [type_name]
+        if type_name not in self.policy.instance_types and "|" in type_name:
+            # Section 12: "h100|a100" accepts both; the share's flavor_order (default: the policy's
+            # instance_types order, unlisted types after the listed ones) decides the scan's order.
+            names = {part.strip() for part in type_name.split("|")}
+            listed = list(self.shares[share].flavor_order or ())
+            order = listed + [t for t in self.policy.instance_types if t not in listed]
+            accepted = [t for t in order if t in names]
         checkpoint = float(trace.checkpoint_interval[i])
         retries = int(trace.preemption_retries[i])
         return Job(
             index=i,
             job_id=trace.job_id[i],
-            share=trace.share_names[int(trace.share[i])],
-            type=type_name,
+            share=share,
+            type=accepted[0],
+            accepted=accepted,
             count=int(trace.instance_count[i]),
             duration=float(trace.duration[i]),
             priority=int(trace.priority[i]),
@@ -195,7 +209,8 @@ class ReferenceReplay:
         holding = self.holding()
 
         def needs_to_borrow(j: Job) -> bool:
-            return self.usage(j.share, j.type, holding) + j.count > self.quota(j.share, j.type)
+            # Section 12 (the engine's choice): several types need to borrow only if every one would.
+            return all(self.usage(j.share, t, holding) + j.count > self.quota(j.share, t) for t in j.accepted)
 
         return sorted(pending, key=lambda j: (needs_to_borrow(j), -j.priority, j.submit, self.id_key(j)))
 
@@ -291,6 +306,7 @@ class ReferenceReplay:
         # STARTING and RUNNING both hold capacity; progress is derived from started_at when preempted
         job.state = "STARTING" if self.policy.startup_seconds > 0 else "RUNNING"
         job.started_at = now
+        job.ran = True
         job.end_at = now + self.policy.startup_seconds + (job.duration - job.saved)
         if job.first_start is None:
             job.first_start = now
@@ -298,6 +314,8 @@ class ReferenceReplay:
 
     def consider(self, job: Job, now: float) -> bool:
         """Steps 1-3 for one candidate: fit, else preempt (section 4's way or section 8's), else wait."""
+        if len(job.accepted) > 1:
+            return self.consider_flavors(job, now)
         if self.fits(job, self.holding()):
             self.start(job, now)
             return True
@@ -311,6 +329,67 @@ class ReferenceReplay:
         if chosen is None:
             return False
         for victim, cause in chosen:
+            self.preempt(victim, now, cause, job.job_id)
+        self.start(job, now)
+        return True
+
+    # -- section 12: several flavors per job, with fallback ----------------------------------------------
+
+    MODES = ("fit", "reclaim", "preempt")  # better first; no_fit is never remembered
+
+    def flavor_mode(self, job: Job) -> tuple[str, list[tuple[Job, str]]]:
+        """A type's mode (the job's ``type`` set to it): fit, else reclaim (victims all in other shares),
+        else preempt (some in its own share), else no_fit; with the victims."""
+        if self.fits(job, self.holding()):
+            return "fit", []
+        if self.fair_sharing_on():
+            chosen = self.fair_victims(job)
+        else:
+            victims = self.select_victims(job)
+            chosen = None if victims is None else [
+                (v, "in_share" if v.share == job.share else "cross_share") for v in victims
+            ]
+        if chosen is None:
+            return "no_fit", []
+        if any(v.share == job.share for v, _ in chosen):
+            return "preempt", chosen
+        return "reclaim", chosen
+
+    def consider_flavors(self, job: Job, now: float) -> bool:
+        """Scan the accepted types in flavor order from the first; stop at a type unless it is no_fit,
+        or reclaim/preempt with when_can_preempt TryNextFlavor, or borrowing (level 1) with
+        when_can_borrow TryNextFlavor; else remember the best seen and, after the last, use it."""
+        fungibility = self.shares[job.share].flavor_fungibility
+        try_next_borrow = fungibility.when_can_borrow.value == "TryNextFlavor"
+        try_next_preempt = fungibility.when_can_preempt.value == "TryNextFlavor"
+        preemption_first = fungibility.preference.value == "PreemptionOverBorrowing"
+        was = job.type
+        best: tuple | None = None  # (key, index, type, victims)
+        chosen: tuple[str, list[tuple[Job, str]]] | None = None
+        for index, t in enumerate(job.accepted):
+            job.type = t
+            mode, victims = self.flavor_mode(job)
+            if mode == "no_fit":
+                continue
+            # borrowing level: 0 if the share's usage of t stays within its quota once admitted
+            # (its victims gone), else 1
+            after = [h for h in self.holding() if h not in [v for v, _ in victims]] + [job]
+            level = 0 if self.usage(job.share, t, after) <= self.quota(job.share, t) else 1
+            go_on = (mode != "fit" and try_next_preempt) or (level > 0 and try_next_borrow)
+            if not go_on:
+                chosen = (t, victims)
+                break
+            rank = self.MODES.index(mode)
+            key = (level, rank) if preemption_first else (rank, level)
+            if best is None or (key, index) < best[:2]:
+                best = (key, index, t, victims)
+        if chosen is None and best is not None:
+            chosen = (best[2], best[3])
+        if chosen is None:
+            job.type = was
+            return False
+        job.type = chosen[0]
+        for victim, cause in chosen[1]:
             self.preempt(victim, now, cause, job.job_id)
         self.start(job, now)
         return True
@@ -384,8 +463,15 @@ class ReferenceReplay:
         return (0, ratio / self.exact(weight))
 
     def fair_admission_key(self, job: Job) -> tuple:
-        """The round's next candidate: its share's value were it admitted, then priority, submit, job_id."""
-        value = self.share_value(job.share, self.holding() + [job])
+        """The round's next candidate: its share's value were it admitted, then priority, submit, job_id.
+        Section 12 (the engine's choice): several types, the lowest value over them."""
+        was = job.type
+        values = []
+        for t in job.accepted:
+            job.type = t
+            values.append(self.share_value(job.share, self.holding() + [job]))
+        job.type = was
+        value = min(values)
         return (value, -job.priority, job.submit, self.id_key(job))
 
     def fair_reclaim_allows(self, job: Job, victim: Job) -> bool:
@@ -575,6 +661,16 @@ class ReferenceReplay:
         return None
 
     def unschedulable_reason(self, job: Job) -> str | None:
+        """Section 12: unschedulable only if every accepted type is, with the first type's reason."""
+        was = job.type
+        reasons = []
+        for t in job.accepted:
+            job.type = t
+            reasons.append(self.unschedulable_reason_on_type(job))
+        job.type = was
+        return None if None in reasons else reasons[0]
+
+    def unschedulable_reason_on_type(self, job: Job) -> str | None:
         """Section 9: unschedulable only if section 6 finds it so at every instant of the calendar (before
         or after its submission: a job waits for a training plan to come). The pool's limit is the reason
         when the pool is too small at every instant, else the quota's."""
@@ -657,6 +753,7 @@ class ReferenceReplay:
         return {
             "job_id": j.job_id,
             "share": j.share,
+            "instance_type": j.type if j.ran or len(j.accepted) == 1 else None,
             "state": j.state,
             "first_start": j.first_start,
             "end": j.end,

@@ -89,6 +89,17 @@ def kueue_policies(draw) -> dict:
             st.sampled_from(["never", "lower_priority", "lower_or_newer_equal_priority"])
         )
         share["reclaim"] = draw(st.sampled_from(["any", "lower_priority", "never"]))
+        # Section 12: the order the ClusterQueue lists its flavors in, and its flavorFungibility.
+        if draw(st.booleans()):
+            share["flavor_order"] = draw(st.permutations(list(capacity)))
+        if draw(st.booleans()):
+            when = ["MayStopSearch", "TryNextFlavor"]
+            fungibility = {"when_can_borrow": draw(st.sampled_from(when)),
+                           "when_can_preempt": draw(st.sampled_from(when))}  # fmt: skip
+            if set(fungibility.values()) == {"TryNextFlavor"}:
+                fungibility["preference"] = draw(st.sampled_from(["BorrowingOverPreemption",
+                                                                  "PreemptionOverBorrowing"]))
+            share["flavor_fungibility"] = fungibility
         shares.append(share)
     return {
         "name": draw(st.sampled_from(["pool-a", "Research Pool 2"])),

@@ -216,8 +216,8 @@ def test_a_workload_listed_twice_is_refused():
 
 def test_other_kinds_are_refused_by_name():
     error = refused(
-        {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue", "metadata": {"name": "q"}}
-    )
+        {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "Cohort", "metadata": {"name": "q"}}
+    )  # (ClusterQueues and ResourceFlavors are read: the flavors a workload could use, section 12)
     assert error.field == "kind" and "import it as a policy" in error.reason
     error = refused({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"}})
     assert "'Job', not a Workload" in error.reason

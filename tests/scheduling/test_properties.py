@@ -311,6 +311,49 @@ def test_engine_matches_reference_near_loops(build_trace, replay_engine, scenari
     Timeline(policy, jobs).replay(actual["events"], updates)
 
 
+# -- section 12: jobs that accept several types ------------------------------------------------------------
+
+WHEN_CAN = ("MayStopSearch", "TryNextFlavor")
+
+
+@st.composite
+def flavor_scenarios(draw) -> tuple[dict, list[dict], list[dict]]:
+    """``scenarios`` with both types, shares with a drawn flavor_order and flavor_fungibility, and jobs of
+    which some accept both types (in either order)."""
+    policy, jobs, updates = draw(scenarios())
+    if len(policy["capacity"]) < 2:
+        reject()
+    for share in policy["shares"]:
+        if draw(st.booleans()):
+            share["flavor_order"] = draw(st.sampled_from([["x", "y"], ["y", "x"], ["y"], []]))
+        if draw(st.booleans()):
+            borrow, preempt = draw(st.sampled_from(WHEN_CAN)), draw(st.sampled_from(WHEN_CAN))
+            fungibility = {"when_can_borrow": borrow, "when_can_preempt": preempt}
+            if borrow == preempt == "TryNextFlavor":
+                fungibility["preference"] = draw(st.sampled_from(["BorrowingOverPreemption",
+                                                                  "PreemptionOverBorrowing"]))
+            share["flavor_fungibility"] = fungibility
+    for job in jobs:
+        if draw(st.integers(0, 2)):
+            job["instance_type"] = draw(st.sampled_from(["x|y", "y|x"]))
+    return policy, jobs, updates
+
+
+@property_settings(150)
+@given(scenario=flavor_scenarios())
+def test_engine_matches_reference_with_flavor_lists(build_trace, replay_engine, scenario):
+    policy_dict, jobs, updates = scenario
+    note_scenario(scenario)
+    policy, trace = Policy.from_dict(policy_dict), build_trace(jobs, updates)
+    expected = reference_or_reject(policy, trace, replay_engine)
+    actual = engine_or_reject(policy, trace, replay_engine)
+    assert comparable_events(actual["events"]) == comparable_events(expected["events"])
+    compared = COMPARED + ("instance_type",)
+    assert [{k: j[k] for k in compared} for j in actual["jobs"]] == [
+        {k: j[k] for k in compared} for j in expected["jobs"]
+    ]
+
+
 # -- the calendar, restated for the checks ----------------------------------------------------------------
 
 

@@ -65,6 +65,7 @@ def test_the_jobs_encoded_by_columns_are_the_bytes_the_dicts_give(monkeypatch):
             for part in jobs_json.encoded_jobs(
                 result.trace, result.outcomes, result_module._STATE_NAMES.tolist(),
                 result_module._REASON_NAMES.tolist(), result._encoded_job_dicts,
+                type_names=result._type_names().tolist(), run_types=result._run_types(),
             )  # fmt: skip
         )
         assert encoded == _encoded_by_dicts(result)
