@@ -1217,7 +1217,7 @@ class _Replay:
             if n <= account.headroom():
                 mode = FIT
             else:
-                found = self._victims_on(job)
+                found = self._victims_on(job, now)
                 if found is None:
                     continue  # no_fit
                 victims = found
@@ -1248,15 +1248,20 @@ class _Replay:
         self._begin(job, now)
         return ADMITTED
 
-    def _victims_on(self, job: Job) -> list[tuple[Job, int]] | None:
+    def _victims_on(self, job: Job, now: float) -> list[tuple[Job, int]] | None:
         """The victims section 4's (or 8's) search finds for the job on its account's type, with
-        their causes; None when it finds none. Nothing is changed."""
+        their causes; None when it finds none. Nothing is changed but the loop findings: the search
+        of every type scanned is a search that may leave a job out for section 8's loop rule."""
         if self.fair:
+            if self.twice:
+                self._note_loops(job, now)
             lendable = self.lendable_gpus
             refusal = refusal_before_search(job, self.final_strategy, self.initial_strategy, lendable)
             if refusal == NO_ROOM_AT_ALL or refusal == NO_ROOM_PASSING:
                 return None
-            return fair_victims(job, self.final_first, len(self.strategies) > 1, lendable)
+            return fair_victims(
+                job, self.final_first, len(self.strategies) > 1, lendable, now if self.twice else math.nan
+            )
         candidates = self._victim_candidates(job)
         if candidates is None:
             return None
