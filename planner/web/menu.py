@@ -136,10 +136,23 @@ def menu_for(user, namespace: str = "", url_name: str = "", path: str = "") -> t
     return tuple(groups)
 
 
+def _in_study(groups: tuple[Group, ...], study_id: int) -> tuple[Group, ...]:
+    """On a study's pages, "Find a job" searches that study (not the newest one)."""
+    url = reverse("reports:study-jobs", args=[study_id])
+    find = reverse("web:find-job")
+    return tuple(
+        Group(g.label, tuple(Item(i.label, url, i.current, i.hint) if i.url == find else i for i in g.items))
+        for g in groups
+    )
+
+
 def menu(request: HttpRequest) -> dict:
     """Context processor: ``menu`` (the groups) for the top bar of every page."""
     match = getattr(request, "resolver_match", None)
     namespace = (match.namespace or "") if match else ""
     url_name = (match.url_name or "") if match else ""
     user = getattr(request, "user", None)
-    return {"menu": menu_for(user, namespace, url_name, getattr(request, "path", ""))}
+    groups = menu_for(user, namespace, url_name, getattr(request, "path", ""))
+    on_study = match is not None and namespace == "reports" and url_name.startswith("study")
+    study = match.kwargs.get("pk") if on_study else None
+    return {"menu": _in_study(groups, int(study)) if groups and study is not None else groups}

@@ -50,9 +50,10 @@ def test_no_title_sits_under_a_legend_on_the_study_and_finance_pages(page_as, ro
     look_at(page, f"legends-finance-{width}")
 
 
-def test_no_title_sits_under_a_legend_on_commons(page_as, roles):
+@pytest.mark.parametrize("width", [1280, 390])
+def test_no_title_sits_under_a_legend_on_commons(page_as, roles, width):
     commons_study("legend-games", bursty_columns(1500), variants=1)
-    page = page_as("viewer")
+    page = page_as("viewer", width=width)
     page.goto("/commons/")
     assert _overlapping(page) == []
 

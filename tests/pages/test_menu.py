@@ -55,6 +55,13 @@ def test_forecasts_get_their_line_once_the_url_answers(users, settings):
 
 @pytest.mark.parametrize("width", [1280, 390])
 def test_the_menu_opens_by_keyboard_and_fits_the_screen(page_as, width):
+    admin = page_as("admin", width=width)  # the longest menu: every item
+    admin.goto("/")
+    for group in ("Plan", "Data", "Reports"):
+        admin.locator(".menu-group summary", has_text=group).click()
+        box = admin.get_by_role("navigation", name="Main").get_by_role("list", name=group).bounding_box()
+        assert box["x"] >= 0 and box["x"] + box["width"] <= width
+    assert admin.evaluate("document.documentElement.scrollWidth") <= width
     page = page_as("viewer", width=width)
     page.goto("/")
     nav = page.get_by_role("navigation", name="Main")
@@ -112,7 +119,11 @@ def test_find_a_job_from_the_menu(page_as, small_policy, small_trace, eager_cele
 
 
 def test_find_a_job_without_a_finished_study_says_what_to_do(client_as, small_policy, small_trace):
-    launch_study(name="queued", trace=small_trace, policies=[small_policy], enqueue=False)
+    queued = launch_study(name="queued", trace=small_trace, policies=[small_policy], enqueue=False)
+    # on a study's page the menu's "Find a job" searches that study
+    study_page = client_as("viewer").get(f"/studies/{queued.pk}/").content.decode()
+    assert f'<a href="/studies/{queued.pk}/jobs/" >Find a job</a>' in study_page
+    assert '<a href="/jobs/" >Find a job</a>' in client_as("viewer").get("/").content.decode()
     page = client_as("viewer").get("/jobs/").content.decode()
     assert "No study has a finished replay yet" in page and "ask an admin to start a study" in page
     unknown = client_as("viewer").get("/jobs/?study=999&q=x")

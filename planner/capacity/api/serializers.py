@@ -181,11 +181,12 @@ class PolicySerializer(serializers.ModelSerializer):
     fair_sharing = serializers.JSONField(
         required=False,
         allow_null=True,
-        help_text='Kueue fairSharing: {"preemption_strategies": [...]} (SEMANTICS.md section 8); null: off',
+        help_text='Kueue fairSharing: {"preemption_strategies": [...]} (docs/semantics.md section 8); '
+        "null: off",
     )
     changes = serializers.JSONField(
         required=False,
-        help_text="the calendar (SEMANTICS.md section 9): [{time, capacity}, {time, share, capacity}]; "
+        help_text="the calendar (docs/semantics.md section 9): [{time, capacity}, {time, share, capacity}]; "
         "times in seconds or ISO-8601; replaces every change when given",
     )
 
@@ -352,7 +353,7 @@ def _on_raw_field(error: DjangoValidationError, raw: dict) -> DjangoValidationEr
 
 
 class TrainingPlanSerializer(serializers.Serializer):
-    """A training plan (SEMANTICS.md section 9): ``instances`` more of a type in the pool and in a
+    """A training plan (docs/semantics.md section 9): ``instances`` more of a type in the pool and in a
     share's quota from ``start`` to ``end`` (seconds or ISO-8601, like the trace's times)."""
 
     instance_type = serializers.CharField(max_length=100)

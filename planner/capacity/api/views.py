@@ -84,7 +84,7 @@ class PolicyViewSet(viewsets.ModelViewSet):
     @extend_schema(responses={200: OpenApiTypes.OBJECT})
     @action(detail=True, methods=["get"])
     def export(self, request, pk=None):
-        """The policy as the JSON of SEMANTICS.md sections 7-10 (what ``python -m scheduling replay``
+        """The policy as the JSON of docs/semantics.md sections 7-10 (what ``python -m scheduling replay``
         reads; ``POST /api/policy-imports/`` and ``Policy.create_from_dict`` take it back)."""
         policy = self.get_object()
         try:

@@ -37,7 +37,7 @@ class TraceTimeField(serializers.Field):
 
 
 class CurvePlanSerializer(serializers.Serializer):
-    """A training plan on a curve (SEMANTICS.md section 9): ``instances`` more of a type in the pool
+    """A training plan on a curve (docs/semantics.md section 9): ``instances`` more of a type in the pool
     and in ``share``'s quota from ``start`` to ``end``, added to ``policy`` (one of the curve's
     policies; default the first) at its own size and replayed as one more point."""
 

@@ -61,7 +61,7 @@ class StudySerializer(serializers.ModelSerializer):
     runs = RunSerializer(many=True, read_only=True)
     window = serializers.SerializerMethodField(
         help_text="the common window every succeeded run is measured over once all runs finished "
-        "(SEMANTICS.md section 5: the union of their spans), null before"
+        "(docs/semantics.md section 5: the union of their spans), null before"
     )
 
     class Meta:
