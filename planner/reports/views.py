@@ -20,6 +20,7 @@ from planner.accounts.money import for_user, is_money_unit, shows_money
 from planner.reports import comparison, figures, finance_policies
 from planner.reports.comparison import RunColumn, Table
 from planner.reports.decision import decide
+from planner.reports.decision import priced as metrics_priced
 from planner.reports.exports import csv_response
 from planner.reports.finance import (
     COLUMNS,
@@ -214,7 +215,12 @@ def _card_context(request: HttpRequest, columns: list[RunColumn], shares: list[s
         i for i in range(len(built[0].lines))
         if built[0].lines[i].column.key in ("cancelled",) and not any(c.lines[i].cell.value for c in built)
     }  # fmt: skip
-    hidden = {"idle_gpu_hours", "stranded_gpu_hours"} if money else set()
+    # On a pool without prices every $ is 0: GPU-hours only, whoever reads.
+    priced_pool = baseline is not None and metrics_priced(baseline.metrics)
+    if money and priced_pool:
+        hidden = {"idle_gpu_hours", "stranded_gpu_hours"}
+    else:
+        hidden = {"idle_usd", "stranded_usd", "rerun_usd"} if money else set()
     cards = []
     for card in built:
         cards.append(

@@ -56,3 +56,22 @@ def test_unknown_sections_and_strangers_are_refused(study):
     response = viewer.get(f"/studies/{study.pk}/charts/nothing.json")
     assert response.status_code == 404
     assert signed_in(None).get(f"/studies/{study.pk}/charts/preemptions.json").status_code == 403
+
+
+def test_cards_of_a_pool_without_prices_are_in_gpu_hours_even_for_finance(study):
+    def cards(client) -> str:
+        page = client.get(f"/studies/{study.pk}/").content.decode()
+        start = page.index('<ul class="cards verdict">')
+        return page[start : page.index("</ul>", start)]
+
+    priced = cards(signed_in("finance"))
+    assert "Idle capacity" in priced and "$" in priced and "GPU-hours" in priced
+    for run in study.runs.all():  # the pool's instance types lose their price
+        metrics = run.metrics
+        for spec in metrics["types"].values():
+            spec["hourly_price"] = 0.0
+        type(run).objects.filter(pk=run.pk).update(metrics=metrics)
+    unpriced = cards(signed_in("finance"))
+    assert "Idle capacity" in unpriced and "Stranded quota" in unpriced and "$" not in unpriced
+    decision = signed_in("finance").get(f"/studies/{study.pk}/").content.decode()
+    assert "No instance type of the pool has an hourly price" in decision
