@@ -83,7 +83,12 @@ def test_two_workers_replay_the_chunks_and_the_last_merges(start_worker, setting
     given = inputs()
     forecast = start_forecast(**given)  # 8 chunks, sent when the transaction commits
     assert forecast.chunks == 8
-    wait_for(lambda: Forecast.objects.get(pk=forecast.pk).finished, 240, "the forecast to finish", poll=0.5)
+    try:
+        wait_for(lambda: Forecast.objects.get(pk=forecast.pk).finished, 200, "the forecast", poll=0.5)
+    except AssertionError:
+        states = list(forecast.chunk_rows.values_list("index", "status", "worker", "error"))
+        logs = "\n".join(w.log.read_text(errors="replace")[-1500:] for w in (first, second))
+        raise AssertionError(f"the forecast did not finish: chunks {states}\n{logs}") from None
     forecast.refresh_from_db()
     assert forecast.status == "succeeded", forecast.error
     chunks = list(forecast.chunk_rows.order_by("index"))
