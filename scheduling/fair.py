@@ -101,7 +101,7 @@ class _Candidates:
 
     __slots__ = (
         "share", "running", "below", "preemptor", "level", "entries", "runs", "place", "listed", "next",
-        "exclude_at",
+        "exclude_at", "excluding",
     )  # fmt: skip
 
     def __init__(
@@ -111,6 +111,7 @@ class _Candidates:
         self.share = share
         self.preemptor = preemptor
         self.exclude_at = exclude_at  # the instant (nan: none) whose twice-preempted jobs are out
+        self.excluding = exclude_at == exclude_at  # (not nan: the check is skipped otherwise)
         self.running = running  # None: read ``listed`` instead
         self.below = below  # levels of a priority below this only
         self.level = 0  # the next level to read
@@ -141,7 +142,10 @@ class _Candidates:
                 job = self.entries[self.place]
                 live = job.run == self.runs[self.place]  # (else a stale entry: see Level)
                 self.place -= 1
-                if not live or left_out_for_loop(job.preempted_at, job.preempted_here, self.exclude_at):
+                if not live:
+                    continue
+                excluding = self.excluding
+                if excluding and left_out_for_loop(job.preempted_at, job.preempted_here, self.exclude_at):
                     continue
                 if own:
                     if in_share_allows(

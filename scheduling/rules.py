@@ -158,12 +158,18 @@ def value_below(a: tuple[bool, int, int], b: tuple[bool, int, int]) -> bool:
     out: the compiled engine then compares native fields instead of two Python tuples)."""
     if a[0] != b[0]:
         return b[0]
+    if a[2] == b[2]:  # (the same weight's denominator, as a rule: no multiplication)
+        return a[1] < b[1]
     return a[1] * b[2] < b[1] * a[2]
 
 
 def value_equal(a: tuple[bool, int, int], b: tuple[bool, int, int]) -> bool:
     """a == b for two share values, as fractions (as ``value_below``)."""
-    return a[0] == b[0] and a[1] * b[2] == b[1] * a[2]
+    if a[0] != b[0]:
+        return False
+    if a[2] == b[2]:
+        return a[1] == b[1]
+    return a[1] * b[2] == b[1] * a[2]
 
 
 def final_share_passes(new: tuple[bool, int, int], after: tuple[bool, int, int]) -> bool:
