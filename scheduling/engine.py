@@ -952,7 +952,7 @@ class _Replay:
         self._requeue(preempted, now)
         return admitted
 
-    def _lowest_value(self, flavors: list[Account], count: int, lendable: float) -> tuple[bool, float]:
+    def _lowest_value(self, flavors: list[Account], count: int, lendable: float) -> tuple[bool, int, int]:
         """Section 12 **(choice)**: a job that accepts several types takes its place in a fair round
         by the lowest value its share would have with it admitted on one of them."""
         best = value_with(flavors[0], count, lendable)
