@@ -130,12 +130,15 @@ def wait_sentence(policy: Policy, timeline: dict[str, Any], held: dict | None, c
     type_name = held.get("type") if held else None
     parts.append(_quota_words(policy, share, type_name))
     if held is not None:
-        holders = ", ".join(f"{name} {n}" for name, n in held["held"].items()) or "no job"
+        holders = ", ".join(f"{name} ({n})" for name, n in held["held"].items()) or "no job"
         unit = f" {type_name}" if type_name else ""
-        when = (held["time"] - timeline["submit_time"]) / HOUR
-        parts.append(f"when its longest wait began ({when:,.2f} h after submission) the "
-                     f"{held['capacity']}{unit} instances were held by {holders} "
-                     f"({held['free']} free, it needs {count})")  # fmt: skip
+        after = held["time"] - timeline["submit_time"]
+        when = "when it was submitted"
+        if after > 0:
+            when = f"{_hours(after)} after submission, when its longest wait began,"
+        free = "none was" if held["free"] == 0 else f"{held['free']} {'was' if held['free'] == 1 else 'were'}"
+        parts.append(f"{when} the {held['capacity']}{unit} instances were held by {holders} and {free} free "
+                     f"(it needs {count})")  # fmt: skip
     need = max(1, count - (held["free"] if held else 0))
     remedy = REMEDIES.get(main, "").format(
         need=need, s="" if need == 1 else "s", type=type_name or "its type", share=share,

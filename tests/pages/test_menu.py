@@ -154,3 +154,11 @@ def test_the_semantics_the_pages_cite_are_served(client_as, small_policy):
     policy = client_as("viewer").get(f"/policies/{small_policy.pk}/").content.decode()
     assert "SEMANTICS.md" not in policy
     assert '<a href="/docs/semantics/#section-9">semantics, section 9</a>' in policy
+
+
+def test_the_docs_reader_escapes_before_it_marks_up():
+    from planner.web.views.docs import _inline
+
+    assert _inline("<b>x</b> of *other* shares, **Fit**, `a<b`") == (
+        "&lt;b&gt;x&lt;/b&gt; of <em>other</em> shares, <strong>Fit</strong>, <code>a&lt;b</code>"
+    )

@@ -42,10 +42,10 @@ def test_finance_reads_idle_and_stranded_dollars_first(page_as, study):
     first = page.locator("main section").first
     assert first.get_attribute("id") == "overview-money"
     answer = page.locator("#money-answer").inner_text()
-    assert f"${idle:,.0f}" in answer and f"${pool:,.0f}" in answer
-    assert f"${stranded:,.0f} was stranded" in answer
+    assert "$8.62 of the pool's $15.00 sat idle (57.5 %)" in answer  # cents below $100
+    assert f"${stranded:,.2f} was stranded" in answer
     cells = page.locator("#money-table tbody tr").first.locator("td").all_inner_texts()
-    assert cells[0].startswith("lab-policy") and cells[2] == f"{idle:,.0f}"
+    assert cells[0].startswith("lab-policy") and cells[1:] == ["15.00", "8.62", f"{stranded:,.2f}"]
     report = page.locator("#overview-money").get_by_role("link", name=re.compile("finance report"))
     assert report.get_attribute("href") == f"/finance/?study={study.pk}"
     look_at(page, "overview-finance", full_page=False)

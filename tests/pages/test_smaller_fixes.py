@@ -8,7 +8,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from planner.reports.comparison import RunColumn, format_delta, policy_table, verdict_cards
 from planner.traces.models import Trace
-from planner.web.templatetags.planner_web import cell
+from planner.web.templatetags.planner_web import cell, dollars
 from tests.pages.conftest import SMALL_TRACE_CSV
 from tests.uploads import eager_worker
 
@@ -31,6 +31,11 @@ def test_a_utilization_gain_that_is_only_rerun_work_is_not_better():
     cards = verdict_cards([base, rerun, useful])
     assert [card.lines[0].cell.verdict for card in cards] == ["", "rerun", "better"]
     assert cards[1].lines[1].cell.verdict == "same"  # useful utilization itself: unchanged
+
+
+def test_dollars_keep_cents_below_a_hundred():
+    assert dollars(8.625) == "8.62" and dollars(15) == "15.00" and dollars(12345.6) == "12,346"
+    assert dollars(None) == ""
 
 
 def test_preview_numbers_are_rounded_for_display():

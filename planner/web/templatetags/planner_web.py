@@ -122,3 +122,13 @@ def cell(value) -> str:
             return str(value)
         return f"{value:,.3f}".rstrip("0").rstrip(".")
     return str(value)
+
+
+@register.filter
+def dollars(value) -> str:
+    """An amount in $ as a person reads it: whole dollars from $100 up (``12,345``), cents below
+    (``8.62``), so a small pool's idle cost is not rounded away; empty for None."""
+    if value is None or value == "":
+        return ""
+    amount = float(value)
+    return f"{amount:,.0f}" if abs(amount) >= 100 else f"{amount:,.2f}"

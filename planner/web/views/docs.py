@@ -22,7 +22,8 @@ DOCS = Path(settings.BASE_DIR) / "docs"
 def _inline(text: str) -> str:
     text = escape(text)
     text = re.sub(r"`([^`]+)`", r"<code>\1</code>", text)
-    return re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", text)
+    text = re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", text)
+    return re.sub(r"(?<![\w*])\*([^*\s][^*]*)\*(?![\w*])", r"<em>\1</em>", text)
 
 
 @lru_cache(maxsize=4)
@@ -73,6 +74,8 @@ def markdown_html(name: str) -> tuple[str, list[tuple[str, str]]]:
         elif items and line.startswith("  "):
             items[-1] += " " + line.strip()
         else:
+            if items or re.match(r"\d+\. ", line):  # a numbered step begins a paragraph of its own
+                flush()
             paragraph.append(line.strip())
     flush()
     return "\n".join(out), toc
