@@ -26,5 +26,5 @@ def test_swagger_ui_loads_its_assets_locally(viewer_api):
 
 def test_the_api_root_lists_the_resources(viewer_api):
     body = viewer_api.get("/api/").json()
-    wanted = {"pools", "policies", "shares", "traces", "studies", "runs", "forecasts", "schema", "docs"}
-    assert wanted <= set(body)
+    expected = {"pools", "policies", "shares", "traces", "studies", "runs", "forecasts", "schema", "docs"}
+    assert expected <= set(body)

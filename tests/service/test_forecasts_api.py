@@ -204,7 +204,9 @@ def test_one_person_has_at_most_so_many_forecasts_unfinished(viewer_api, client_
     assert Forecast.objects.count() == 3
 
 
-def test_history_arrivals_need_the_week_before_the_snapshot(viewer_api, policy, history, capture):
+def test_history_arrivals_need_the_week_before_the_snapshot(
+    viewer_api, policy, history, eager_celery, capture
+):
     # the history's jobs are submitted from 0 to 546,000 s; a snapshot at 10,000,000 s is 100 days later
     late = {**SNAPSHOT, "time": 10_000_000}
     late["running"] = [{**job, "started_at": 9_999_000} for job in SNAPSHOT["running"]]
