@@ -48,17 +48,33 @@ if [ "$DEBUG" = 0 ]; then
     .venv/bin/python manage.py collectstatic --noinput -v0  # served by whitenoise
 fi
 
+# The worker and the web server die with whoever started them (Linux's parent-death signal, by
+# util-linux's setpriv): a supervisor or script killed with -9, which cannot stop its children
+# itself, leaves no worker or server running on behind it.
+MAIN=$$
+WITH_PARENT=()
+command -v setpriv >/dev/null && WITH_PARENT=(setpriv --pdeathsig TERM)
+
 # The worker, started again whenever it stops (a crash, the OOM killer, a kill -9): runs it had
-# are put back in the queue by the new worker's reaper. Its pid is in $VAR/worker.pid.
+# are put back in the queue by the new worker's reaper. Its pid is in $VAR/worker.pid. Should the
+# script itself be killed (-9), the supervisor notices within a second and stops the worker too.
 supervise_worker() {
     local pid=""
     trap '[ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; exit 0' TERM INT
     while :; do
-        .venv/bin/celery -A planner worker -l WARNING --concurrency 2 --without-gossip --without-mingle \
-            --without-heartbeat -n "planner-local@%h" &
+        "${WITH_PARENT[@]}" .venv/bin/celery -A planner worker -l WARNING --concurrency 2 --without-gossip \
+            --without-mingle --without-heartbeat -n "planner-local@%h" &
         pid=$!
         echo "$pid" > "$VAR/worker.pid"
         local code=0
+        while kill -0 "$pid" 2>/dev/null; do
+            if ! kill -0 "$MAIN" 2>/dev/null; then
+                kill -TERM "$pid" 2>/dev/null
+                wait "$pid" 2>/dev/null
+                exit 0
+            fi
+            sleep 1 & wait $!  # (a sleep in the background: the TERM trap runs at once)
+        done
         wait "$pid" || code=$?
         echo "== $(date +%H:%M:%S) the worker stopped (exit $code): starting a new one in 2 s;" \
             "the web pages stay up, its runs go back to the queue" >&2
@@ -72,7 +88,8 @@ SUPERVISOR=$!
 if [ "$DEBUG" = 0 ]; then
     # Threaded workers with a deadline for each request's head and an idle limit for its body
     # (planner/gunicorn_conf.py, planner/serving.py): slow clients cannot stall the site.
-    .venv/bin/gunicorn planner.wsgi -c planner/gunicorn_conf.py --bind "$HOST:$PORT" --log-level warning &
+    "${WITH_PARENT[@]}" .venv/bin/gunicorn planner.wsgi -c planner/gunicorn_conf.py --bind "$HOST:$PORT" \
+        --log-level warning &
 else
     .venv/bin/python manage.py runserver "$HOST:$PORT" --noreload &
 fi

@@ -103,3 +103,38 @@ def test_planner_sh_serves_without_debug_and_restarts_a_dead_worker(planner_sh):
     os.killpg(process.pid, signal.SIGINT)  # Ctrl-C stops both
     process.wait(30)
     wait_for(lambda: not alive(second), 30, "the worker to stop")
+
+
+def running(pid: int) -> bool:
+    """Alive and not a zombie (an orphan's zombie waits for an init that may never reap it)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
+def parent_of(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def test_a_killed_supervisor_takes_its_worker_with_it(planner_sh):
+    url, var, process, output = planner_sh
+    worker = int((var / "worker.pid").read_text())
+    supervisor = parent_of(worker)
+    assert supervisor != process.pid  # the supervisor is the script's child, the worker's parent
+    os.kill(supervisor, signal.SIGKILL)
+    wait_for(lambda: not running(worker), 60, "the orphaned worker to stop")
+    assert int((var / "worker.pid").read_text()) == worker  # and nobody started another
+    assert get(f"{url}/login/")[0] == 200  # the web server is not the supervisor's
+
+
+def test_a_killed_script_leaves_no_server_or_worker(planner_sh):
+    url, var, process, output = planner_sh
+    worker = int((var / "worker.pid").read_text())
+    servers = [int(pid) for pid in subprocess.run(["pgrep", "-P", str(process.pid), "-f", "gunicorn"],
+                                                  capture_output=True, text=True).stdout.split()]  # fmt: skip
+    assert servers, "gunicorn runs as the script's child"
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait(10)  # reaped, as the user's shell would
+    wait_for(lambda: not running(worker), 60, "the worker to stop")
+    wait_for(lambda: not any(running(pid) for pid in servers), 60, "the web server to stop")
