@@ -277,7 +277,11 @@ class _BoundedGzip(io.RawIOBase):
         return True
 
     def readinto(self, buffer) -> int:
-        count = self._gzip.readinto(buffer)
+        # read1, not readinto: what one read of the compressed stream gives, so that the lines
+        # before a truncation are read (and named in its error) before the truncation is met.
+        data = self._gzip.read1(len(buffer))
+        count = len(data)
+        buffer[:count] = data
         self.decompressed += count
         if self.decompressed > self._limit:
             raise TooLarge(self._limit)
