@@ -37,6 +37,7 @@ PAGES: dict[str, tuple[set[str] | str, set[str] | None]] = {
     "reports:study": (READERS, None),
     "reports:study-progress": (READERS, None),
     "reports:study-csv": (READERS, None),
+    "reports:study-charts": (READERS, None),
     "reports:finance": (FINANCE_READERS, None),
     "reports:finance-csv": (FINANCE_READERS, None),
     "calibration:list": (READERS, ADMINS),
@@ -99,6 +100,7 @@ def concrete(route: str, world, name: str) -> str:
         pk = world.pk_for(path.split("<")[0].split("{")[0])
         path = path.replace("<int:pk>", str(pk)).replace("{id}", str(pk))
     path = path.replace("<int:number>", "1").replace("{number}", "1")
+    path = path.replace("<slug:section>", "waits")  # a folded section of the study page's charts
     return path.replace("<slug:table>", SLUGS.get(name, "x"))
 
 
