@@ -1309,7 +1309,7 @@ class _Replay:
                 needed[index] = False
             else:
                 victim.account.shift(-victim.count)
-        victims = [victim for victim, keep in zip(taken, needed, strict=True) if keep]
+        victims = [victim for index, victim in enumerate(taken) if needed[index]]
         for victim in victims:  # _preempt applies the release for real
             victim.account.shift(victim.count)
         return victims

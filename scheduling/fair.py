@@ -435,8 +435,8 @@ def fair_victims(
         else:
             victim.account.shift(-victim.count)
     out: list[tuple[Job, int]] = []
-    for victim, keep in zip(taken, needed, strict=True):
-        if keep:
+    for index, victim in enumerate(taken):
+        if needed[index]:
             victim.account.shift(victim.count)  # the engine applies the release for real
             cross = CROSS_SHARE if within_quota else FAIR_SHARING
             cause = IN_SHARE if victim.account.share is own else cross
