@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -95,10 +96,8 @@ def _status_mb(key: str) -> int:
 
 def _phase_start() -> int:
     """Reset the peak to the current RSS (writing 5 to clear_refs); the RSS at the phase's start."""
-    try:
+    with contextlib.suppress(OSError):
         Path("/proc/self/clear_refs").write_text("5")
-    except OSError:
-        pass
     return _status_mb("VmRSS")
 
 

@@ -139,7 +139,7 @@ class GuardedInput:
     def _guarded(self, method, *args: Any) -> bytes:
         try:
             return method(*args)
-        except (TimeoutError, socket.timeout):
+        except TimeoutError:
             announced = (
                 f"before the {self._length:,} bytes its Content-Length announced"
                 if self._length is not None

@@ -399,7 +399,7 @@ def aws_events(record: dict, i: int, submit: float, attempts: list, updates: lis
     """EventBridge events of one job: each status change, with the job as it was then."""
     raised = [t for j, t, _ in updates if j == i]
     changes: list[tuple[float, str]] = [(submit, "SUBMITTED"), (submit + 1, "RUNNABLE")]
-    for k, attempt in enumerate(attempts):
+    for attempt in attempts:
         changes.append((attempt[0] - 60, "STARTING"))
         changes.append((attempt[0], "RUNNING"))
         if attempt[1] is not None and attempt[2] and attempt[2].startswith("Preempted"):
@@ -428,7 +428,7 @@ def aws_events(record: dict, i: int, submit: float, attempts: list, updates: lis
         started = [a for a in attempts if a[0] <= t]
         if started and status != "STARTING":
             detail["startedAt"] = ms(started[-1][0])
-            detail["attempts"] = [a for a in record.get("attempts", [])[: len(started)]]
+            detail["attempts"] = list(record.get("attempts", [])[: len(started)])
         if status in ("SUCCEEDED", "FAILED"):
             detail["stoppedAt"] = record["stoppedAt"]
             detail["attempts"] = record["attempts"]

@@ -203,7 +203,7 @@ class _Replay:
                      int(policy.unassigned(name)))
             for t, name in enumerate(types)
         ]
-        for share, spec in zip(self.shares, policy.shares):
+        for share, spec in zip(self.shares, policy.shares, strict=True):
             for t, pool in enumerate(self.pools):
                 account = Account(
                     share,
@@ -1257,7 +1257,7 @@ class _Replay:
                 self._note_loops(job, now)
             lendable = self.lendable_gpus
             refusal = refusal_before_search(job, self.final_strategy, self.initial_strategy, lendable)
-            if refusal == NO_ROOM_AT_ALL or refusal == NO_ROOM_PASSING:
+            if refusal in (NO_ROOM_AT_ALL, NO_ROOM_PASSING):
                 return None
             return fair_victims(
                 job, self.final_first, len(self.strategies) > 1, lendable, now if self.twice else math.nan
@@ -1309,7 +1309,7 @@ class _Replay:
                 needed[index] = False
             else:
                 victim.account.shift(-victim.count)
-        victims = [victim for victim, keep in zip(taken, needed) if keep]
+        victims = [victim for index, victim in enumerate(taken) if needed[index]]
         for victim in victims:  # _preempt applies the release for real
             victim.account.shift(victim.count)
         return victims

@@ -270,10 +270,13 @@ def refusal_before_search(job: Job, final: bool, initial: bool, lendable: float)
     lowest_new = value_with(account, n - account.preemptible, lendable)
     dropped = False
     for other in accounts:
-        if other.preemptible and other is not account:
-            if not _may_pass(final, initial, lowest_new, value_of(other.share, lendable)):
-                other.preemptible = 0  # none of its candidates could be taken
-                dropped = True
+        if (
+            other.preemptible
+            and other is not account
+            and not _may_pass(final, initial, lowest_new, value_of(other.share, lendable))
+        ):
+            other.preemptible = 0  # none of its candidates could be taken
+            dropped = True
     if dropped:
         room = account.headroom_if_preempted()
         if n > room:
@@ -432,12 +435,10 @@ def fair_victims(
         else:
             victim.account.shift(-victim.count)
     out: list[tuple[Job, int]] = []
-    for victim, keep in zip(taken, needed):
-        if keep:
+    for index, victim in enumerate(taken):
+        if needed[index]:
             victim.account.shift(victim.count)  # the engine applies the release for real
-            if victim.account.share is own:
-                cause = IN_SHARE
-            else:
-                cause = CROSS_SHARE if within_quota else FAIR_SHARING
+            cross = CROSS_SHARE if within_quota else FAIR_SHARING
+            cause = IN_SHARE if victim.account.share is own else cross
             out.append((victim, cause))
     return out

@@ -64,7 +64,7 @@ class Level:
             jobs.pop()
             runs.pop()
         if len(jobs) > 2 * self.live + 16:
-            kept = [(other, run) for other, run in zip(self.jobs, self.runs) if other.run == run]
+            kept = [(other, run) for other, run in zip(self.jobs, self.runs, strict=True) if other.run == run]
             self.jobs = [other for other, _ in kept]
             self.runs = [run for _, run in kept]
 

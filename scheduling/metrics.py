@@ -280,7 +280,7 @@ def _calendar_changes(records: Records, t: int, n_types: int) -> list[tuple[floa
     """The calendar's changes of type t as applied by the engine: (time, column, new value);
     a column is a share for quotas (0 for the pool's capacity)."""
     times, columns, values = _change_columns(records, t, n_types)
-    return list(zip(times.tolist(), columns.tolist(), values.tolist()))
+    return list(zip(times.tolist(), columns.tolist(), values.tolist(), strict=True))
 
 
 def _steps_at(instants: np.ndarray, base: np.ndarray, changes: list[tuple[float, int, float]]) -> np.ndarray:
@@ -339,14 +339,14 @@ class _Integral:
         """The block of instants lo to lo + len(values) - 1."""
         area = values * durations[:, None]
         edges = [grid.within(lo, lo + len(values)) for grid in self.grids]
-        steps = [grid.step[places] - lo for grid, places in zip(self.grids, edges)]
+        steps = [grid.step[places] - lo for grid, places in zip(self.grids, edges, strict=True)]
         # The area before each step that has an edge in it: the block cut at those steps, each
         # piece summed, the pieces added up (a cumulative sum of every instant would write as
         # many rows as it reads; the edges are a few hundred, the instants millions).
         cuts = np.unique(np.concatenate([[0], *steps]))
         pieces = np.add.reduceat(area, cuts, axis=0)
         before = np.concatenate((np.zeros((1, area.shape[1])), np.cumsum(pieces, axis=0)))
-        for grid, at_edges, places, step in zip(self.grids, self.at_edges, edges, steps):
+        for grid, at_edges, places, step in zip(self.grids, self.at_edges, edges, steps, strict=True):
             area_before = self.total + before[np.searchsorted(cuts, step)]
             at_edges[places] = area_before + values[step] * grid.into[places, None]
         self.total += before[-1]
@@ -434,7 +434,7 @@ def _summary(policy, bound, outcomes, totals, accounts, gpus, price, wait, jct, 
         "utilization": _ratio(busy @ gpus, capacity @ gpus),
         "useful_utilization": _ratio((busy - lost - startup) @ gpus, capacity @ gpus),
         "preemptions": preemptions,
-        "waited_by_reason_seconds": _waited_by_reason([sum(col) for col in zip(*totals.waited)]),
+        "waited_by_reason_seconds": _waited_by_reason([sum(col) for col in zip(*totals.waited, strict=True)]),
         "lost_instance_seconds": float(lost.sum()),
         "startup_instance_seconds": float(startup.sum()),
         "rerun_instance_seconds": float(rerun.sum()),
@@ -490,10 +490,10 @@ def _share_metrics(policy, s, bound, outcomes, totals, accounts, gpus, price, wa
 
 def _pool(accounts, gpus, price) -> dict[str, float]:
     def gpu_hours(values):
-        return float(sum(v * g for v, g in zip(values, gpus)) / 3600)
+        return float(sum(v * g for v, g in zip(values, gpus, strict=True)) / 3600)
 
     def dollars(values):
-        return float(sum(v * p for v, p in zip(values, price)) / 3600)
+        return float(sum(v * p for v, p in zip(values, price, strict=True)) / 3600)
 
     capacity = [a["capacity"] for a in accounts]
     busy = [a["busy"] for a in accounts]
@@ -518,17 +518,23 @@ def _series(policy, accounts, gpus, edges) -> dict[str, Any]:
     for s, share in enumerate(policy.shares):
         row = {}
         for k in ACCOUNTS:
-            total = sum(a["buckets"][k][:, s] * g for a, g in zip(accounts, gpus))
+            total = sum(a["buckets"][k][:, s] * g for a, g in zip(accounts, gpus, strict=True))
             row[k] = (np.asarray(total) / width).round(4).tolist()
-        row["quota"] = float(sum(share.quota(t) * g for t, g in zip(policy.instance_types, gpus)))
+        row["quota"] = float(
+            sum(share.quota(t) * g for t, g in zip(policy.instance_types, gpus, strict=True))
+        )
         # Section 9: the quota in force, as average GPUs per bucket (a step line over time).
         row["quota_series"] = (
-            np.asarray(sum(a["buckets"]["quota"][:, s] * g for a, g in zip(accounts, gpus))) / width
+            np.asarray(sum(a["buckets"]["quota"][:, s] * g for a, g in zip(accounts, gpus, strict=True)))
+            / width
         ).round(4).tolist()
         shares[share.name] = row
     unassigned = {
         k: (
-            np.asarray(sum(a["buckets"][f"unassigned_{k}"][:, 0] * g for a, g in zip(accounts, gpus))) / width
+            np.asarray(
+                sum(a["buckets"][f"unassigned_{k}"][:, 0] * g for a, g in zip(accounts, gpus, strict=True))
+            )
+            / width
         )
         .round(4)
         .tolist()
@@ -540,10 +546,11 @@ def _series(policy, accounts, gpus, edges) -> dict[str, Any]:
         "shares": shares,
         "unassigned": unassigned,
         "pool_capacity": float(
-            sum(policy.capacity.get(t, 0) * g for t, g in zip(policy.instance_types, gpus))
+            sum(policy.capacity.get(t, 0) * g for t, g in zip(policy.instance_types, gpus, strict=True))
         ),
         "pool_capacity_series": (
-            np.asarray(sum(a["buckets"]["capacity"][:, 0] * g for a, g in zip(accounts, gpus))) / width
+            np.asarray(sum(a["buckets"]["capacity"][:, 0] * g for a, g in zip(accounts, gpus, strict=True)))
+            / width
         ).round(4).tolist(),
     }
 
@@ -556,14 +563,20 @@ def _periods(policy, accounts, gpus, price, day_edges, log, start, end) -> dict[
     for s, share in enumerate(policy.shares):
         row: dict[str, Any] = {"usd": {}}
         # quota(t) integrated per day (section 9)
-        capacity = sum(a["days"]["quota"][:, s] * g for a, g in zip(accounts, gpus)) / 3600
-        capacity_usd = sum(a["days"]["quota"][:, s] * p for a, p in zip(accounts, price)) / 3600
+        capacity = sum(a["days"]["quota"][:, s] * g for a, g in zip(accounts, gpus, strict=True)) / 3600
+        capacity_usd = sum(a["days"]["quota"][:, s] * p for a, p in zip(accounts, price, strict=True)) / 3600
         row["capacity"] = np.asarray(capacity).round(6).tolist()
         row["usd"]["capacity"] = np.asarray(capacity_usd).round(6).tolist()
         for k in ACCOUNTS:
-            row[k] = (sum(a["days"][k][:, s] * g for a, g in zip(accounts, gpus)) / 3600).round(6).tolist()
+            row[k] = (
+                (sum(a["days"][k][:, s] * g for a, g in zip(accounts, gpus, strict=True)) / 3600)
+                .round(6)
+                .tolist()
+            )
             row["usd"][k] = (
-                (sum(a["days"][k][:, s] * p for a, p in zip(accounts, price)) / 3600).round(6).tolist()
+                (sum(a["days"][k][:, s] * p for a, p in zip(accounts, price, strict=True)) / 3600)
+                .round(6)
+                .tolist()
             )
         rerun, rerun_usd = _rerun_by_day(s, day_edges, log, gpus, price)
         row["rerun"] = rerun
@@ -571,8 +584,8 @@ def _periods(policy, accounts, gpus, price, day_edges, log, start, end) -> dict[
         shares[share.name] = row
 
     def per_day(values_per_type) -> dict[str, list]:
-        gpu_hours = sum(v * g for v, g in zip(values_per_type, gpus)) / 3600
-        usd = sum(v * p for v, p in zip(values_per_type, price)) / 3600
+        gpu_hours = sum(v * g for v, g in zip(values_per_type, gpus, strict=True)) / 3600
+        usd = sum(v * p for v, p in zip(values_per_type, price, strict=True)) / 3600
         return np.asarray(gpu_hours).round(6).tolist(), np.asarray(usd).round(6).tolist()
 
     unassigned: dict[str, Any] = {"usd": {}}

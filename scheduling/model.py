@@ -691,7 +691,7 @@ def _parse_limit(raw: Any, where: str, instance_types: Mapping[str, InstanceType
         return None
     if isinstance(raw, (int, float)) and not isinstance(raw, bool):
         count = _parse_count(raw, where)
-        return {name: count for name in instance_types}
+        return dict.fromkeys(instance_types, count)
     return _parse_counts(raw, where, instance_types)
 
 

@@ -184,7 +184,7 @@ def _mark_behind(segments: list[Segment], ahead: tuple[np.ndarray, np.ndarray]) 
             segment.end,
         ]
         pieces = []
-        for a, b in zip(cuts, cuts[1:]):
+        for a, b in zip(cuts, cuts[1:], strict=False):
             index = np.searchsorted(instants, a, side="right") - 1
             behind = index >= 0 and pending[index] > 0
             words = segment.words + ("; and behind higher-priority jobs of its own queue" if behind else "")
@@ -225,7 +225,7 @@ def _waiting(start: float, end: float, reasons: tuple[np.ndarray, np.ndarray]) -
     initial = codes[first] if first is not None else float(WaitReason.POOL_FULL)
     codes_at = [initial] + codes[inside].tolist()
     segments = []
-    for (a, b), code in zip(zip(cuts, cuts[1:]), codes_at):
+    for (a, b), code in zip(zip(cuts, cuts[1:], strict=False), codes_at, strict=True):
         reason = WaitReason(int(code))
         if segments and segments[-1].reason == reason.name.lower():
             segments[-1] = Segment(segments[-1].start, b, "waiting", segments[-1].reason, segments[-1].words)

@@ -355,7 +355,7 @@ class ReplayResult:
                 reason=data["reason"],
                 ignored_updates=int(data["ignored_updates"][0]),
                 history=WaitHistory.from_arrays(data),
-                instance_type=data["instance_type"] if "instance_type" in data else None,
+                instance_type=data.get("instance_type"),
             )
 
 

@@ -11,6 +11,7 @@ streamed to disk; where ``posix_fadvise`` is missing, a plain write.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import IO, Any
 
@@ -38,7 +39,6 @@ class WriteBehind:
 
 def _drop_cached(file: IO[bytes] | Any, start: int, end: int) -> None:
     if end > start and hasattr(os, "posix_fadvise"):
-        try:
+        # a file system without it raises: the pages stay cached, as they would anyway
+        with contextlib.suppress(OSError):
             os.posix_fadvise(file.fileno(), start, end - start, os.POSIX_FADV_DONTNEED)
-        except OSError:  # a file system without it: the pages stay cached, as they would anyway
-            pass

@@ -34,7 +34,7 @@ def cdf_figure(block: dict[str, Any], color: str) -> dict[str, Any]:
         default=FLOOR_SECONDS / HOUR,
     )
     traces = []
-    for (key, label, dash_index), curve in zip(CURVES, drawn, strict=True):
+    for (_key, label, dash_index), curve in zip(CURVES, drawn, strict=True):
         if not curve or not curve.get("x"):
             continue
         x, y, jobs = _steps(curve, right_end)

@@ -110,7 +110,7 @@ class CalendarChangeFormSet(BaseInlineFormSet):
             )
             rows.append((form, spec))
         specs = [spec for _, spec in rows]
-        for row, earlier in duplicate_change_rows(specs).items():
+        for row in duplicate_change_rows(specs):
             rows[row][0].add_error(
                 None, f"{specs[row].target()} already has a row for {specs[row].instance_type} at this time"
             )

@@ -516,7 +516,7 @@ def job_timeline_figure(timeline: dict[str, Any]) -> dict[str, Any]:
     waits for one reason are two entries a reader can tell apart, not one name twice."""
     styles = {key: (label, color, pattern) for key, label, color, pattern in WAIT_REASONS}
     traces = []
-    for segment, label in zip(timeline["segments"], segment_labels(timeline["segments"])):
+    for segment, label in zip(timeline["segments"], segment_labels(timeline["segments"]), strict=True):
         if segment["state"] == "running":
             color, pattern = "#59a14f", ""
         else:

@@ -167,7 +167,7 @@ def first_screen_runs(study: Study) -> list[Run]:
     parts = {f"metrics_{key}": KeyTransform(key, "metrics") for key in FIRST_SCREEN_KEYS}
     runs = list(Run.objects.filter(study=study).order_by("id").defer("metrics").annotate(**parts))
     for run in runs:
-        summary = getattr(run, "metrics_summary")
+        summary = run.metrics_summary
         run.metrics = None if summary is None else {
             key: getattr(run, f"metrics_{key}") for key in FIRST_SCREEN_KEYS
         }  # fmt: skip

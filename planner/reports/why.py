@@ -41,7 +41,9 @@ def job_wait(request: HttpRequest, pk: int) -> HttpResponse:
             context["segments"] = [
                 {**s, "label": label.split(":")[0], "from_submit": s["start"] - submit,
                  "to_submit": s["end"] - submit}  # fmt: skip
-                for s, label in zip(timeline["segments"], figures.segment_labels(timeline["segments"]))
+                for s, label in zip(
+                    timeline["segments"], figures.segment_labels(timeline["segments"]), strict=True
+                )
             ]
             context["timeline_figure"] = figures.job_timeline_figure(timeline)
     return render(request, "reports/why.html", context, status=status)

@@ -9,6 +9,7 @@ no summary, no upload).
 
 from __future__ import annotations
 
+import contextlib
 import io
 import logging
 import os
@@ -41,10 +42,8 @@ class ReadProgress(Heartbeat):
     def beat(self) -> None:
         descriptor = self.descriptor
         if descriptor is not None:
-            try:
+            with contextlib.suppress(OSError):  # closed as the reading ended
                 self.done = os.lseek(descriptor, 0, os.SEEK_CUR)
-            except OSError:  # closed as the reading ended
-                pass
         # (after the reading, while the columns are stored: the last position, and the beat)
         fraction = round(min(self.done / self.total, 0.99), 4)
         update = {"heartbeat": timezone.now(), "progress": fraction, "bytes_read": min(self.done, self.total)}

@@ -118,7 +118,7 @@ def read_kueue_snapshot(
     priorities = _priorities([read["priority"] for _, read in workloads])
     running: list[SnapshotJob] = []
     pending: list[SnapshotJob] = []
-    for (item, read), priority in zip(workloads, priorities):
+    for (item, read), priority in zip(workloads, priorities, strict=True):
         share = read["cluster_queue"] or shares.get(f"{read['namespace']}/{read['queue']}")
         if share is None:
             raise item.fail(

@@ -117,11 +117,12 @@ class Prepared:
     def durations(self, u: np.ndarray, rng: np.random.Generator | None = None) -> np.ndarray:
         days = self.inputs.duration_window_days
         if days is None or rng is None:
-            out = np.array([rule.draw(float(x)) for rule, x in zip(self.rules, u.tolist())], dtype=np.float64)
+            drawn = [rule.draw(float(x)) for rule, x in zip(self.rules, u.tolist(), strict=True)]
+            out = np.array(drawn, dtype=np.float64)
         else:  # one window per pool and sample, drawn in the order the pools are first met
             windows: dict[int, np.ndarray | None] = {}
             values = []
-            for rule, x in zip(self.rules, u.tolist()):
+            for rule, x in zip(self.rules, u.tolist(), strict=True):
                 pool = rule.pool
                 if pool is None:
                     values.append(rule.fixed)

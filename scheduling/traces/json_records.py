@@ -119,20 +119,16 @@ def iter_json_records(source: TraceSource, *, list_keys: tuple[str, ...] = ()) -
             return
         if first == "[":
             text.pos += 1
-            index = 0
-            for value in _elements(text, number, "the top-level array"):
+            for index, value in enumerate(_elements(text, number, "the top-level array")):
                 number += 1
                 yield JsonRecord(number, None, index, value)
-                index += 1
             continue
         if first == "{" and list_keys:
             key = _streamed_list_key(text, list_keys)
             if key is not None:
-                index = 0
-                for value in _elements(text, number, key):
+                for index, value in enumerate(_elements(text, number, key)):
                     number += 1
                     yield JsonRecord(number, key, index, value)
-                    index += 1
                 _rest_of_object(text, number)
                 continue
         value = text.value(number + 1)

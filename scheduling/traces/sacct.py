@@ -424,10 +424,7 @@ def _gpus(cells: list[str], at: dict[str, int], gpu_columns: list[str], row: int
         text = cells[at[column]].strip()
         if not text:
             continue
-        if column.endswith("TRES"):
-            found = _tres_gpus(text, row, column)
-        else:
-            found = _gres_gpus(text, row, column)
+        found = _tres_gpus(text, row, column) if column.endswith("TRES") else _gres_gpus(text, row, column)
         if found[0] > 0:
             return found
     return 0, None

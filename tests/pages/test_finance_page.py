@@ -39,7 +39,7 @@ def test_finance_and_admin_read_the_report(page_as, study, role):
     # The answer comes first: the study's policies side by side (pool cost, idle, stranded, lent,
     # rerun, each against the baseline), then the chargeback per share, on the first screen.
     policies = page.locator("#finance-policies")
-    assert [h for h in policies.locator("thead th").all_inner_texts()] == [
+    assert list(policies.locator("thead th").all_inner_texts()) == [
         "Policy",
         "Pool cost",
         "Idle",

@@ -64,7 +64,7 @@ def test_a_file_written_with_fixed_width_ids_still_loads():
     # earlier files held the ids as one numpy bytes array under "job_id"
     stored = io.BytesIO()
     np.savez_compressed(
-        stored, job_id=np.array(["a".encode(), "bé".encode()], dtype=np.bytes_), submit_time=np.zeros(2),
+        stored, job_id=np.array([b"a", "bé".encode()], dtype=np.bytes_), submit_time=np.zeros(2),
         share=np.zeros(2, np.int32), share_names=np.array([b"s"]), priority=np.zeros(2, np.int32),
         instance_type=np.full(2, -1, np.int32), type_names=np.zeros(0, "S1"),
         instance_count=np.ones(2, np.int32),

@@ -73,7 +73,7 @@ def _same(a, b) -> None:
             _same(a[key], b[key])
     elif isinstance(a, list):
         assert len(a) == len(b)
-        for x, y in zip(a, b):
+        for x, y in zip(a, b, strict=True):
             _same(x, y)
     elif isinstance(a, float):
         assert a == pytest.approx(b, rel=1e-9, abs=1e-6)

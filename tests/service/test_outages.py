@@ -120,8 +120,7 @@ def test_the_reaper_path_leaves_runs_as_they_were_when_the_broker_refuses(aws_po
 
     study = launch_study(name="queued", trace=aws_trace, policies=[aws_policy], enqueue=False)
     run = study.runs.get()
-    with broker_down(), pytest.raises(OperationalError):
-        with transaction.atomic():
-            enqueue_runs([run.pk])
+    with broker_down(), pytest.raises(OperationalError), transaction.atomic():
+        enqueue_runs([run.pk])
     run.refresh_from_db()
     assert run.status == RunStatus.QUEUED

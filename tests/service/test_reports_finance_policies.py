@@ -60,7 +60,7 @@ def test_a_pool_without_prices_speaks_in_gpu_hours():
         totals("split", idle=0.0, stranded=0.0, baseline=True),
         totals("pooled", idle=0.0, stranded=0.0, run_id=2),
     ]
-    free = [PolicyTotals(p.run_id, p.name, p.is_baseline, {c: 0.0 for c in COLUMNS}, h)
+    free = [PolicyTotals(p.run_id, p.name, p.is_baseline, dict.fromkeys(COLUMNS, 0.0), h)
             for p, h in zip(free, [BASE.hours, POOLED.hours], strict=True)]  # fmt: skip
     assert switch_sentence(free, priced=False) == (
         "Switching from split to pooled would leave 5 GPU-hours less idle (200 GPU-hours → 195 GPU-hours), "

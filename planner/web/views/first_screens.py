@@ -74,12 +74,11 @@ def _money_rows(study: Study) -> list[PolicyMoney]:
 def newest_priced_study() -> StudyMoney | None:
     """The newest study (not a sweep's) with a finished replay whose pool has a price; None if
     no such study. Studies of unpriced pools ($0 everywhere) are skipped and counted."""
-    skipped = 0
-    for study in searchable_studies()[:STUDIES_LOOKED_AT]:
+    # every study before the one returned was skipped, so its index is the count
+    for skipped, study in enumerate(searchable_studies()[:STUDIES_LOOKED_AT]):
         rows = _money_rows(study)
         if rows and any(row.pool_usd > 0 for row in rows):
             return StudyMoney(study, rows, skipped)
-        skipped += 1
     return None
 
 
