@@ -544,6 +544,7 @@ def test_a_snapshot_pasted_or_uploaded_on_the_page(user_with_role, policy, eager
     assert Forecast.objects.count() == 2
 
 
+@pytest.mark.django_db  # the chart's colours are the site's (planner.web.palette reads the shares)
 def test_the_chart_shows_a_job_id_as_text_not_markup():
     from planner.forecasts.figures import band_figure
 
