@@ -6,6 +6,7 @@ import pytest
 
 from planner.web.charts import fit_range
 from tests.pages.conftest import look_at
+from tests.pages.test_study_page import open_sections
 from tests.service.test_commons_api import bursty_columns, commons_study
 from tests.service.test_reports_views import replayed_study
 
@@ -20,8 +21,19 @@ BOXES = """() => Array.from(document.querySelectorAll('[data-plotly][data-drawn=
 })"""
 
 
+def _draw_all(page) -> None:
+    """Open the folded sections (the study page draws their charts only then) and bring every chart
+    into view until it is drawn."""
+    if page.locator("#usage-section").count():
+        open_sections(page)
+    charts = page.locator("[data-plotly]")
+    for index in range(charts.count()):
+        charts.nth(index).scroll_into_view_if_needed()
+        page.wait_for_function("el => el.dataset.drawn", arg=charts.nth(index).element_handle())
+
+
 def _overlapping(page) -> list:
-    page.wait_for_function("[...document.querySelectorAll('[data-plotly]')].every(e => e.dataset.drawn)")
+    _draw_all(page)
 
     def apart(t, legend) -> bool:
         return legend[0] >= t[2] or legend[2] <= t[0] or legend[1] >= t[3] or legend[3] <= t[1]

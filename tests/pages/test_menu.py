@@ -5,7 +5,6 @@ each role seeing what it may open, usable by keyboard, fitting 1280 and 390 px; 
 import io
 
 import pytest
-from django.urls import include, path
 
 from planner.studies.launch import launch_study
 from planner.studies.models import Run, RunStatus
@@ -15,7 +14,7 @@ from tests.pages.conftest import look_at
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-PLAN = ["Policies", "Studies", "Advisor", "Capacity curves"]
+PLAN = ["Policies", "Studies", "Advisor", "Capacity curves", "Forecasts"]
 DATA_ADMIN = ["Traces", "Bring your scheduler", "Calibration", "Semantics"]
 DATA_READER = ["Traces", "Calibration", "Semantics"]
 REPORTS_FINANCE = ["Find a job", "Commons", "Finance"]
@@ -33,24 +32,16 @@ def test_each_role_sees_what_it_may_open(users):
     assert _labels(users["nobody"]) == {}  # no role: no page to open but the 403 itself
 
 
-def forecasts_page(request):  # what another app will answer at /forecasts/
-    from django.http import HttpResponse
+def test_forecasts_have_their_line_and_an_item_without_its_app_is_left_out(users, monkeypatch):
+    from planner.web import menu
 
-    return HttpResponse("forecasts")
-
-
-urlpatterns = [
-    path("forecasts/", include(([path("", forecasts_page, name="list")], "forecasts"))),
-    path("", include("planner.urls")),
-]
-
-
-def test_forecasts_get_their_line_once_the_url_answers(users, settings):
-    assert "Forecasts" not in _labels(users["viewer"])["Plan"]
-    settings.ROOT_URLCONF = __name__
-    plan = menu_for(users["viewer"], path="/forecasts/")[0]
-    assert [item.label for item in plan.items][-1] == "Forecasts"
-    assert plan.items[-1].url == "/forecasts/" and plan.items[-1].current and plan.current
+    plan = menu_for(users["viewer"], namespace="forecasts", url_name="list", path="/forecasts/")[0]
+    assert plan.items[-1].label == "Forecasts" and plan.items[-1].url == "/forecasts/"
+    assert plan.items[-1].current and plan.current
+    label, entries = menu.GROUPS[0]
+    nowhere = menu.Entry("Nowhere", "nowhere:list", menu.can_read, ("nowhere:*",))
+    monkeypatch.setattr(menu, "GROUPS", ((label, (*entries, nowhere)), *menu.GROUPS[1:]))
+    assert _labels(users["viewer"])["Plan"] == PLAN  # an app not installed has no item
 
 
 @pytest.mark.parametrize("width", [1280, 390])

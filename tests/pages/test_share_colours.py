@@ -38,11 +38,22 @@ SWATCHES = """() => Array.from(document.querySelectorAll('.swatch')).map(s => [
     (s.parentElement.textContent || '').trim(), getComputedStyle(s).getPropertyValue('--swatch').trim()])"""
 
 # Every figure's series named for a share (its legend group, or "share: state"), with its colour.
-FIGURE_COLOURS = """() => Array.from(document.querySelectorAll('[data-plotly]')).flatMap(el => {
-    const figure = JSON.parse(document.getElementById(el.dataset.plotly).textContent);
-    return figure.data.map(t => [t.legendgroup || (t.name || '').split(':')[0].split(' (')[0],
-        (t.line && t.line.color) || (t.marker && typeof t.marker.color === 'string' && t.marker.color) || ''])
-})"""
+# The study page's folded charts come from their section's URL (data-plotly-url): fetched here too.
+FIGURE_COLOURS = """async () => {
+    const figures = [];
+    for (const el of document.querySelectorAll('[data-plotly]')) {
+        const inline = document.getElementById(el.dataset.plotly);
+        if (inline) { figures.push(JSON.parse(inline.textContent)); continue; }
+        if (!el.dataset.plotlyUrl) continue;
+        const body = await (await fetch(el.dataset.plotlyUrl)).json();
+        const chart = body.charts[el.id];
+        if (chart) figures.push(chart.figure);
+    }
+    return figures.flatMap(figure => figure.data.map(t => [
+        t.legendgroup || (t.name || '').split(':')[0].split(' (')[0],
+        (t.line && t.line.color) || (t.marker && typeof t.marker.color === 'string' && t.marker.color) || ''
+    ]));
+}"""
 
 
 def _by_share(pairs, shares):
