@@ -113,8 +113,12 @@ await_build() {
 
 lane_1() {
     step "engine (compiled)" -- tests/scheduling "${ARGS[@]}"
+    # The real-worker tests in a pytest of their own: a test that publishes through this process's
+    # broker connection (a mocked outage, an on-commit launch) must not decide where they route.
     step "service on SQLite + filesystem broker" "${SQLITE[@]}" PLANNER_BROKER_DIR=var/test-broker-service -- \
-        tests/service "${ARGS[@]}"
+        tests/service -m "not workers" "${ARGS[@]}"
+    step "service with real workers on SQLite + filesystem broker" "${SQLITE[@]}" \
+        PLANNER_BROKER_DIR=var/test-broker-workers -- tests/service -m workers "${ARGS[@]}"
     step "faults on SQLite + filesystem broker" "${SQLITE[@]}" PLANNER_BROKER_DIR=var/test-broker-faults -- \
         tests/faults "${ARGS[@]}"
     step "pages (shard C) on SQLite + filesystem broker" "${SQLITE[@]}" PLANNER_BROKER_DIR=var/test-broker-pages-c -- \
@@ -133,7 +137,9 @@ lane_3() {
     step "pages (shard A) on SQLite + filesystem broker" "${SQLITE[@]}" PLANNER_BROKER_DIR=var/test-broker-pages-a -- \
         "${PAGES_A[@]}" "${ARGS[@]}"
     if [ "$SERVICES" = up ]; then
-        step "service on PostgreSQL + Redis" "${POSTGRES[@]}" -- tests/service "${ARGS[@]}"
+        step "service on PostgreSQL + Redis" "${POSTGRES[@]}" -- tests/service -m "not workers" "${ARGS[@]}"
+        step "service with real workers on PostgreSQL + Redis" "${POSTGRES[@]}" -- tests/service -m workers \
+            "${ARGS[@]}"
         # The Redis restart runs here only (the fault tests skip it on the filesystem broker).
         # ./planner.sh runs on its own SQLite whatever the environment: its test runs in lane 1.
         step "faults on PostgreSQL + Redis" "${POSTGRES[@]}" -- tests/faults \

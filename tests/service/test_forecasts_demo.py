@@ -70,7 +70,7 @@ def test_the_cut_is_the_queue_the_replay_left_and_the_week_before(columns):
 
 @pytest.fixture
 def demo_loaded(db, columns):
-    InstanceType.objects.create(name="gpu", gpus=1, hourly_price=1.0)
+    InstanceType.objects.get_or_create(name="gpu", defaults={"gpus": 1, "hourly_price": 1.0})
     pool = Pool.objects.create(name="itp-2021")
     pool.set_capacity({"gpu": 1})
     policy = Policy.objects.create(name="itp-2021", pool=pool)

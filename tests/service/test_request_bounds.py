@@ -24,7 +24,7 @@ TRACE_CSV = b"""job_id,submit_time,share,duration
 
 @pytest.fixture
 def pool(db) -> Pool:
-    InstanceType.objects.create(name="gpu", gpus=1, hourly_price=1.0)
+    InstanceType.objects.get_or_create(name="gpu", defaults={"gpus": 1, "hourly_price": 1.0})
     pool = Pool.objects.create(name="four")
     pool.set_capacity({"gpu": 4})
     return pool
