@@ -113,8 +113,9 @@ await_build() {
 
 lane_1() {
     step "engine (compiled)" -- tests/scheduling "${ARGS[@]}"
-    # The real-worker tests in a pytest of their own: a test that publishes through this process's
-    # broker connection (a mocked outage, an on-commit launch) must not decide where they route.
+    # The real-worker tests in a pytest of their own, so that nothing another test leaves in the
+    # process (Celery's Router is made once, with the routes of the first task sent) decides where
+    # their tasks go; their fixtures also drop the Router when they set their own queue.
     step "service on SQLite + filesystem broker" "${SQLITE[@]}" PLANNER_BROKER_DIR=var/test-broker-service -- \
         tests/service -m "not workers" "${ARGS[@]}"
     step "service with real workers on SQLite + filesystem broker" "${SQLITE[@]}" \

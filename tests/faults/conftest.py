@@ -30,9 +30,11 @@ def queue():
     previous = celery_app.conf.task_routes
     celery_app.conf.task_routes = {"planner.studies.tasks.replay_run": {"queue": name}}
     celery_app.amqp.flush_routes()
+    celery_app.amqp.__dict__.pop("router", None)  # the Router keeps the routes it was made with
     yield name
     celery_app.conf.task_routes = previous
     celery_app.amqp.flush_routes()
+    celery_app.amqp.__dict__.pop("router", None)  # the Router keeps the routes it was made with
 
 
 @pytest.fixture

@@ -39,9 +39,11 @@ def queue():
     previous = celery_app.conf.task_routes
     celery_app.conf.task_routes = {"planner.forecasts.tasks.sample_chunk": {"queue": name}}
     celery_app.amqp.flush_routes()
+    celery_app.amqp.__dict__.pop("router", None)  # the Router keeps the routes it was made with
     yield name
     celery_app.conf.task_routes = previous
     celery_app.amqp.flush_routes()
+    celery_app.amqp.__dict__.pop("router", None)  # the Router keeps the routes it was made with
 
 
 @pytest.fixture
