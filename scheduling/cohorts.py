@@ -37,46 +37,76 @@ class Node:
     fair_weight: float = 1.0
 
 
+@dataclass(frozen=True)
+class TreeProblem:
+    """One thing wrong with a tree: the node (None for the pool as a whole), the field, the message."""
+
+    node: str | None
+    is_share: bool
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        if self.node is None:
+            return f"{self.field}: {self.message}"
+        return f"{'share' if self.is_share else 'cohort'} {self.node}: {self.field}: {self.message}"
+
+
 def tree_errors(nodes: list[Node], capacity: Mapping[str, int]) -> list[str]:
-    """What is wrong with a tree, each message naming the node and the field: an unknown
-    parent, a parent that is a share, a cycle, a lending limit above the node's quota (Kueue's
-    webhook refuses `lendingLimit` above `nominalQuota`), a type the pool lacks, and own quotas
-    adding up to more than the pool has."""
-    errors: list[str] = []
+    """What is wrong with a tree, each message naming the node and the field (``tree_problems``)."""
+    return [str(problem) for problem in tree_problems(nodes, capacity)]
+
+
+def tree_problems(nodes: list[Node], capacity: Mapping[str, int]) -> list[TreeProblem]:
+    """What is wrong with a tree: an unknown parent, a parent that is a share, a cycle, a lending
+    limit above a share's quota (Kueue's webhook refuses `lendingLimit` above `nominalQuota`), a type
+    the pool lacks, a negative number, and own quotas adding up to more than the pool has."""
+    problems: list[TreeProblem] = []
     by_name = {n.name: n for n in nodes}
-    kind = {True: "share", False: "cohort"}
     for n in nodes:
-        where = f"{kind[n.is_share]} {n.name}"
         parent_field = "cohort" if n.is_share else "parent"
         if n.parent != ROOT and n.parent not in by_name:
-            errors.append(f"{where}: {parent_field}: no cohort {n.parent!r}")
+            problems.append(TreeProblem(n.name, n.is_share, parent_field, f"no cohort {n.parent!r}"))
         elif n.parent != ROOT and by_name[n.parent].is_share:
-            errors.append(f"{where}: {parent_field}: {n.parent!r} is a share, not a cohort")
+            problems.append(
+                TreeProblem(n.name, n.is_share, parent_field, f"{n.parent!r} is a share, not a cohort")
+            )
         for label, table in (("capacity", n.quota), ("borrowing_limit", n.borrowing_limit),
                              ("lending_limit", n.lending_limit)):  # fmt: skip
             for t, value in table.items():
                 if t not in capacity:
-                    errors.append(f"{where}: {label}.{t}: the pool has no type {t!r}")
+                    problems.append(
+                        TreeProblem(n.name, n.is_share, f"{label}.{t}", f"the pool has no type {t!r}")
+                    )
                 elif value < 0:
-                    errors.append(f"{where}: {label}.{t}: {value} is negative")
+                    problems.append(TreeProblem(n.name, n.is_share, f"{label}.{t}", f"{value} is negative"))
         # A share lends from its own quota only (Kueue's webhook refuses a lendingLimit above the
         # nominalQuota); a cohort's limit is over its whole subtree, which its own quota need not cover.
         for t, limit in n.lending_limit.items() if n.is_share else ():
             quota = n.quota.get(t, 0)
             if limit > quota:
-                errors.append(f"{where}: lending_limit.{t}: {limit} is above its capacity {quota}")
-    errors.extend(_cycles(nodes, by_name))
+                problems.append(
+                    TreeProblem(n.name, True, f"lending_limit.{t}", f"{limit} is above its capacity {quota}")
+                )
+    problems.extend(_cycles(nodes, by_name))
     for t, total in capacity.items():
         claimed = sum(n.quota.get(t, 0) for n in nodes)
         if claimed > total:
-            errors.append(f"capacity.{t}: shares and cohorts claim {claimed}, more than the pool's {total}")
-    return errors
+            problems.append(
+                TreeProblem(
+                    None,
+                    False,
+                    f"capacity.{t}",
+                    f"shares and cohorts claim {claimed}, more than the pool's {total}",
+                )  # fmt: skip
+            )
+    return problems
 
 
-def _cycles(nodes: list[Node], by_name: dict[str, Node]) -> list[str]:
+def _cycles(nodes: list[Node], by_name: dict[str, Node]) -> list[TreeProblem]:
     """Every cohort on a cycle of parents, named once with the cycle (Kueue refuses such a tree:
     ErrCohortHasCycle)."""
-    errors: list[str] = []
+    problems: list[TreeProblem] = []
     reported: set[str] = set()
     for start in nodes:
         seen: list[str] = []
@@ -85,10 +115,10 @@ def _cycles(nodes: list[Node], by_name: dict[str, Node]) -> list[str]:
             seen.append(name)
             name = by_name[name].parent
         if name in seen and name not in reported:
-            cycle = seen[seen.index(name):]
+            cycle = seen[seen.index(name) :]
             reported.update(cycle)
-            errors.append(f"cohort {name}: parent: a cycle ({' -> '.join([*cycle, name])})")
-    return errors
+            problems.append(TreeProblem(name, False, "parent", f"a cycle ({' -> '.join([*cycle, name])})"))
+    return problems
 
 
 class CohortTree:

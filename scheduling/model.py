@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum, IntEnum
 from typing import Any
 
+from scheduling.cohorts import ROOT, Node, tree_problems
 from scheduling.errors import InputError
 
 UNLIMITED = math.inf
@@ -169,6 +170,7 @@ class Share:
     # how the scan stops.
     flavor_order: tuple[str, ...] | None = None
     flavor_fungibility: FlavorFungibility = DEFAULT_FUNGIBILITY
+    cohort: str | None = None  # section 13: the cohort it is in (None: the root)
 
     def quota(self, instance_type: str) -> int:
         return self.capacity.get(instance_type, 0)
@@ -218,6 +220,19 @@ class Change:
 
 
 @dataclass(frozen=True)
+class Cohort:
+    """A Kueue Cohort in a tree of cohorts (section 13): its own nominal quota per type, limits per
+    type on what its subtree may borrow from its parent and lend to it, and its fair weight."""
+
+    name: str
+    parent: str | None = None  # None: the root
+    capacity: Mapping[str, int] = field(default_factory=dict)
+    borrowing_limit: Mapping[str, int] | None = None  # None: no limit
+    lending_limit: Mapping[str, int] | None = None  # None: all of its subtree's quota is lendable
+    fair_weight: float = 1.0
+
+
+@dataclass(frozen=True)
 class Policy:
     name: str
     instance_types: Mapping[str, InstanceType]
@@ -229,6 +244,7 @@ class Policy:
     changes: tuple[Change, ...] = ()  # sorted by time; changes at one time apply together
     runnable_timeout_seconds: float | None = None
     description: str = field(default="", compare=False)
+    cohorts: tuple[Cohort, ...] = ()  # section 13; empty: one root cohort (sections 3-4 and 8)
 
     def capacity_at(self, time: float) -> dict[str, int]:
         """The pool's capacity per type in force at ``time`` (a change at T applies from T on)."""
@@ -269,6 +285,43 @@ class Policy:
         """Pool capacity of a type that no share holds as quota: always lendable."""
         return self.capacity.get(instance_type, 0) - sum(s.quota(instance_type) for s in self.shares)
 
+    def cohort_nodes(self) -> list[Node]:
+        """Section 13's tree: every cohort and share as a node (``scheduling.cohorts``). A share's
+        strategy becomes its limits, as AWS quota shares are the one-level case: RESERVE lends and
+        borrows nothing, LEND borrows nothing, a borrow limit (percent or absolute) is the node's
+        borrowing limit."""
+        nodes = [
+            Node(
+                c.name,
+                c.parent or ROOT,
+                False,
+                dict(c.capacity),
+                dict(c.borrowing_limit or {}),
+                dict(c.lending_limit or {}),
+                c.fair_weight,
+            )
+            for c in self.cohorts
+        ]
+        for share in self.shares:
+            borrowing = {
+                t: int(limit) for t in self.instance_types if not math.isinf(limit := share.borrow_limit(t))
+            }
+            lending = {
+                t: int(limit) for t in self.instance_types if not math.isinf(limit := share.lend_limit(t))
+            }
+            nodes.append(
+                Node(
+                    share.name,
+                    share.cohort or ROOT,
+                    True,
+                    dict(share.capacity),
+                    borrowing,
+                    lending,
+                    share.fair_weight,
+                )  # fmt: skip
+            )
+        return nodes
+
     def with_shares(self, shares: tuple[Share, ...], name: str | None = None) -> Policy:
         return replace(self, shares=shares, name=name or self.name)
 
@@ -300,7 +353,23 @@ class Policy:
             out["changes"] = [_change_to_dict(c) for c in self.changes]
         if self.runnable_timeout_seconds is not None:
             out["runnable_timeout_seconds"] = self.runnable_timeout_seconds
+        if self.cohorts:
+            out["cohorts"] = [_cohort_to_dict(c) for c in self.cohorts]
         return out
+
+
+def _cohort_to_dict(cohort: Cohort) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": cohort.name}
+    if cohort.parent is not None:
+        out["parent"] = cohort.parent
+    out["capacity"] = dict(cohort.capacity)
+    if cohort.borrowing_limit is not None:
+        out["borrowing_limit"] = dict(cohort.borrowing_limit)
+    if cohort.lending_limit is not None:
+        out["lending_limit"] = dict(cohort.lending_limit)
+    if cohort.fair_weight != 1:
+        out["fair_weight"] = cohort.fair_weight
+    return out
 
 
 def _change_to_dict(change: Change) -> dict[str, Any]:
@@ -341,6 +410,8 @@ def _share_to_dict(share: Share) -> dict[str, Any]:
             "when_can_preempt": f.when_can_preempt.value,
             "preference": f.preference.value,
         }
+    if share.cohort is not None:
+        out["cohort"] = share.cohort
     return out
 
 
@@ -390,6 +461,7 @@ def parse_policy(data: Mapping[str, Any]) -> Policy:
         changes=_parse_changes(data.get("changes"), instance_types),
         runnable_timeout_seconds=timeout,
         description=str(data.get("description", "")),
+        cohorts=_parse_cohorts(data.get("cohorts"), instance_types),
     )
     validate_policy(policy)
     return policy
@@ -397,7 +469,9 @@ def parse_policy(data: Mapping[str, Any]) -> Policy:
 
 def validate_policy(policy: Policy) -> None:
     """Rules that involve several fields: quotas within the pool at every instant, limits that
-    make sense."""
+    make sense, a tree of cohorts without cycles or unknown parents."""
+    if policy.cohorts or any(s.cohort is not None for s in policy.shares):
+        _validate_tree(policy)
     for type_name, pool_capacity in policy.capacity.items():
         total = sum(s.quota(type_name) for s in policy.shares)
         if total > pool_capacity:
@@ -428,6 +502,30 @@ def validate_policy(policy: Policy) -> None:
             raise InputError(
                 "a RESERVE share lends nothing: remove lending_limit", field=f"shares[{i}].lending_limit"
             )
+
+
+def _validate_tree(policy: Policy) -> None:
+    """Section 13: the first problem of the tree of cohorts, naming the cohort or share and its
+    field (``cohorts[2].parent``); a name used twice among shares and cohorts is refused first."""
+    where = {c.name: f"cohorts[{i}]" for i, c in reversed(list(enumerate(policy.cohorts)))}
+    shares = {s.name: i for i, s in enumerate(policy.shares)}
+    for i, cohort in enumerate(policy.cohorts):
+        if where[cohort.name] != f"cohorts[{i}]":
+            raise InputError(f"duplicate cohort name {cohort.name!r}", field=f"cohorts[{i}].name")
+        if cohort.name in shares:
+            raise InputError(
+                f"{cohort.name!r} names both a cohort and a share (Kueue keeps them apart; here they "
+                "share one tree)",
+                field=f"cohorts[{i}].name",
+            )
+    where.update((name, f"shares[{i}]") for name, i in shares.items())
+    problems = tree_problems(policy.cohort_nodes(), policy.capacity)
+    if problems:
+        first = problems[0]
+        if first.node is None:
+            raise InputError(first.message, field=first.field)
+        kind = "share" if first.is_share else "cohort"
+        raise InputError(f"{kind} {first.node}: {first.message}", field=f"{where[first.node]}.{first.field}")
 
 
 def _parse_instance_types(raw: Any) -> dict[str, InstanceType]:
@@ -478,6 +576,7 @@ def _parse_share(raw: Any, index: int, instance_types: Mapping[str, InstanceType
         "fair_weight",
         "flavor_order",
         "flavor_fungibility",
+        "cohort",
     }
     for key in raw:
         if key not in known:
@@ -511,7 +610,56 @@ def _parse_share(raw: Any, index: int, instance_types: Mapping[str, InstanceType
         flavor_fungibility=_parse_fungibility(
             raw.get("flavor_fungibility"), f"{where}.flavor_fungibility", name
         ),
+        cohort=_parse_parent(raw.get("cohort"), f"{where}.cohort"),
     )
+
+
+def _parse_parent(raw: Any, where: str) -> str | None:
+    """A cohort's name (a share's ``cohort``, a cohort's ``parent``); absent or null: the root."""
+    if raw is None:
+        return None
+    if not isinstance(raw, str) or not raw.strip():
+        raise InputError("must be a cohort's name (or absent: the root)", field=where)
+    return check_name(raw, where)
+
+
+def _parse_cohorts(raw: Any, instance_types: Mapping[str, InstanceType]) -> tuple[Cohort, ...]:
+    """Section 13's ``cohorts``: each with a name, optionally a parent, its own quota, limits and
+    fair weight. The tree as a whole is checked by ``validate_policy``."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise InputError("must be a list of cohorts, each {name, parent, capacity, ...}", field="cohorts")
+    if len(raw) > MAX_SHARES:
+        raise InputError(f"{len(raw)} cohorts: a policy has at most {MAX_SHARES}", field="cohorts")
+    known = {"name", "parent", "capacity", "borrowing_limit", "lending_limit", "fair_weight"}
+    cohorts = []
+    for i, item in enumerate(raw):
+        where = f"cohorts[{i}]"
+        if not isinstance(item, Mapping):
+            raise InputError("must be an object", field=where)
+        for key in item:
+            if key not in known:
+                raise InputError(f"unknown setting {key!r}", field=f"{where}.{key}")
+        name = item.get("name")
+        if not isinstance(name, str) or not name.strip():
+            raise InputError("a cohort needs a name", field=f"{where}.name")
+        check_name(name, f"{where}.name")
+        cohorts.append(
+            Cohort(
+                name=name,
+                parent=_parse_parent(item.get("parent"), f"{where}.parent"),
+                capacity=_parse_counts(item.get("capacity", {}), f"{where}.capacity", instance_types),
+                borrowing_limit=_parse_limit(
+                    item.get("borrowing_limit"), f"{where}.borrowing_limit", instance_types
+                ),
+                lending_limit=_parse_limit(
+                    item.get("lending_limit"), f"{where}.lending_limit", instance_types
+                ),
+                fair_weight=parse_fair_weight(item.get("fair_weight", 1), f"{where}.fair_weight"),
+            )
+        )
+    return tuple(cohorts)
 
 
 def _parse_flavor_order(
@@ -655,6 +803,7 @@ def _validate_changes(policy: Policy) -> None:
     names = {s.name for s in policy.shares}
     capacity = dict(policy.capacity)
     quotas = {s.name: dict(s.capacity) for s in policy.shares}
+    cohort_quota = {t: sum(c.capacity.get(t, 0) for c in policy.cohorts) for t in policy.instance_types}
     # The change that last set each (share or pool, type): the one an error names.
     setter: dict[tuple[str | None, str], int] = {}
     changes = policy.changes
@@ -673,7 +822,8 @@ def _validate_changes(policy: Policy) -> None:
                 touched.add(type_name)
             i += 1
         for type_name in sorted(touched):
-            total = sum(q.get(type_name, 0) for q in quotas.values())
+            # Section 13: cohorts' own quotas claim the pool too (the calendar changes only shares').
+            total = sum(q.get(type_name, 0) for q in quotas.values()) + cohort_quota.get(type_name, 0)
             pool = capacity.get(type_name, 0)
             if total > pool:
                 culprits = [setter[k] for k in setter if k[1] == type_name]
