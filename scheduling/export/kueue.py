@@ -1,8 +1,22 @@
 """A policy as Kueue objects (kueue.x-k8s.io/v1beta1) in one multi-document YAML, and such YAML read back.
 
-One Cohort holds the pool (its own nominalQuota is the unassigned capacity), one ResourceFlavor per
+One root Cohort holds the pool (its own nominalQuota is the unassigned capacity), one ResourceFlavor per
 instance type, one ClusterQueue per share, and WorkloadPriorityClasses for the job priorities in use.
 Quotas are ``nvidia.com/gpu`` counts: a share's n instances of a type with g GPUs are n x g GPUs.
+
+Cohort trees (SEMANTICS.md section 13). The export writes each of the policy's ``cohorts`` as a Cohort
+whose ``spec.parent`` is its parent's Cohort, or the root Cohort for a top-level one (Kueue refuses
+borrowing and lending limits on a Cohort without a parent), with its own nominalQuota, borrowingLimit and
+lendingLimit per flavor and its ``spec.fairSharing.weight``; each ClusterQueue's ``spec.cohort`` is its
+share's cohort (the root Cohort for a share at the top). The import reads the Cohort objects and the
+implicit ones (a name a ClusterQueue or a Cohort's parent gives without an object: Kueue then makes an
+empty cohort, no quota, no limits, no parent). **(choice)** When every ClusterQueue in a cohort is in one
+tree, the root of that tree is the policy's root: its own nominalQuota is the unassigned capacity and its
+children are the top-level cohorts and shares. When they are in several trees, the policy's root is above
+them all, and the root of each tree is a top-level cohort with borrowing and lending limits 0 for every
+instance type: it neither lends to nor borrows from the others, as separate trees in Kueue. A
+ClusterQueue without a cohort is a RESERVE share at the top, which neither lends nor borrows either.
+Cohorts of a tree without any ClusterQueue serve nobody and are listed as not used.
 """
 
 from __future__ import annotations
@@ -23,8 +37,8 @@ from scheduling.errors import InputError
 from scheduling.export.escape import comment_text
 from scheduling.model import (
     DEFAULT_FUNGIBILITY,
-    Cohort,
     MAX_PRIORITY,
+    Cohort,
     FlavorPreference,
     InSharePreemption,
     Policy,
@@ -288,7 +302,11 @@ def _cohort(policy: Policy, name: str, flavors: Mapping[str, str], gpu_resource:
 
 
 def _tree_cohort(
-    policy: Policy, cohort: Cohort, names: Mapping[str | None, str], flavors: Mapping[str, str], gpu_resource: str
+    policy: Policy,
+    cohort: Cohort,
+    names: Mapping[str | None, str],
+    flavors: Mapping[str, str],
+    gpu_resource: str,
 ) -> dict[str, Any]:
     """A section 13 cohort: its parent (the root Cohort for a top-level one), its own nominalQuota and
     its limits per flavor (a flavor listed when it has any of them), its fair weight."""
@@ -297,9 +315,10 @@ def _tree_cohort(
         resource: dict[str, Any] = {
             "name": gpu_resource, "nominalQuota": _gpus(policy, type_name, cohort.capacity.get(type_name, 0))
         }  # fmt: skip
-        for key, limits in (("borrowingLimit", cohort.borrowing_limit), ("lendingLimit", cohort.lending_limit)):
-            if limits is not None and type_name in limits:
-                resource[key] = _gpus(policy, type_name, limits[type_name])
+        limits = (("borrowingLimit", cohort.borrowing_limit), ("lendingLimit", cohort.lending_limit))
+        for key, limit in limits:
+            if limit is not None and type_name in limit:
+                resource[key] = _gpus(policy, type_name, limit[type_name])
         if type_name in cohort.capacity or len(resource) > 2:
             entries.append({"name": flavor, "resources": [resource]})
     spec: dict[str, Any] = {"parent": names[cohort.parent]}
@@ -463,15 +482,7 @@ def from_kueue_yaml(text: str | bytes, *, gpu_resource: str = GPU_RESOURCE) -> d
     if not queues:
         raise InputError("no ClusterQueue: the planner needs one per share", field="document 1")
 
-    types = {name: _read_flavor(label, document) for name, (label, document) in flavors.items()}
-    seen: dict[str, str] = {}
-    for flavor, (type_name, _, _) in types.items():
-        if type_name in seen:
-            raise InputError(
-                f"instance type {type_name} is also ResourceFlavor {seen[type_name]}: one flavor per type",
-                field=f"ResourceFlavor/{flavor}.metadata.annotations.{ANNOTATION_INSTANCE_TYPE}",
-            )
-        seen[type_name] = flavor
+    types = _read_flavors(flavors)
     notes: list[str] = [
         f"{label} has no {ANNOTATION_GPUS}: counted in GPUs (1 per instance)."
         for label, document in flavors.values()
@@ -532,21 +543,7 @@ def from_kueue_yaml(text: str | bytes, *, gpu_resource: str = GPU_RESOURCE) -> d
         "shares": shares,
         **extras,
     }
-    type_order = [t for t, _, _ in types.values()]
-    for share in shares:
-        listed = [types[f][0] for f in share.pop("flavors")]
-        order = canonical_flavor_order(listed, type_order)
-        if order is not None:  # section 12: the order the ClusterQueue lists its flavors in
-            share["flavor_order"] = list(order)
-        share["capacity"] = {types[f][0]: n for f, n in share["capacity"].items() if n}
-        for key in ("borrowing_limit", "lending_limit"):
-            if key in share:
-                share[key] = {types[f][0]: n for f, n in share[key].items()}
-    for cohort in tree.cohorts:
-        cohort["capacity"] = {types[f][0]: n for f, n in cohort["capacity"].items() if n}
-        for key in ("borrowing_limit", "lending_limit"):
-            if key in cohort:
-                cohort[key] = {types[f][0]: n for f, n in cohort[key].items()}
+    _name_types(shares, tree.cohorts, types)
     if tree.cohorts:
         data["cohorts"] = tree.cohorts
     data["capacity"] = {t: n for t, n in data["capacity"].items() if n}
@@ -555,6 +552,40 @@ def from_kueue_yaml(text: str | bytes, *, gpu_resource: str = GPU_RESOURCE) -> d
     except InputError as error:
         raise InputError(f"the imported policy: {error.reason}", field=error.field) from None
     return data
+
+
+def _read_flavors(
+    flavors: Mapping[str, tuple[str, Mapping[str, Any]]],
+) -> dict[str, tuple[str, float, float]]:
+    """ResourceFlavor name -> (instance type, GPUs per instance, hourly price); one flavor per type."""
+    types = {name: _read_flavor(label, document) for name, (label, document) in flavors.items()}
+    seen: dict[str, str] = {}
+    for flavor, (type_name, _, _) in types.items():
+        if type_name in seen:
+            raise InputError(
+                f"instance type {type_name} is also ResourceFlavor {seen[type_name]}: one flavor per type",
+                field=f"ResourceFlavor/{flavor}.metadata.annotations.{ANNOTATION_INSTANCE_TYPE}",
+            )
+        seen[type_name] = flavor
+    return types
+
+
+def _name_types(
+    shares: list[dict[str, Any]], cohorts: list[dict[str, Any]], types: Mapping[str, tuple[str, float, float]]
+) -> None:
+    """Shares and cohorts read per flavor name, renamed to their instance types (zero quotas left out:
+    zero is the same as none); a share's flavors become its flavor_order."""
+    type_order = [t for t, _, _ in types.values()]
+    for share in shares:
+        listed = [types[f][0] for f in share.pop("flavors")]
+        order = canonical_flavor_order(listed, type_order)
+        if order is not None:  # section 12: the order the ClusterQueue lists its flavors in
+            share["flavor_order"] = list(order)
+    for node in [*shares, *cohorts]:
+        node["capacity"] = {types[f][0]: n for f, n in node["capacity"].items() if n}
+        for key in ("borrowing_limit", "lending_limit"):
+            if key in node:
+                node[key] = {types[f][0]: n for f, n in node[key].items()}
 
 
 def _load_documents(text: str | bytes) -> list[tuple[str, Mapping[str, Any]]]:
@@ -815,7 +846,9 @@ class _CohortForest:
 
     @classmethod
     def read(
-        cls, documents: Mapping[str, tuple[str, Mapping[str, Any]]], queues: list[tuple[str, Mapping[str, Any]]]
+        cls,
+        documents: Mapping[str, tuple[str, Mapping[str, Any]]],
+        queues: list[tuple[str, Mapping[str, Any]]],
     ) -> _CohortForest:
         parents = {name: _parent_of(label, document) for name, (label, document) in documents.items()}
         named = [(parents[name], label) for name, (label, _) in documents.items()]
