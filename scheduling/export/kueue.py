@@ -514,6 +514,11 @@ def from_kueue_yaml(text: str | bytes, *, gpu_resource: str = GPU_RESOURCE) -> d
     if root in cohorts:
         label, cohort = cohorts[root]
         policy_name, startup, extras = _read_cohort(label, cohort, types, gpu_resource, pool, notes)
+    else:  # several trees: the planner's settings are on the root the planner's export wrote, if any
+        listed = [cohorts[r] for r in tree.roots if r in cohorts]
+        marked = [(at, doc) for at, doc in listed if ANNOTATION_POLICY in _annotations(at, doc)]
+        if marked:
+            policy_name, startup, extras = _read_policy_annotations(*marked[0])
     if configuration is not None:
         extras.pop("fair_sharing", None)
         if configuration["enable"]:
@@ -1019,6 +1024,11 @@ def _read_cohort(
             f"{label} is the root of its tree: its borrowingLimit and lendingLimit are not used (it has no "
             "parent to borrow from or lend to; Kueue's webhook refuses them)."
         )
+    return _read_policy_annotations(label, document)
+
+
+def _read_policy_annotations(label: str, document: Mapping[str, Any]) -> tuple[str, float, dict[str, Any]]:
+    """The policy name, start-up and the sections 8-10 keys a root Cohort's planner annotations hold."""
     annotations = _annotations(label, document)
     name = annotations.get(ANNOTATION_POLICY) or document["metadata"]["name"]
     startup = _annotation_number(annotations, ANNOTATION_STARTUP, label, default=0)
