@@ -77,6 +77,9 @@ TEAMS = [
     {"name": "eval-gate", "weight": 1, "sizes": [8], "minutes": 60, "priorities": [5000]},
 ]  # fmt: skip
 N_JOBS = 420
+# The planner's preemption causes as Kueue's Preempted condition reasons.
+PREEMPTION_REASONS = {"in_share": "InClusterQueue", "cross_share": "InCohortReclamation",
+                      "fair_sharing": "InCohortFairSharing", "capacity": "InCohortReclamation"}  # fmt: skip
 CREATED = helpers.k8s_time(-60 * 86400)
 
 
@@ -219,10 +222,13 @@ def workload_object(i: int, jobs: dict, attempts: list, flavor: str | None, rng:
     if finished:
         conditions.append(condition("Finished", "True", "Succeeded", last[1] + lag, "Job finished"))
     if preempted:
-        conditions.append(condition("Preempted", "False" if finished or running else "True",
-                                    "InCohortReclamation", preempted[-1][1]))
+        reasons = [PREEMPTION_REASONS[a[2]] for a in preempted]
+        conditions.append(condition("Preempted", "False" if finished or running else "True", reasons[-1],
+                                    preempted[-1][1], "Preempted to accommodate a workload"))
         status["accumulatedPastExecutionTimeSeconds"] = int(sum(a[1] - a[0] for a in preempted))
-        status["schedulingStats"] = {"evictions": [{"reason": "Preempted", "count": len(preempted)}]}
+        status["schedulingStats"] = {"evictions": [
+            {"reason": "Preempted", "underlyingCause": r, "count": reasons.count(r)} for r in sorted(set(reasons))
+        ]}
     status["conditions"] = conditions
     priority = int(jobs["priority"][i])
     name = f"{team}-train-{i:04d}-{helpers.job_uuid(f'org-wl-{i}')[:5]}"
