@@ -227,7 +227,8 @@ def workload_object(i: int, jobs: dict, attempts: list, flavor: str | None, rng:
                                     preempted[-1][1], "Preempted to accommodate a workload"))
         status["accumulatedPastExecutionTimeSeconds"] = int(sum(a[1] - a[0] for a in preempted))
         status["schedulingStats"] = {"evictions": [
-            {"reason": "Preempted", "underlyingCause": r, "count": reasons.count(r)} for r in sorted(set(reasons))
+            {"reason": "Preempted", "underlyingCause": r, "count": reasons.count(r)}
+            for r in sorted(set(reasons))
         ]}
     status["conditions"] = conditions
     priority = int(jobs["priority"][i])
