@@ -38,6 +38,7 @@ from scheduling.export.escape import comment_text
 from scheduling.model import (
     DEFAULT_FUNGIBILITY,
     MAX_PRIORITY,
+    MAX_SHARES,
     Cohort,
     FlavorPreference,
     InSharePreemption,
@@ -848,6 +849,7 @@ class _CohortForest:
     parents: dict[str, str]  # every cohort's parent ("" for the root of a tree)
     implicit: dict[str, str]  # implicit cohort -> the label of the first object naming it
     order: list[str]  # the listed cohorts in document order, then the implicit ones
+    roots: dict[str, str]  # every cohort's root
 
     @classmethod
     def read(
@@ -863,30 +865,14 @@ class _CohortForest:
             if name and name not in documents:
                 implicit.setdefault(name, label)
         parents.update(dict.fromkeys(implicit, ""))
-        forest = cls(documents, parents, implicit, [*documents, *implicit])
-        forest._check_cycles()
-        return forest
-
-    def _check_cycles(self) -> None:
-        """Kueue disables every member of a cycle of parents: refused, naming the first Cohort on it."""
-        for start in self.documents:
-            path = [start]
-            while self.parents[path[-1]]:
-                parent = self.parents[path[-1]]
-                if parent in path:
-                    cycle = [*path[path.index(parent) :], parent]
-                    label = self.documents[parent][0]
-                    raise InputError(
-                        f"a cycle of parents ({' -> '.join(cycle)}): Kueue disables every ClusterQueue and "
-                        "Cohort on it until it is broken",
-                        field=f"{label}.spec.parent",
-                    )
-                path.append(parent)
+        order = [*documents, *implicit]
+        if len(order) > MAX_SHARES:
+            label = documents[order[MAX_SHARES]][0] if order[MAX_SHARES] in documents else "Cohort"
+            raise InputError(f"{len(order)} cohorts: a policy has at most {MAX_SHARES}", field=label)
+        return cls(documents, parents, implicit, order, _roots(documents, parents, order))
 
     def root_of(self, name: str) -> str:
-        while self.parents[name]:
-            name = self.parents[name]
-        return name
+        return self.roots[name]
 
     def unused(self, roots: list[str]) -> list[str]:
         """Listed cohorts of trees without a ClusterQueue: nobody can use their quota."""
@@ -979,6 +965,33 @@ class _CohortForest:
         if lending:
             out["lending_limit"] = lending
         return out
+
+
+def _roots(
+    documents: Mapping[str, tuple[str, Mapping[str, Any]]], parents: Mapping[str, str], order: list[str]
+) -> dict[str, str]:
+    """Every cohort's root, each walked once; a cycle of parents is refused naming its first Cohort
+    (Kueue disables every member of one)."""
+    roots: dict[str, str] = {}
+    for start in order:
+        path: list[str] = []
+        on_path: set[str] = set()
+        name = start
+        while name not in roots and parents[name] and name not in on_path:
+            path.append(name)
+            on_path.add(name)
+            name = parents[name]
+        if name in on_path:
+            cycle = [*path[path.index(name) :], name]
+            raise InputError(
+                f"a cycle of parents ({' -> '.join(cycle)}): Kueue disables every ClusterQueue and Cohort "
+                "on it until it is broken",
+                field=f"{documents[name][0]}.spec.parent",
+            )
+        root = roots.get(name, name)
+        roots[name] = root
+        roots.update(dict.fromkeys(path, root))
+    return roots
 
 
 def _tree_summary(root: str, roots: list[str], members: list[str]) -> str:

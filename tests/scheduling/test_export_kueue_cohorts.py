@@ -356,3 +356,15 @@ def test_kueue_round_trip_of_random_trees(policy):
     text = to_kueue_yaml(policy)
     assert Policy.from_dict(from_kueue_yaml(text)) == expected
     assert Policy.from_dict(from_kueue_cluster(as_live_v1beta2(text))) == expected
+
+
+def test_a_long_chain_of_cohorts_is_read_once_and_too_many_are_refused():
+    chain = [cohort("c0")] + [cohort(f"c{i}", f"c{i - 1}") for i in range(1, 200)]
+    data = live(flavor("gpu"), *chain, queue("q", "c199", {"gpu": 1}))
+    assert len(data["cohorts"]) == 199
+    assert data["cohorts"][-1] == {"name": "c199", "parent": "c198", "capacity": {}}
+    many = [cohort(f"c{i}") for i in range(501)]
+    with pytest.raises(InputError) as error:
+        live(flavor("gpu"), *many, queue("q", "c0", {"gpu": 1}))
+    assert error.value.field == "Cohort/c500"
+    assert "501 cohorts: a policy has at most 500" in error.value.reason
