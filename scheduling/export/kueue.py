@@ -227,13 +227,13 @@ def _section_8_to_10_notes(policy: Policy) -> list[str]:
             "Fair sharing is on: Kueue's Configuration (the controller manager's config file, "
             f"apiVersion {CONFIG_API_VERSION}, kind Configuration) must enable it with the policy's "
             f"strategies: fairSharing: {{enable: true, preemptionStrategies: [{strategies}]}}. Each "
-            "ClusterQueue carries its weight as spec.fairSharing.weight. An import reads the strategies "
-            f"back from that Configuration when it is given, else from annotation {ANNOTATION_FAIR_SHARING} "
-            "on the Cohort."
+            "ClusterQueue and each Cohort below the root carries its weight as spec.fairSharing.weight. "
+            "An import reads the strategies back from that Configuration when it is given, else from "
+            f"annotation {ANNOTATION_FAIR_SHARING} on the root Cohort."
         )
-    elif any(share.fair_weight != 1 for share in policy.shares):
+    elif any(node.fair_weight != 1 for node in (*policy.shares, *policy.cohorts)):
         notes.append(
-            "Fair sharing is off: the shares' weights are written as spec.fairSharing.weight but Kueue "
+            "Fair sharing is off: the weights are written as spec.fairSharing.weight but Kueue "
             "uses them only when its Configuration enables fairSharing."
         )
     if policy.changes:
@@ -450,7 +450,8 @@ def _share_names(policy: Policy) -> dict[str, str]:
 def from_kueue_yaml(text: str | bytes, *, gpu_resource: str = GPU_RESOURCE) -> dict[str, Any]:
     """The policy dict of Kueue v1beta1 YAML (documents, or ``kind: List`` from kubectl).
 
-    Reads the Cohort, ResourceFlavors and ClusterQueues; other kinds and resources other than
+    Reads the Cohorts (their trees as ``cohorts``, see the module's docstring), ResourceFlavors and
+    ClusterQueues; other kinds and resources other than
     ``gpu_resource`` are listed in the policy's description as not used. A flavor counts instances of
     ``planner/gpus-per-instance`` GPUs (1 when the annotation is absent: the flavor is counted in GPUs).
     Raises InputError naming the object (``ClusterQueue/team-a``) and the field.
