@@ -185,6 +185,24 @@ def test_a_live_v1beta2_tree_of_three_levels_with_an_implicit_cohort():
     assert dict(policy.capacity) == {"h100": 12}
 
 
+def test_kueues_own_hierarchy_example_with_fair_weights():
+    """The Cohort concept page's tree (root-cohort -> important-org 0.75, regular-org 0.25, v1alpha1)
+    with a ClusterQueue in each org."""
+    data = live(
+        flavor("default-flavor"),
+        cohort("root-cohort", version="v1alpha1"),
+        cohort("important-org", "root-cohort", version="v1alpha1", fairSharing={"weight": "0.75"}),
+        cohort("regular-org", "root-cohort", version="v1alpha1", fairSharing={"weight": "0.25"}),
+        queue("important", "important-org", {"default-flavor": 6}, version="v1beta1"),
+        queue("regular", "regular-org", {"default-flavor": 6}, version="v1beta1"),
+    )
+    policy = Policy.from_dict(data)
+    assert policy.name == "root-cohort"
+    assert [(c.name, c.parent, c.fair_weight) for c in policy.cohorts] == [
+        ("important-org", None, 0.75), ("regular-org", None, 0.25)
+    ]  # fmt: skip
+
+
 def test_one_tree_makes_its_root_the_policys_root():
     data = live(
         flavor("a100"),
@@ -354,6 +372,12 @@ def as_live_v1beta2(text: str) -> list[tuple[str, dict]]:
 def test_kueue_round_trip_of_random_trees(policy):
     expected = Policy.from_dict(policy)
     text = to_kueue_yaml(policy)
+    # Kueue's webhooks: limits only on a Cohort with a parent, on a ClusterQueue with a cohort.
+    for document in yaml.safe_load_all(text):
+        if document["kind"] in ("Cohort", "ClusterQueue") and not document["spec"].get(
+            "parent" if document["kind"] == "Cohort" else "cohort"
+        ):
+            assert all(set(entry) <= {"nominalQuota"} for entry in gpu_entries(document).values())
     assert Policy.from_dict(from_kueue_yaml(text)) == expected
     assert Policy.from_dict(from_kueue_cluster(as_live_v1beta2(text))) == expected
 
