@@ -17,7 +17,8 @@ from scheduling.cohorts import CohortTree
 from scheduling.errors import InputError
 from scheduling.export import from_aws_batch, from_kueue_yaml, to_aws_batch, to_kueue_yaml
 from scheduling.export.kueue_cluster import from_kueue_cluster
-from scheduling.model import Policy
+from scheduling.model import Cohort as CohortObject
+from scheduling.model import InstanceType, Policy, Share
 
 H100, A100 = "h100", "a100"
 
@@ -392,3 +393,30 @@ def test_a_long_chain_of_cohorts_is_read_once_and_too_many_are_refused():
         live(flavor("gpu"), *many, queue("q", "c0", {"gpu": 1}))
     assert error.value.field == "Cohort/c500"
     assert "501 cohorts: a policy has at most 500" in error.value.reason
+
+
+# ---------------------------------------------------------------------------------------
+# Hostile cohort names: the YAML holds exactly the policy's documents, the notes stay comments
+
+
+HOSTILE = ["--- apiVersion: v1", "x: {a: b}", "# comment", "nl\n---\nkind: Namespace\n#"]
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_a_hostile_cohort_name_stays_inside_its_annotation(name):
+    policy = Policy(
+        name="lab",
+        instance_types={"gpu": InstanceType("gpu", 1, 0)},
+        capacity={"gpu": 3},
+        shares=(Share(name="a", capacity={"gpu": 1}, cohort=name),),
+        cohorts=(CohortObject(name=name, capacity={"gpu": 1}),),
+    )
+    text = to_kueue_yaml(policy)
+    documents = list(yaml.safe_load_all(text))
+    assert [d["kind"] for d in documents] == ["Cohort", "Cohort", "ResourceFlavor", "ClusterQueue",
+                                              "WorkloadPriorityClass"]  # fmt: skip
+    assert documents[1]["metadata"]["annotations"]["planner/cohort-name"] == name
+    assert documents[3]["spec"]["cohort"] == documents[1]["metadata"]["name"]
+    assert all(line.startswith("#") for line in text[: text.index("\n---")].splitlines())
+    if "\n" not in name:  # the validator refuses line breaks; the others come back
+        assert Policy.from_dict(from_kueue_yaml(text)).cohorts[0].name == name
