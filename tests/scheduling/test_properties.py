@@ -430,7 +430,7 @@ def test_engine_matches_reference_on_cohort_trees(build_trace, replay_engine, sc
     ]
 
 
-@property_settings(40)
+@property_settings(30)
 @given(scenario=st.one_of(scenarios(), flavor_scenarios()))
 def test_the_tree_reduces_to_sections_3_4_and_8_on_one_level(build_trace, scenario):
     # Section 13: without cohorts the policy is one root cohort and its formulas give sections 3-4 and 8's
@@ -444,7 +444,7 @@ def test_the_tree_reduces_to_sections_3_4_and_8_on_one_level(build_trace, scenar
     assert tree["jobs"] == flat["jobs"] and tree["preemption_loops"] == flat["preemption_loops"]
 
 
-@property_settings(40)
+@property_settings(25)
 @given(scenario=cohort_scenarios(flavors=False))
 def test_reference_admits_within_the_tree(build_trace, scenario):
     # The reference's admissions against scheduling.cohorts, the tree's arithmetic written apart from it:
