@@ -639,9 +639,11 @@ class ReferenceReplay:
         return "cross_share" if within_quota else "fair_sharing"
 
     # -- section 13: a tree of cohorts ---------------------------------------------------------------
-    # Nodes are share and cohort names (one namespace) and ROOT. Quotas follow the calendar: a share's
-    # quota is the one in force now, the root's own quota is the pool's capacity now less every share's
-    # and cohort's own quota.
+    # Nodes are share and cohort names (one namespace) and ROOT, the parent of every share and cohort
+    # that names none. Quotas follow the calendar: a share's quota is the one in force now, the root's
+    # own quota is the pool's capacity now less every share's and cohort's own quota (cohorts' own
+    # quotas have no calendar). A share's limits are section 1's: RESERVE lends and borrows nothing,
+    # LEND borrows nothing, a borrow percentage is of the quota in force.
 
     def parent(self, node: str) -> str:
         if node in self.shares:
@@ -949,10 +951,11 @@ class ReferenceReplay:
             live = [c for c in self.children(node) if in_play(c)]
             if not live:
                 return None
-            best = {kind: min((c for c in live if (c in self.shares) == kind),
-                              key=lambda c: (_negated(value(c)), first_candidate(c)), default=None)
-                    for kind in (True, False)}  # fmt: skip
-            share, cohort = best[True], best[False]
+            def rank(c: str) -> tuple:
+                return (_negated(value(c)), first_candidate(c))
+
+            share = min((c for c in live if c in self.shares), key=rank, default=None)
+            cohort = min((c for c in live if c not in self.shares), key=rank, default=None)
             if cohort is not None and (share is None or value(cohort) >= value(share)):
                 node = cohort
                 continue
@@ -961,7 +964,11 @@ class ReferenceReplay:
     def tree_fair_victims(self, job: Job) -> list[tuple[Job, str]] | None:
         """Section 8's two-phase search with section 13's target walk: the strategies compare the
         values of the two children of the lowest common ancestor (the job's side with the job
-        admitted), and the target is chosen anew after each victim."""
+        admitted), and the target is chosen anew after each victim.
+
+        Reading: the candidates are section 8's, from the whole tree: other shares' jobs wherever the
+        share sits, if the share borrows (B > 0 over its own quota, all types), as Kueue's
+        findCandidates takes every borrowing ClusterQueue under the root."""
         holding = self.holding()
         own = job.share
         strategies = self.policy.fair_sharing.preemption_strategies
