@@ -404,22 +404,27 @@ def cohort_trees(draw, policy: dict) -> list[dict]:
 
 
 @st.composite
-def cohort_scenarios(draw, flavors: bool = True) -> tuple[dict, list[dict], list[dict]]:
+def cohort_scenarios(
+    draw, flavors: bool = True, fair: bool | None = None
+) -> tuple[dict, list[dict], list[dict]]:
     """``scenarios`` (with section 12's flavor lists half the time when there are two types, unless
-    ``flavors`` is False) on a random tree of cohorts."""
+    ``flavors`` is False) on a random tree of cohorts; ``fair`` True or False forces fair sharing on or
+    off (None: as drawn)."""
     policy, jobs, updates = draw(scenarios())
+    if fair is False and "fair_sharing" in policy:
+        del policy["fair_sharing"]
+        for share in policy["shares"]:
+            share.pop("fair_weight", None)
+    elif fair:
+        policy.setdefault("fair_sharing", {})
     if flavors and len(policy["capacity"]) >= 2 and draw(st.booleans()):
         add_flavor_lists(draw, policy, jobs)
     policy["cohorts"] = draw(cohort_trees(policy))
     return policy, jobs, updates
 
 
-@property_settings(100)
-@given(scenario=cohort_scenarios())
-def test_engine_matches_reference_on_cohort_trees(build_trace, replay_engine, scenario):
-    policy_dict, jobs, updates = scenario
-    note_scenario(scenario)
-    policy, trace = Policy.from_dict(policy_dict), build_trace(jobs, updates)
+def check_engine_matches_reference(policy: Policy, trace: Any, replay_engine: Any) -> None:
+    """Events, loop findings and jobs (with the type each ran on) of the engine equal the reference's."""
     expected = reference_replay(policy, trace)
     actual = replay_engine(policy, trace)
     assert comparable_events(actual["events"]) == comparable_events(expected["events"])
@@ -428,6 +433,22 @@ def test_engine_matches_reference_on_cohort_trees(build_trace, replay_engine, sc
     assert [{k: j[k] for k in compared} for j in actual["jobs"]] == [
         {k: j[k] for k in compared} for j in expected["jobs"]
     ]
+
+
+@property_settings(60)
+@given(scenario=cohort_scenarios(fair=False))
+def test_engine_matches_reference_on_cohort_trees(build_trace, replay_engine, scenario):
+    policy_dict, jobs, updates = scenario
+    note_scenario(scenario)
+    check_engine_matches_reference(Policy.from_dict(policy_dict), build_trace(jobs, updates), replay_engine)
+
+
+@property_settings(40)
+@given(scenario=cohort_scenarios(fair=True))
+def test_engine_matches_reference_on_cohort_trees_with_fair_sharing(build_trace, replay_engine, scenario):
+    policy_dict, jobs, updates = scenario
+    note_scenario(scenario)
+    check_engine_matches_reference(Policy.from_dict(policy_dict), build_trace(jobs, updates), replay_engine)
 
 
 @property_settings(30)
@@ -445,7 +466,7 @@ def test_the_tree_reduces_to_sections_3_4_and_8_on_one_level(build_trace, scenar
 
 
 @property_settings(25)
-@given(scenario=cohort_scenarios(flavors=False))
+@given(scenario=cohort_scenarios(flavors=False, fair=False))
 def test_reference_admits_within_the_tree(build_trace, scenario):
     # The reference's admissions against scheduling.cohorts, the tree's arithmetic written apart from it:
     # every start asks at most available(share) of its type and the pool holds it, with the quotas and the
