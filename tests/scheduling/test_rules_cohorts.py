@@ -567,8 +567,8 @@ def test_one_cohort_holding_every_share_replays_the_aws_example_unchanged(run):
     ],
 )  # fmt: skip
 def test_a_bad_tree_names_the_cohort_or_share_and_the_field(shares, cohorts, field, words):
-    """A cycle, an unknown parent (of a share or of a cohort), a share's lending limit above its quota (Kueue's
-    webhook refuses lendingLimit above nominalQuota): refused as a whole, naming the cohort or share's field."""
+    """A cycle, an unknown parent (of a share or a cohort), a share's lending limit above its quota (Kueue's
+    webhook refuses lendingLimit above nominalQuota): refused whole, naming the cohort or share's field."""
     with pytest.raises(InputError) as caught:
         Policy.from_dict(policy(10, shares, cohorts))
     assert caught.value.field == field
