@@ -14,7 +14,7 @@ from django.urls import reverse
 
 from planner.capacity.models import Policy
 from planner.studies.forms import StudyForm
-from planner.studies.launch import launch_study
+from planner.studies.launch import StudyLaunch, launch_study
 from planner.studies.models import FINISHED, Study
 from planner.web.access import editor_required, reader_required
 from planner.web.listing import listed_studies, searchable_studies
@@ -39,17 +39,10 @@ def study_new(request):
     if request.method == "POST":
         form = StudyForm(request.POST)
         if form.is_valid():
-            data = form.cleaned_data
-            chosen = list(data["policies"])
+            chosen = list(form.cleaned_data["policies"])
+            launch = StudyLaunch.from_data(form.cleaned_data, policies=chosen, created_by=request.user)
             try:
-                study = launch_study(
-                    name=data["name"].strip(),
-                    description=data["description"],
-                    trace=data["trace"],
-                    policies=chosen,
-                    baseline=data["baseline"],
-                    created_by=request.user,
-                )
+                study = launch_study(launch)
             except ValidationError as error:
                 form.place(error)
             else:
