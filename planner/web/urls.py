@@ -1,17 +1,19 @@
-"""Routes of the browser pages (namespace ``web``). The study comparison page and the finance
-report live in ``planner.reports`` (namespace ``reports``), which planner/urls.py includes at
-the same root (an include here would nest it as ``web:reports``)."""
+"""Routes of the site shell (namespace ``web``): the overview, sign-in, the policy pages, bring your
+scheduler and the docs reader. The trace and study pages are routed by their apps' urls.py and
+included here, so their names stay ``web:traces``, ``web:studies``, ... The study comparison page
+and the finance report live in ``planner.reports`` (namespace ``reports``), which planner/urls.py
+includes at the same root (an include here would nest it as ``web:reports``)."""
 
 from django.contrib.auth import views as auth_views
-from django.urls import path
+from django.urls import include, path
 
 from planner.accounts.forms import ThrottledAuthenticationForm
-from planner.web import views
+from planner.web.views import byos, docs, overview, policies
 
 app_name = "web"
 
 urlpatterns = [
-    path("", views.overview, name="overview"),
+    path("", overview.overview, name="overview"),
     path(
         "login/",
         auth_views.LoginView.as_view(
@@ -20,16 +22,12 @@ urlpatterns = [
         name="login",
     ),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("policies/", views.policy_list, name="policies"),
-    path("policies/<int:pk>/", views.policy_detail, name="policy"),
-    path("policies/<int:pk>/duplicate/", views.policy_duplicate, name="policy-duplicate"),
-    path("policies/<int:pk>/preset/", views.policy_preset, name="policy-preset"),
-    path("byos/", views.byos, name="byos"),
-    path("traces/", views.trace_list, name="traces"),
-    path("traces/upload/", views.trace_upload, name="trace-upload"),
-    path("traces/<int:pk>/", views.trace_detail, name="trace"),
-    path("studies/", views.study_list, name="studies"),
-    path("studies/new/", views.study_new, name="study-new"),
-    path("jobs/", views.find_job, name="find-job"),
-    path("docs/semantics/", views.semantics, name="semantics"),
+    path("policies/", policies.policy_list, name="policies"),
+    path("policies/<int:pk>/", policies.policy_detail, name="policy"),
+    path("policies/<int:pk>/duplicate/", policies.policy_duplicate, name="policy-duplicate"),
+    path("policies/<int:pk>/preset/", policies.policy_preset, name="policy-preset"),
+    path("byos/", byos.byos, name="byos"),
+    path("", include("planner.traces.urls")),
+    path("", include("planner.studies.urls")),
+    path("docs/semantics/", docs.semantics, name="semantics"),
 ]
