@@ -57,7 +57,6 @@ from scheduling.rules import (
     ZERO_VALUE,
     borrowing_level,
     fair_round_before,
-    hierarchical_advantage_from,
     instances,
     queue_key,
     round_key,
@@ -1148,7 +1147,7 @@ class _Replay:
         if self.fair:
             return  # fair rounds look at every queue group (see _fair_round)
         if self.tree is not None:
-            self._tree_released(pool)
+            self._tree_released(pool, owner, victims_changed)
             return
         for account in pool.accounts:
             # Its own share's usage fell: within quota now, it may reclaim from borrowers.
@@ -1174,14 +1173,37 @@ class _Replay:
         for share in self.shares:
             share.refused = False
 
-    def _tree_released(self, pool: TypePool) -> None:
-        """Section 13: a release anywhere in the tree may raise what any share has available (its
-        path to the root shares the root with every other) or give a job hierarchical advantage
-        (its subtree now fits), so every group waiting on the type is reopened."""
+    def _tree_released(self, pool: TypePool, owner: ShareState | None, victims_changed: bool) -> None:
+        """Section 13: a release may raise what any share has available (every path ends at the
+        root), so refusals may be stale. A group that had no preemption candidate gains one only
+        when the release lowered usage below the root on its share's path (hierarchical advantage
+        grows only there; a release makes no node borrow) and it now has a reclaim candidate at all;
+        otherwise it is reopened only to fit."""
+        tree = self.tree
+        assert tree is not None
         for account in pool.accounts:
+            share = account.share
+            reaches = victims_changed or owner is None or tree.release_reaches(owner.index, share.index)
+            lcas: list[int] | None = None  # where its share could reclaim, found once if needed
+            room = -1  # the share's headroom, computed once if needed
             for g in account.groups + account.multi_groups if self.flavored else account.groups:
-                if g.jobs:
-                    self._reopen(g)
+                if not g.jobs or (g.refused == Group.OPEN and not g.fit_only):
+                    continue
+                knows_no_victims = g.refused == Group.NO_VICTIMS or (g.refused == Group.OPEN and g.fit_only)
+                gains = reaches
+                if knows_no_victims and gains and not victims_changed and owner is not None:
+                    if lcas is None:
+                        lcas = self._tree_reclaim_levels(account)
+                    gains = self._tree_has_advantage(account, g.count, lcas)
+                if knows_no_victims and not gains:
+                    if g.refused == Group.OPEN:
+                        continue  # still without candidates, and open
+                    if room < 0:
+                        room = account.headroom()
+                    if g.count <= room:
+                        self._reopen(g, fit_only=True)
+                    continue
+                self._reopen(g)
         for share in self.shares:
             share.refused = False
 
@@ -1241,6 +1263,34 @@ class _Replay:
                         self._reopen(g)
                 other.share.refused = False
 
+    def _tree_reclaim_levels(self, account: Account) -> list[int]:
+        """The common ancestors with the account's share at which another share of the pool borrows
+        (it and its ancestors below that one: section 13's reclaim candidates, priority aside)."""
+        tree = self.tree
+        assert tree is not None
+        out: list[int] = []
+        if not account.share.may_reclaim:
+            return out
+        n_shares = tree.n_shares
+        s = account.share.index
+        for other in account.pool.accounts:
+            if other is account or not other.running:
+                continue
+            lca = tree.lca[other.share.index * n_shares + s]
+            if lca not in out and tree.borrows_below(other.share.index, lca, account.type):
+                out.append(lca)
+        return out
+
+    def _tree_has_advantage(self, account: Account, count: int, levels: list[int]) -> bool:
+        """Whether ``count`` more instances in the account's share would have hierarchical advantage
+        at one of ``levels`` (``_tree_reclaim_levels``): then it has reclaim candidates."""
+        tree = self.tree
+        assert tree is not None
+        for lca in levels:  # noqa: SIM110 (a loop: the compiled engine makes any() a generator)
+            if tree.advantage_at(account.share.index, account.type, count, lca):
+                return True
+        return False
+
     def _tree_started(self, account: Account) -> None:
         """Section 13: a start raises usage only along its share's path; a job of another share gains
         reclaim candidates only when a node on that path now borrows (a candidate's share and its
@@ -1254,11 +1304,16 @@ class _Replay:
             node = tree.parent[node]
         if node < 0:
             return
+        n_shares = tree.n_shares
         for other in account.pool.accounts:
             if other is account or not other.share.may_reclaim:
                 continue
+            # Its new candidates are all at the common ancestor with the started job's share (the
+            # nodes that now borrow are on that share's path): they count only with advantage there.
+            lca = tree.lca[account.share.index * n_shares + other.share.index]
             for g in other.groups + other.multi_groups if self.flavored else other.groups:
-                if (g.refused or g.fit_only) and g.jobs:
+                stale = (g.refused or g.fit_only) and g.jobs
+                if stale and tree.advantage_at(other.share.index, t, g.count, lca):
                     self._reopen(g)
             other.share.refused = False
 
@@ -1504,30 +1559,22 @@ class _Replay:
         cross: list[Iterator[Job]] = []
         freeable = 0
         if share.may_reclaim:
-            path = tree.path(share.index)
-            fits_at: list[bool] = []
-            remaining = n
-            for node in path:  # Kueue's QuantitiesFitInQuota, from the share up
-                k = node * tree.n_types + t
-                fits_at.append(tree.usage[k] + remaining <= tree.sq[k])
-                free = tree.lq[k] - tree.usage[k]
-                remaining = max(0, remaining - max(0, free))
-            advantage_from = hierarchical_advantage_from(fits_at)
-            if advantage_from < len(path):
-                n_shares = tree.n_shares
-                for other in account.pool.accounts:
-                    running = other.running
-                    if other is account or not running:
-                        continue
-                    lca = tree.lca[other.share.index * n_shares + share.index]
-                    if path.index(lca) < advantage_from or not tree.borrows_below(other.share.index, lca, t):
-                        continue
-                    if share.reclaims_any:
-                        freeable += other.usage
-                        cross.append(running.in_victim_order(NO_LIMIT))
-                    elif running.lowest_priority() < priority:
-                        freeable += running.instances_below(priority)
-                        cross.append(running.in_victim_order(priority))
+            n_shares = tree.n_shares
+            for other in account.pool.accounts:
+                running = other.running
+                if other is account or not running:
+                    continue
+                lca = tree.lca[other.share.index * n_shares + share.index]
+                if not tree.borrows_below(other.share.index, lca, t):
+                    continue
+                if not tree.advantage_at(share.index, t, n, lca):
+                    continue
+                if share.reclaims_any:
+                    freeable += other.usage
+                    cross.append(running.in_victim_order(NO_LIMIT))
+                elif running.lowest_priority() < priority:
+                    freeable += running.instances_below(priority)
+                    cross.append(running.in_victim_order(priority))
         own = self._own_candidates(job)
         freeable += self.own_freeable
         if not freeable:

@@ -23,7 +23,8 @@ class QuotaTree:
 
     __slots__ = (
         "n_types", "n_nodes", "n_shares", "root", "parent", "height", "own", "borrowing_limit",
-        "lending_limit", "sq", "lq", "usage", "bottom_up", "lca", "names",
+        "lending_limit", "sq", "lq", "usage", "bottom_up", "lca", "names", "depth", "paths", "on_path",
+        "last_top",
     )  # fmt: skip
 
     def __init__(self, nodes: list[Node], shares: list[str], capacity: list[int], types: list[str]) -> None:
@@ -61,6 +62,14 @@ class QuotaTree:
                 j = self.parent[j]
                 depth[i] += 1
         self.bottom_up: list[int] = sorted(range(n), key=lambda i: -depth[i])
+        self.depth: list[int] = depth  # edges up to the root
+        self.paths: list[list[int]] = [self.path(i) for i in range(n)]
+        # on_path[a * n + b]: node b is node a or one of its ancestors
+        self.on_path: list[bool] = [False] * (n * n)
+        for i in range(n):
+            for j in self.paths[i]:
+                self.on_path[i * n + j] = True
+        self.last_top = -1  # the highest node whose usage the last ``remove`` changed
         # Kueue's node height: the distance to the furthest leaf below (a share's is 0; a cohort's
         # at least 1, even without children: getNodeHeight).
         self.height: list[int] = [0] * n
@@ -150,33 +159,53 @@ class QuotaTree:
             k = node * n_types + t
             stored = self.usage[k] - self.lq[k]
             self.usage[k] -= count
+            self.last_top = node
             node = self.parent[node]
             if node < 0 or stored <= 0:
                 return
             count = count if count < stored else stored
 
+    def release_reaches(self, released: int, share: int) -> bool:
+        """Whether the last ``remove`` (of a job of ``released``) lowered the usage of a node below the
+        root on ``share``'s path: only then can ``share``'s jobs gain hierarchical advantage from it
+        (section 13's reclaim; what fits may grow for anyone, through the root)."""
+        n = self.n_nodes
+        for node in self.paths[released]:
+            if node == self.root:
+                return False
+            if self.on_path[share * n + node]:
+                return True
+            if node == self.last_top:
+                return False
+        return False
+
     # --- the questions of section 13 --------------------------------------------------------------
 
     def available(self, node: int, t: int) -> int:
         """available(root) = SQ - U; available(n) = max(0, LQ - U) + p with p = available(parent),
-        capped by a borrowing limit at (SQ - LQ) - max(0, U - LQ) + limit; never below 0."""
-        parent = self.parent[node]
-        k = node * self.n_types + t
-        if parent < 0:
-            free = self.sq[k] - self.usage[k]
-            return free if free > 0 else 0
-        p = self.available(parent, t)
-        limit = self.borrowing_limit[k]
-        lq = self.lq[k]
-        used = self.usage[k]
-        if limit != NONE:
-            over = used - lq if used > lq else 0
-            cap = self.sq[k] - lq - over + limit
-            if cap < p:
-                p = cap
-        local = lq - used if lq > used else 0
-        out = local + p
-        return out if out > 0 else 0
+        capped by a borrowing limit at (SQ - LQ) - max(0, U - LQ) + limit; never below 0. (From the
+        root down the node's path, without recursion.)"""
+        n_types = self.n_types
+        path = self.paths[node]
+        k = self.root * n_types + t
+        p = self.sq[k] - self.usage[k]
+        if p < 0:
+            p = 0
+        for place in range(len(path) - 2, -1, -1):
+            k = path[place] * n_types + t
+            limit = self.borrowing_limit[k]
+            lq = self.lq[k]
+            used = self.usage[k]
+            if limit != NONE:
+                over = used - lq if used > lq else 0
+                cap = self.sq[k] - lq - over + limit
+                if cap < p:
+                    p = cap
+            local = lq - used if lq > used else 0
+            p = local + p
+            if p < 0:
+                p = 0
+        return p
 
     def potential(self, node: int, t: int) -> int:
         """The most the node could take were nothing used anywhere (Kueue's potentialAvailable)."""
@@ -209,6 +238,27 @@ class QuotaTree:
             free = self.lq[k] - usage[k]
             remaining -= free if free > 0 else 0
             node = self.parent[node]
+
+    def advantage_at(self, share: int, t: int, count: int, lca: int) -> bool:
+        """Section 13's reclaim (Kueue's hierarchical advantage): ``count`` more instances in
+        ``share`` fit within the subtree quota of some node of its path below ``lca`` (what spills up
+        to it counted, as Kueue's QuantitiesFitInQuota), so that the jobs of other subtrees that
+        borrow at ``lca`` are reclaim candidates. (Without it, a candidate there would come under
+        section 4's rule, which asks the job to be within its share's quota: the advantage at every
+        level; so there is none.)"""
+        n_types = self.n_types
+        node = share
+        remaining = count
+        while node != lca:
+            k = node * n_types + t
+            used = self.usage[k]
+            if used + remaining <= self.sq[k]:
+                return True
+            free = self.lq[k] - used
+            if free > 0:
+                remaining = remaining - free if remaining > free else 0
+            node = self.parent[node]
+        return False
 
     def borrows_below(self, share: int, lca: int, t: int) -> bool:
         """A reclaim candidate of ``share`` found at its lowest common ancestor ``lca`` with the

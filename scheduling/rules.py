@@ -114,19 +114,6 @@ def borrowing_level(needs_borrow: bool) -> int:
     return 1 if needs_borrow else 0
 
 
-def hierarchical_advantage_from(fits_at: list[bool]) -> int:
-    """Section 13's reclaim: walking up from the share, ``fits_at[i]`` says whether the request
-    (what spills up to it) fits within the subtree quota of the i-th node of its path (0: the share).
-    Jobs of other subtrees borrowing at the ancestor of place i are reclaim candidates once the
-    request fits below it (Kueue's hierarchical advantage): the first such place, or len + 1.
-    (Candidates without the advantage would come under section 4's rule, which asks the job to be
-    within its share's quota: that is the advantage at every level, so there are none.)"""
-    for i, fits in enumerate(fits_at):
-        if fits:
-            return i + 1
-    return len(fits_at) + 1
-
-
 def unschedulable_in_tree(count: int, pool_capacity: int, potential: int) -> UnschedulableReason | None:
     """Section 6 with cohorts (13): more than the pool has, or more than the share could ever have
     with the rest of the tree idle (its potential available, Kueue's potentialAvailable)."""
