@@ -70,15 +70,13 @@ class QuotaTree:
             for j in self.paths[i]:
                 self.on_path[i * n + j] = True
         self.last_top = -1  # the highest node whose usage the last ``remove`` changed
-        # Kueue's node height: the distance to the furthest leaf below (a share's is 0; a cohort's
-        # at least 1, even without children: getNodeHeight).
+        # Kueue's node height (getNodeHeight): the distance to the furthest leaf below; a share's
+        # is 0, and so is a cohort's without children.
         self.height: list[int] = [0] * n
         for i in self.bottom_up:
             p = self.parent[i]
             if p >= 0:
                 self.height[p] = max(self.height[p], self.height[i] + 1)
-        for i in range(self.n_shares, n):
-            self.height[i] = max(self.height[i], 1)
         self.lca: list[int] = [0] * (self.n_shares * self.n_shares)
         for a in range(self.n_shares):
             above = self.path(a)

@@ -76,6 +76,21 @@ def test_engine_tree_gives_cohorts_numbers():
     assert fast.usage[fast.root] == slow.usage[""]["gpu"] == 11
 
 
+def test_borrowing_level_is_the_height_of_the_node_not_the_distance():
+    # org holds team (which holds a) and b: org's height is 2 (to a), though b is one edge below it.
+    # With a using 3, b's 5 more spill 5 into org, whose SQ 0 + 6 + 4 covers 3 + 5: level 2
+    pol = Policy.from_dict(policy(20, [cohort("org"), cohort("team", 2, "org")],
+                                  [share("a", 4, "team"), share("b", 4, "org")]))  # fmt: skip
+    slow = CohortTree(pol.cohort_nodes(), pol.capacity, {"gpu": 1})
+    fast = quota_tree(pol, ["gpu"])
+    slow.add_usage("a", "gpu", 3)
+    fast.add(0, 0, 3)
+    assert slow.borrowing_level("b", {"gpu": 5}) == fast.level(1, 0, 5, fast.usage) == 2
+    assert slow.borrowing_level("a", {"gpu": 3}) == fast.level(0, 0, 3, fast.usage) == 1  # team covers 6
+    assert slow.borrowing_level("b", {"gpu": 2}) == fast.level(1, 0, 2, fast.usage) == 0
+    assert fast.level(1, 0, 30, fast.usage) == 3  # nothing covers it: the root's height (Kueue)
+
+
 # --- the round order: borrowing levels ------------------------------------------------------------
 
 # root (height 3) > org (own 0, height 2) > team (own 1, height 1) > a (1); b (1) in org; c (2) at the
@@ -287,3 +302,22 @@ def test_aws_example_in_one_cohort_replays_as_without(engine_run):
                "shares": [{**s, "cohort": "all"} for s in flat["shares"]]}  # fmt: skip
     jobs, updates = trace["jobs"], trace["priority_updates"]
     assert engine_run(wrapped, jobs, updates).events == engine_run(flat, jobs, updates).events
+
+
+@pytest.mark.parametrize("queueing", ["best_effort_fifo", "strict_fifo"])
+def test_shares_at_the_root_of_a_tree_replay_as_without_cohorts(queueing):
+    # an empty cohort beside the shares makes the policy a tree, the shares still children of the root:
+    # section 13 reduces to sections 3-4, event for event (a lending limit and a lower_priority reclaim
+    # too), on a synthetic trace of the demo pool
+    from scheduling.engine import replay
+    from scheduling.synthetic import demo_policy_dict, demo_pool_gpus, generate
+
+    trace = generate(1500, seed=1)
+    flat = demo_policy_dict(demo_pool_gpus(trace))
+    flat["queueing"] = queueing
+    flat["shares"][2]["lending_limit"] = {"gpu": flat["shares"][2]["capacity"]["gpu"] // 2}
+    flat["shares"][0]["reclaim"] = "lower_priority"
+    tree = {**flat, "cohorts": [{"name": "empty", "capacity": {}}]}
+    events = [replay(Policy.from_dict(p), trace, record_events=True).events for p in (flat, tree)]
+    assert len(events[0]) > 3000
+    assert events[0] == events[1]
