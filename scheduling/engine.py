@@ -1184,18 +1184,16 @@ class _Replay:
         for account in pool.accounts:
             share = account.share
             reaches = victims_changed or owner is None or tree.release_reaches(owner.index, share.index)
-            lcas: list[int] | None = None  # where its share could reclaim, found once if needed
+            # The largest job of its share that now has reclaim candidates, found once if needed.
+            reach = NO_LIMIT if victims_changed or owner is None else (-2 if reaches else -1)
             room = -1  # the share's headroom, computed once if needed
             for g in account.groups + account.multi_groups if self.flavored else account.groups:
                 if not g.jobs or (g.refused == Group.OPEN and not g.fit_only):
                     continue
                 knows_no_victims = g.refused == Group.NO_VICTIMS or (g.refused == Group.OPEN and g.fit_only)
-                gains = reaches
-                if knows_no_victims and gains and not victims_changed and owner is not None:
-                    if lcas is None:
-                        lcas = self._tree_reclaim_levels(account)
-                    gains = self._tree_has_advantage(account, g.count, lcas)
-                if knows_no_victims and not gains:
+                if knows_no_victims and reach == -2:
+                    reach = self._tree_reclaim_reach(account)
+                if knows_no_victims and g.count > reach:
                     if g.refused == Group.OPEN:
                         continue  # still without candidates, and open
                     if room < 0:
@@ -1281,15 +1279,18 @@ class _Replay:
                 out.append(lca)
         return out
 
-    def _tree_has_advantage(self, account: Account, count: int, levels: list[int]) -> bool:
-        """Whether ``count`` more instances in the account's share would have hierarchical advantage
-        at one of ``levels`` (``_tree_reclaim_levels``): then it has reclaim candidates."""
+    def _tree_reclaim_reach(self, account: Account) -> int:
+        """The most instances with which a job of the account's share has hierarchical advantage at
+        one of ``_tree_reclaim_levels``: a job that large or smaller has reclaim candidates (priority
+        aside); -1 when none has."""
         tree = self.tree
         assert tree is not None
-        for lca in levels:  # noqa: SIM110 (a loop: the compiled engine makes any() a generator)
-            if tree.advantage_at(account.share.index, account.type, count, lca):
-                return True
-        return False
+        best = -1
+        for lca in self._tree_reclaim_levels(account):
+            reach = tree.advantage_limit(account.share.index, account.type, lca)
+            if reach > best:
+                best = reach
+        return best
 
     def _tree_started(self, account: Account) -> None:
         """Section 13: a start raises usage only along its share's path; a job of another share gains
@@ -1311,9 +1312,9 @@ class _Replay:
             # Its new candidates are all at the common ancestor with the started job's share (the
             # nodes that now borrow are on that share's path): they count only with advantage there.
             lca = tree.lca[account.share.index * n_shares + other.share.index]
+            reach = tree.advantage_limit(other.share.index, t, lca)
             for g in other.groups + other.multi_groups if self.flavored else other.groups:
-                stale = (g.refused or g.fit_only) and g.jobs
-                if stale and tree.advantage_at(other.share.index, t, g.count, lca):
+                if (g.refused or g.fit_only) and g.jobs and g.count <= reach:
                     self._reopen(g)
             other.share.refused = False
 

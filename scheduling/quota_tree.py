@@ -31,7 +31,7 @@ class QuotaTree:
         n_types = len(types)
         cohorts = [n for n in nodes if not n.is_share]
         by_name = {n.name: n for n in nodes}
-        self.names: list[str] = [*shares, *(c.name for c in cohorts), ROOT]
+        self.names: list[str] = [*shares, *[c.name for c in cohorts], ROOT]
         index = {name: i for i, name in enumerate(self.names)}
         n = len(self.names)
         self.n_types = n_types
@@ -257,6 +257,26 @@ class QuotaTree:
                 remaining = remaining - free if remaining > free else 0
             node = self.parent[node]
         return False
+
+    def advantage_limit(self, share: int, t: int, lca: int) -> int:
+        """The most instances with which ``advantage_at`` holds at ``lca`` (it only fails as the count
+        grows), -1 when none: a node j below ``lca`` fits c when its usage is within its quota and
+        c <= F + SQ - U, F being the local quota left free below j."""
+        n_types = self.n_types
+        node = share
+        free_below = 0
+        best = -1
+        while node != lca:
+            k = node * n_types + t
+            used = self.usage[k]
+            room = self.sq[k] - used
+            if room >= 0 and free_below + room > best:
+                best = free_below + room
+            free = self.lq[k] - used
+            if free > 0:
+                free_below += free
+            node = self.parent[node]
+        return best
 
     def borrows_below(self, share: int, lca: int, t: int) -> bool:
         """A reclaim candidate of ``share`` found at its lowest common ancestor ``lca`` with the
