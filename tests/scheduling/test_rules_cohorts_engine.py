@@ -321,3 +321,24 @@ def test_shares_at_the_root_of_a_tree_replay_as_without_cohorts(queueing):
     events = [replay(Policy.from_dict(p), trace, record_events=True).events for p in (flat, tree)]
     assert len(events[0]) > 3000
     assert events[0] == events[1]
+
+
+# --- why a job waits, with a tree ------------------------------------------------------------------
+
+
+def waited(r, share_name: str) -> dict:
+    reasons = next(s for s in r.raw["shares"] if s["name"] == share_name)["waited_by_reason_seconds"]
+    return {reason: seconds for reason, seconds in reasons.items() if seconds}
+
+
+def test_held_back_by_a_cohorts_borrowing_limit_waits_for_nothing_lendable(engine_run):
+    # c (own 0, borrowing limit 0) holds s (1): the pool's 3 free instances are out of s's reach, and
+    # neither s's own limits nor the pool are what stops a2: section 4's last reason
+    pol = policy(4, [cohort("c", borrowing_limit={"gpu": 0})], [share("s", 1, "c")])
+    r = engine_run(pol, """
+job_id submit_time share duration
+a1     0           s     100
+a2     0           s     100
+""")
+    assert r.job("a2")["first_start"] == 100
+    assert waited(r, "s") == {"nothing_lendable": 100}
