@@ -342,3 +342,58 @@ a2     0           s     100
 """)
     assert r.job("a2")["first_start"] == 100
     assert waited(r, "s") == {"nothing_lendable": 100}
+
+
+# --- the engine's integer tree against the readable one, on random trees --------------------------
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_quota_tree_matches_cohort_tree_on_random_trees(seed):
+    # random trees up to three cohorts deep, with own quotas and limits, random starts and stops: the
+    # two implementations agree on usage, available, potential available and borrowing level throughout
+    import random
+
+    rng = random.Random(seed)
+    cohorts = []
+    for i in range(rng.randint(0, 4)):
+        parent = rng.choice([None, *[c["name"] for c in cohorts]])
+        c = cohort(f"c{i}", rng.randint(0, 3), parent)
+        if rng.random() < 0.4:
+            c["borrowing_limit"] = {"gpu": rng.randint(0, 4)}
+        if rng.random() < 0.4:
+            c["lending_limit"] = {"gpu": rng.randint(0, 4)}
+        cohorts.append(c)
+    shares = []
+    for i in range(rng.randint(1, 5)):
+        quota = rng.randint(0, 4)
+        options = {}
+        if rng.random() < 0.3:
+            options["borrowing_limit"] = {"gpu": rng.randint(0, 3)}
+        if rng.random() < 0.3:
+            options["lending_limit"] = {"gpu": rng.randint(0, quota)}
+        shares.append(share(f"s{i}", quota, rng.choice([None, *[c["name"] for c in cohorts]]), **options))
+    claimed = sum(c["capacity"]["gpu"] for c in cohorts) + sum(s["capacity"]["gpu"] for s in shares)
+    pol = Policy.from_dict(policy(claimed + rng.randint(0, 5), cohorts, shares))
+    slow = CohortTree(pol.cohort_nodes(), pol.capacity, {"gpu": 1})
+    fast = quota_tree(pol, ["gpu"])
+    held = [0] * len(shares)
+    for _ in range(60):
+        s = rng.randrange(len(shares))
+        name = shares[s]["name"]
+        if held[s] and rng.random() < 0.4:
+            count = rng.randint(1, held[s])
+            held[s] -= count
+            slow.remove_usage(name, "gpu", count)
+            fast.remove(s, 0, count)
+        else:
+            count = rng.randint(1, 3)
+            held[s] += count
+            slow.add_usage(name, "gpu", count)
+            fast.add(s, 0, count)
+        for i, node in enumerate(fast.names):
+            assert fast.usage[i] == slow.usage[node]["gpu"]
+        for i, sh in enumerate(shares):
+            assert fast.available(i, 0) == slow.available(sh["name"], "gpu")
+            assert fast.potential(i, 0) == slow.potential_available(sh["name"], "gpu")
+            level = slow.borrowing_level(sh["name"], {"gpu": 2})
+            assert fast.level(i, 0, 2, fast.usage) == (fast.height[fast.root] if level is None else level)
