@@ -347,13 +347,9 @@ a2     0           s     100
 # --- the engine's integer tree against the readable one, on random trees --------------------------
 
 
-@pytest.mark.parametrize("seed", range(40))
-def test_quota_tree_matches_cohort_tree_on_random_trees(seed):
-    # random trees up to three cohorts deep, with own quotas and limits, random starts and stops: the
-    # two implementations agree on usage, available, potential available and borrowing level throughout
-    import random
-
-    rng = random.Random(seed)
+def random_tree(rng) -> tuple[list[dict], list[dict], int]:
+    """Cohorts (up to four, nested up to four deep) with own quotas and limits, shares in them, and a
+    pool that holds their quotas and a little more."""
     cohorts = []
     for i in range(rng.randint(0, 4)):
         parent = rng.choice([None, *[c["name"] for c in cohorts]])
@@ -373,7 +369,18 @@ def test_quota_tree_matches_cohort_tree_on_random_trees(seed):
             options["lending_limit"] = {"gpu": rng.randint(0, quota)}
         shares.append(share(f"s{i}", quota, rng.choice([None, *[c["name"] for c in cohorts]]), **options))
     claimed = sum(c["capacity"]["gpu"] for c in cohorts) + sum(s["capacity"]["gpu"] for s in shares)
-    pol = Policy.from_dict(policy(claimed + rng.randint(0, 5), cohorts, shares))
+    return cohorts, shares, claimed + rng.randint(0, 5)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_quota_tree_matches_cohort_tree_on_random_trees(seed):
+    # random trees, random starts and stops: the two implementations agree on usage, available,
+    # potential available and borrowing level throughout
+    import random
+
+    rng = random.Random(seed)
+    cohorts, shares, capacity = random_tree(rng)
+    pol = Policy.from_dict(policy(capacity, cohorts, shares))
     slow = CohortTree(pol.cohort_nodes(), pol.capacity, {"gpu": 1})
     fast = quota_tree(pol, ["gpu"])
     held = [0] * len(shares)
@@ -397,3 +404,50 @@ def test_quota_tree_matches_cohort_tree_on_random_trees(seed):
             assert fast.potential(i, 0) == slow.potential_available(sh["name"], "gpu")
             level = slow.borrowing_level(sh["name"], {"gpu": 2})
             assert fast.level(i, 0, 2, fast.usage) == (fast.height[fast.root] if level is None else level)
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_reopening_shortcuts_change_no_outcome(seed, monkeypatch):
+    # The engine keeps refused queue groups closed until a release or a start could help them
+    # (_tree_released, _tree_started). Reopening every group at every release and start instead must
+    # give the same replay, event for event, on random trees and traces (pure Python only: the
+    # compiled engine's methods cannot be replaced).
+    import random
+
+    from scheduling import engine
+    from scheduling.compiled import engine_kind
+
+    if engine_kind() != "python":
+        pytest.skip("the compiled engine is in use")
+    rng = random.Random(seed)
+    cohorts, shares, capacity = random_tree(rng)
+    for s in shares:
+        s["in_share_preemption"] = rng.choice(["never", "lower_priority", "lower_or_newer_equal_priority"])
+        s["reclaim"] = rng.choice(["any", "lower_priority", "never"])
+    pol = policy(capacity, cohorts, shares, queueing=rng.choice(["best_effort_fifo", "strict_fifo"]))
+    jobs = [
+        {"job_id": f"j{i:03d}", "submit_time": rng.randint(0, 300), "share": rng.choice(shares)["name"],
+         "duration": rng.randint(5, 200), "priority": rng.randint(0, 3), "instance_count": rng.randint(1, 3)}
+        for i in range(80)
+    ]  # fmt: skip
+    shortcut = engine_run_events(pol, jobs)
+
+    def reopen_all(self, pool, *_):
+        for account in pool.accounts:
+            for g in account.groups:
+                if g.jobs:
+                    self._reopen(g)
+        for share_state in self.shares:
+            share_state.refused = False
+
+    monkeypatch.setattr(engine._Replay, "_tree_released", reopen_all)
+    monkeypatch.setattr(engine._Replay, "_tree_started", lambda self, account: reopen_all(self, account.pool))
+    assert engine_run_events(pol, jobs) == shortcut
+
+
+def engine_run_events(pol: dict, jobs: list[dict]) -> list:
+    from conftest import make_trace
+
+    from scheduling.engine import replay
+
+    return replay(Policy.from_dict(pol), make_trace(jobs), record_events=True).events
