@@ -36,8 +36,11 @@ SYNTHETIC = {"10k": 10_000, "100k": 100_000, "1m": 1_000_000}
 # The same synthetic traces with sections 8 and 9 on: fair sharing (both strategies), or a
 # training-plan calendar (see _with_training_plan).
 # And section 12: the pool split into two types that every job accepts ("flavors"), beside the same
-# trace on the one-type pool ("flat"): what the fallback scan costs.
-VARIANTS = ("100k-fair", "1m-fair", "100k-plan", "1m-plan", "100k-flavors", "1m-flavors")
+# trace on the one-type pool ("flat"): what the fallback scan costs. And section 13: the same shares
+# in a three-level tree of cohorts ("tree", see _with_three_level_tree).
+VARIANTS = (
+    "100k-fair", "1m-fair", "100k-plan", "1m-plan", "100k-flavors", "1m-flavors", "100k-tree", "1m-tree",
+)  # fmt: skip
 REAL = ("itp", "openb")
 
 
@@ -45,7 +48,7 @@ def load_case(case: str):
     from scheduling.model import Policy
 
     size, _, variant = case.partition("-")
-    if size in SYNTHETIC and variant in ("", "fair", "plan", "flavors"):
+    if size in SYNTHETIC and variant in ("", "fair", "plan", "flavors", "tree"):
         from scheduling.synthetic import demo_policy_dict, demo_pool_gpus, generate
 
         trace = generate(SYNTHETIC[size], seed=1)
@@ -56,6 +59,8 @@ def load_case(case: str):
             _with_training_plan(policy, trace)
         elif variant == "flavors":
             _with_two_flavors(policy, trace)
+        elif variant == "tree":
+            _with_three_level_tree(policy)
         return Policy.from_dict(policy), trace
     from scheduling.traces import read_trace
 
@@ -110,6 +115,28 @@ def _with_two_flavors(policy: dict, trace) -> None:
             share["flavor_order"] = ["gpu-b", "gpu-a"]
     trace.type_names = ["gpu-a|gpu-b"]
     trace.instance_type[:] = 0
+
+
+def _with_three_level_tree(policy: dict) -> None:
+    """Section 13: the demo's shares in a tree of three levels: the two lending-and-borrowing teams in
+    cohort ``training``, which is in ``org`` with the lender; the reserving share at the root. The
+    cohorts hold a tenth of the pool as their own quota (taken from the unassigned part when there is
+    one, else from the teams' quotas), so that borrowing levels 1, 2 and 3 all occur."""
+    (name, capacity), = policy["capacity"].items()
+    shares = {s["name"]: s for s in policy["shares"]}
+    unassigned = capacity - sum(s["capacity"].get(name, 0) for s in policy["shares"])
+    own = max(1, capacity // 20)
+    for team in ("research", "prod-training"):
+        if unassigned < 2 * own:
+            shares[team]["capacity"][name] -= own
+        else:
+            unassigned -= own
+    policy["cohorts"] = [
+        {"name": "org", "capacity": {name: own}},
+        {"name": "training", "parent": "org", "capacity": {name: own}},
+    ]
+    shares["research"]["cohort"] = shares["prod-training"]["cohort"] = "training"
+    shares["nlp"]["cohort"] = "org"
 
 
 def _openb_policy(trace) -> dict:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from scheduling.model import Change, Policy, Share, UnschedulableReason
+from scheduling.quota_tree import quota_tree, tree_limit
 from scheduling.rules import (
     NO_LIMIT,
     capacity_victim_key,
@@ -76,6 +77,38 @@ def _limits(policy: Policy, types: list[str], capacity: dict[str, int], quotas: 
     return out
 
 
+def potentials_over_calendar(policy: Policy, types: list[str]) -> list[list[tuple[int, int]]]:
+    """Section 13 with a calendar: for every (share, type) account key, at every distinct state of
+    the calendar, (pool capacity, the share's potential available in the tree)."""
+    tree = quota_tree(policy, types)
+    n_types = len(types)
+    index = policy.share_index()
+    capacity = [int(policy.capacity.get(t, 0)) for t in types]
+    out: list[list[tuple[int, int]]] = [[] for _ in range(len(policy.shares) * n_types)]
+
+    def note() -> None:
+        for s in range(len(policy.shares)):
+            for t in range(n_types):
+                out[s * n_types + t].append((capacity[t], tree.potential(s, t)))
+
+    note()
+    for _, changes in change_instants(policy):
+        for change in changes:
+            for type_name, count in change.capacity.items():
+                t = types.index(type_name)
+                if change.share is None:
+                    capacity[t] = int(count)
+                else:
+                    share = policy.shares[index[change.share]]
+                    limit = tree_limit(borrow_limit_at(share, type_name, int(count)))
+                    tree.set_quota(index[change.share], t, int(count), limit)
+        for t in range(n_types):
+            tree.set_capacity(t, capacity[t])
+        tree.recompute()
+        note()
+    return out
+
+
 def unschedulable_at_every_instant(
     count: int, limits: list[tuple[int, int, int, int]]
 ) -> UnschedulableReason | None:
@@ -130,4 +163,7 @@ def capacity_victims(pool: TypePool) -> list[Job]:
 
 
 def _holds(pool: TypePool) -> bool:
+    tree = pool.tree
+    if tree is not None:  # section 13: the pool's capacity, and the tree's invariant
+        return pool.used <= pool.capacity and tree.holds(pool.index)
     return invariant_holds(pool.used, pool.capacity, pool.unassigned, pool.lendable, pool.borrowed)

@@ -227,21 +227,25 @@ class CohortTree:
         """A request fits in the share's tree when every type of it is at most available."""
         return all(count <= self.available(share, t) for t, count in request.items())
 
+    def height(self, name: str) -> int:
+        """Kueue's node height (getNodeHeight): the distance to the furthest leaf below it; a share's
+        is 0, and so is a cohort's without children."""
+        return max((self.height(child) + 1 for child in self.children[name]), default=0)
+
     def borrowing_level(self, share: str, request: Mapping[str, int]) -> int | None:
-        """0 when the share's own quota covers the request; else the height of the lowest ancestor
-        whose subtree quota covers what spills up to it (Kueue's QuantitiesFitInQuota walk); None
-        when not even the root's does."""
+        """0 when the share's own quota covers the request; else the height (``height``) of the
+        lowest ancestor whose subtree quota covers what spills up to it (Kueue's
+        FindHeightOfLowestSubtreeThatFits, with QuantitiesFitInQuota's walk); None when not even the
+        root's does (Kueue then gives the root's height: the engine's round order does the same)."""
         remaining = dict(request)
-        height = 0
         name = share
         while True:
             if all(self.usage[name][t] + n <= self.sq[name][t] for t, n in remaining.items()):
-                return height
+                return 0 if name == share else self.height(name)
             if name == ROOT:
                 return None
             remaining = {t: max(0, n - self.local_available(name, t)) for t, n in remaining.items()}
             name = self.nodes[name].parent
-            height += 1
 
     def value(self, name: str, request: Mapping[str, int] | None = None) -> tuple[bool, Fraction]:
         """Section 8's share value for any node below the root, exactly: borrowed GPUs above its

@@ -22,11 +22,16 @@ PACKAGE = Path(__file__).resolve().parent
 BUILD_DIR = PACKAGE.parent / "build" / "compiled"
 STAMP = BUILD_DIR / "scheduling" / "STAMP.json"
 # The hot loop and the logs it writes; everything else is numpy or runs once per replay.
-COMPILED = ("engine.py", "rules.py", "indexes.py", "state.py", "fair.py", "calendar.py", "records.py")
+COMPILED = (
+    "engine.py", "rules.py", "indexes.py", "state.py", "fair.py", "calendar.py", "records.py",
+    "quota_tree.py",
+)  # fmt: skip
 # The Python modules whose classes the compiled ones use: compiled code checks the declared types
 # of their attributes at run time, so a build is stale when one of them changes too (a Trace whose
 # job ids stopped being a list failed inside a stale engine).
-INTERFACES = ("binding.py", "errors.py", "job_ids.py", "metrics.py", "model.py", "result.py", "trace.py")
+INTERFACES = (
+    "binding.py", "cohorts.py", "errors.py", "job_ids.py", "metrics.py", "model.py", "result.py", "trace.py",
+)  # fmt: skip
 CHOICES = ("auto", "python", "compiled")
 
 

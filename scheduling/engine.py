@@ -30,6 +30,7 @@ from scheduling.calendar import (
     capacity_victims,
     change_instants,
     limits_over_calendar,
+    potentials_over_calendar,
     unschedulable_at_every_instant,
 )
 from scheduling.fair import (
@@ -46,6 +47,7 @@ from scheduling.fair import (
 from scheduling.indexes import Group, job_id_order, victim_order
 from scheduling.metrics import UsageLog, compute_metrics
 from scheduling.model import Cause, Change, FairStrategy, Policy, Queueing, UnschedulableReason
+from scheduling.quota_tree import QuotaTree, is_tree_policy, quota_tree, tree_limit
 from scheduling.records import Records, as_array
 from scheduling.result import EventKind, JobOutcomes, ReplayResult, WaitHistory
 from scheduling.rules import (
@@ -53,10 +55,13 @@ from scheduling.rules import (
     NO_LIMIT,
     PREEMPTIONS_BEFORE_LEFT_OUT,
     ZERO_VALUE,
+    borrowing_level,
     fair_round_before,
     instances,
     queue_key,
     round_key,
+    unschedulable_in_tree,
+    unschedulable_over_calendar,
     unschedulable_reason,
     value_below,
     value_equal,
@@ -73,6 +78,7 @@ from scheduling.state import (
     Job,
     ShareState,
     Totals,
+    TreeAccount,
     TypePool,
 )
 from scheduling.trace import Trace
@@ -203,31 +209,20 @@ class _Replay:
                      int(policy.unassigned(name)))
             for t, name in enumerate(types)
         ]
-        for share, spec in zip(self.shares, policy.shares, strict=True):
-            for t, pool in enumerate(self.pools):
-                account = Account(
-                    share,
-                    pool,
-                    t,
-                    n_types,
-                    int(spec.quota(types[t])),
-                    instances(spec.borrow_limit(types[t])),
-                    instances(spec.lend_limit(types[t])),
-                )
-                share.accounts.append(account)
-                pool.accounts.append(account)
-                pool.lendable += account.lendable(0)
-        for pool in self.pools:
-            for account in pool.accounts:
-                if account.share.borrows:
-                    others = sum(other.lendable(0) for other in pool.accounts if other is not account)
-                    account.borrowable_ever = pool.unassigned + others
+        # Section 13: a policy with cohorts keeps its tree's quotas and usage (scheduling.quota_tree);
+        # its accounts fit and bubble usage through it. Without cohorts, sections 3-4 as they are.
+        self.tree: QuotaTree | None = quota_tree(policy, types) if is_tree_policy(policy) else None
+        tree = self.tree
+        self._open_accounts(policy, types)
 
         # Jobs: their columns in trace order, as native arrays; a job becomes a ``Job`` when it
         # is submitted and leaves ``jobs`` (its outcome written to the outcome columns) when it
         # ends. A million jobs made up front were 300 MB written once and read at their turn;
         # made and let go in time, the few thousand alive at once reuse each other's memory.
         self.n_jobs = n = len(trace)
+        # Section 13: borrowing levels above 1 share the round's second heap (``_add_candidate``):
+        # a multiple of n_jobs wider than the queue keys' range (priorities 0-9999).
+        self.level_stride = 10001 * max(1, n)
         self.share_of = vec[i64](bound.share.astype(np.int64))
         self.type_of = vec[i64](bound.instance_type.astype(np.int64))
         self.count = vec[i64](trace.instance_count.astype(np.int64))
@@ -260,6 +255,7 @@ class _Replay:
         self.flavor_accounts: dict[int, list[Account]] = {}  # by set, made at its first job
         self.multi_groups: dict[tuple[int, int], Group] = {}  # by (set, count)
         self.saw_candidates = False  # a flavor scan met preemption candidates on some type
+        self.own_freeable = 0  # scratch of _own_candidates
 
         self.groups: list[Group] = []
         self.open_groups = 0  # groups whose head may be admissible (``Group.open``)
@@ -268,8 +264,10 @@ class _Replay:
         self.within_quota: list[int] = []
         self.borrowing: list[int] = []
         self.has_cursor = False
-        self.cursor_borrows = False
+        self.cursor_level = 0
         self.cursor_key = 0
+        # Section 13: the borrowing levels of a round are taken with the tree's usage as it started.
+        self.round_usage: list[int] = []
         self.reopened: list[Group] = []  # groups reopened during the round's current admission
         self.round_id = 0
         self.pending_jobs = 0
@@ -296,7 +294,9 @@ class _Replay:
         self.type_index = {name: t for t, name in enumerate(types)}
         self.changes = change_instants(policy)
         self.next_change = 0
-        self.calendar_limits = limits_over_calendar(policy, types) if self.changes else []
+        self.calendar_limits = limits_over_calendar(policy, types) if self.changes and tree is None else []
+        # Section 13 with a calendar: each share's potential available per type at every instant.
+        self.tree_potentials = potentials_over_calendar(policy, types) if self.changes and tree else []
         self.unschedulable_known: dict[tuple[int, int], UnschedulableReason | None] = {}
         self.capacity_log: Records = self.log.capacity_changes  # (time, type, capacity)
         self.quota_log: Records = self.log.quota_changes  # (time, share * n_types + type, quota)
@@ -339,6 +339,29 @@ class _Replay:
         self.loop_instants = 0
         self.loop_last_instant = math.nan
         self.loop_first: list[tuple[float, int, int]] = []  # (time, left-out job, preemptor)
+
+    def _open_accounts(self, policy: Policy, types: list[str]) -> None:
+        """Each share's account of each type (a ``TreeAccount`` in a tree of cohorts), with the
+        pools' lendable sums and what each borrower could ever borrow (section 6)."""
+        n_types = self.n_types
+        tree = self.tree
+        for share, spec in zip(self.shares, policy.shares, strict=True):
+            for t, pool in enumerate(self.pools):
+                quota, borrow_limit = int(spec.quota(types[t])), instances(spec.borrow_limit(types[t]))
+                lend_limit = instances(spec.lend_limit(types[t]))
+                if tree is None:
+                    account = Account(share, pool, t, n_types, quota, borrow_limit, lend_limit)
+                else:
+                    account = TreeAccount(share, pool, t, n_types, quota, borrow_limit, lend_limit, tree)
+                    pool.tree = tree
+                share.accounts.append(account)
+                pool.accounts.append(account)
+                pool.lendable += account.lendable(0)
+        for pool in self.pools:
+            for account in pool.accounts:
+                if account.share.borrows:
+                    others = sum(other.lendable(0) for other in pool.accounts if other is not account)
+                    account.borrowable_ever = pool.unassigned + others
 
     # --- accounting -----------------------------------------------------------------------
 
@@ -626,6 +649,8 @@ class _Replay:
         return accounts
 
     def _unschedulable_on(self, job: Job, account: Account) -> UnschedulableReason | None:
+        if self.tree is not None:
+            return self._unschedulable_in_tree(job.count, account)
         if not self.changes:
             return unschedulable_reason(
                 job.count, account.pool.capacity, account.quota, account.borrow_limit, account.borrowable_ever
@@ -634,6 +659,24 @@ class _Replay:
         if key not in self.unschedulable_known:
             limits = self.calendar_limits[account.share.index][account.type]
             self.unschedulable_known[key] = unschedulable_at_every_instant(job.count, limits)
+        return self.unschedulable_known[key]
+
+    def _unschedulable_in_tree(self, count: int, account: Account) -> UnschedulableReason | None:
+        """Section 13: the share's potential available in the tree (and the pool), at every instant
+        of the calendar when there is one (section 9)."""
+        tree = self.tree
+        assert tree is not None
+        if not self.changes:
+            potential = tree.potential(account.share.index, account.type)
+            return unschedulable_in_tree(count, account.pool.capacity, potential)
+        key = (account.key, count)
+        if key not in self.unschedulable_known:
+            self.unschedulable_known[key] = unschedulable_over_calendar(
+                [
+                    unschedulable_in_tree(count, capacity, potential)
+                    for capacity, potential in self.tree_potentials[account.key]
+                ]
+            )
         return self.unschedulable_known[key]
 
     # --- section 10: the time limit in RUNNABLE -------------------------------------------------
@@ -688,8 +731,14 @@ class _Replay:
                 account = self.shares[s].accounts[t]
                 account.quota = int(count)
                 account.borrow_limit = borrow_limit_at(self.policy.shares[s], type_name, int(count))
+                if self.tree is not None:
+                    self.tree.set_quota(s, t, account.quota, tree_limit(account.borrow_limit))
                 self.quota_log.add3(now, account.key, count)
         touched.sort()
+        if self.tree is not None:  # Section 13: SQ, LQ and the cohorts' usage with the new quotas
+            for t in touched:
+                self.tree.set_capacity(t, self.pools[t].capacity)
+            self.tree.recompute()
         for t in touched:
             pool = self.pools[t]
             pool.unassigned = pool.capacity - sum(a.quota for a in pool.accounts)
@@ -799,6 +848,8 @@ class _Replay:
         literal walk over all pending jobs would be."""
         self.round_id += 1
         self.has_cursor = False
+        if self.tree is not None:
+            self.round_usage = list(self.tree.usage)
         within_quota, borrowing = self.within_quota, self.borrowing
         for g in self.groups:  # a flag per group: cheaper to walk than a set of the open ones
             if g.open:
@@ -808,8 +859,7 @@ class _Replay:
         preempted: list[Job] = []
         admitted = False
         while within_quota or borrowing:
-            needs_borrow = not within_quota
-            key = heappop(borrowing if needs_borrow else within_quota)
+            key = heappop(within_quota if within_quota else borrowing)
             job = self._job_of(key)
             g = self._group_of(job)
             g.candidate = False
@@ -821,8 +871,8 @@ class _Replay:
                     self._close(g)  # nothing left to admit
                 admitted = True
                 self.has_cursor = True
-                self.cursor_borrows = needs_borrow
-                self.cursor_key = key
+                self.cursor_level = g.level
+                self.cursor_key = job.queue_key
                 self._add_candidate(g)
                 for other in self.reopened:
                     if not other.candidate:
@@ -1002,21 +1052,40 @@ class _Replay:
             g.round = self.round_id
             g.ptr = 0
             account = g.account
-            if g.flavors:
-                g.needs_borrow = self._every_flavor_borrows(g.flavors, g.count, True)
+            if self.tree is not None:
+                g.level = self._tree_level(g.flavors if g.flavors else [account], g.count, self.round_usage)
+            elif g.flavors:
+                g.level = borrowing_level(self._every_flavor_borrows(g.flavors, g.count, True))
             else:
-                g.needs_borrow = self._usage_at_round_start(account) + g.count > account.quota
+                g.level = borrowing_level(self._usage_at_round_start(account) + g.count > account.quota)
             g.refused = Group.OPEN
         elif g.refused:
             return  # refused behind the cursor in this round and not reopened since
         if self.has_cursor:
-            if g.needs_borrow < self.cursor_borrows:
+            if g.level < self.cursor_level:
                 return
-            if g.needs_borrow == self.cursor_borrows:
+            if g.level == self.cursor_level:
                 g.ptr = bisect_right(g.jobs, self.cursor_key, g.ptr)
         if g.ptr < len(g.jobs):
-            heappush(self.borrowing if g.needs_borrow else self.within_quota, g.jobs[g.ptr])
+            if g.level == 0:
+                heappush(self.within_quota, g.jobs[g.ptr])
+            else:
+                # Levels above 1 (section 13) sort after level 1 in the one heap: a queue key plus a
+                # multiple of n_jobs above every queue key's range (the job is still key % n_jobs).
+                heappush(self.borrowing, (g.level - 1) * self.level_stride + g.jobs[g.ptr])
             g.candidate = True
+
+    def _tree_level(self, flavors: list[Account], count: int, usage: list[int]) -> int:
+        """Section 13's borrowing level, with the tree's ``usage`` as given; section 12 **(choice)**:
+        for a job that accepts several types, the lowest over them (as ``_every_flavor_borrows``)."""
+        tree = self.tree
+        assert tree is not None
+        best = NO_LIMIT
+        for account in flavors:
+            level = tree.level(account.share.index, account.type, count, usage)
+            if level < best:
+                best = level
+        return best
 
     def _every_flavor_borrows(self, flavors: list[Account], count: int, at_round_start: bool) -> bool:
         """Section 12 **(choice)**: a job that accepts several types needs to borrow, for the round's
@@ -1040,11 +1109,14 @@ class _Replay:
                 head = share.queue[0]
                 job = self._job_of(head)
                 account = job.account
-                if job.flavored:
-                    borrows = self._every_flavor_borrows(self._flavors_of(job), job.count, False)
+                flavors = self._flavors_of(job) if job.flavored else [account]
+                if self.tree is not None:
+                    level = self._tree_level(flavors, job.count, self.tree.usage)
+                elif job.flavored:
+                    level = borrowing_level(self._every_flavor_borrows(flavors, job.count, False))
                 else:
-                    borrows = account.usage + job.count > account.quota
-                candidates.append((round_key(borrows, head), share))
+                    level = borrowing_level(account.usage + job.count > account.quota)
+                candidates.append((round_key(level, head), share))
         candidates.sort(key=_first)
         preempted: list[Job] = []
         admitted = False
@@ -1074,6 +1146,9 @@ class _Replay:
         candidate, unless it was its own share's (its usage fell: it may now reclaim)."""
         if self.fair:
             return  # fair rounds look at every queue group (see _fair_round)
+        if self.tree is not None:
+            self._tree_released(pool, owner, victims_changed)
+            return
         for account in pool.accounts:
             # Its own share's usage fell: within quota now, it may reclaim from borrowers.
             may_reclaim_now = account.share is owner and account.share.may_reclaim
@@ -1094,6 +1169,38 @@ class _Replay:
                         if g.count <= room:
                             self._reopen(g, fit_only=True)
                         continue
+                self._reopen(g)
+        for share in self.shares:
+            share.refused = False
+
+    def _tree_released(self, pool: TypePool, owner: ShareState | None, victims_changed: bool) -> None:
+        """Section 13: a release may raise what any share has available (every path ends at the
+        root), so refusals may be stale. A group that had no preemption candidate gains one only
+        when the release lowered usage below the root on its share's path (hierarchical advantage
+        grows only there; a release makes no node borrow) and it now has a reclaim candidate at all;
+        otherwise it is reopened only to fit."""
+        tree = self.tree
+        assert tree is not None
+        for account in pool.accounts:
+            share = account.share
+            reaches = victims_changed or owner is None or tree.release_reaches(owner.index, share.index)
+            # The largest job of its share that now has reclaim candidates, found once if needed.
+            reach = NO_LIMIT if victims_changed or owner is None else (-2 if reaches else -1)
+            room = -1  # the share's headroom, computed once if needed
+            for g in account.groups + account.multi_groups if self.flavored else account.groups:
+                if not g.jobs or (g.refused == Group.OPEN and not g.fit_only):
+                    continue
+                knows_no_victims = g.refused == Group.NO_VICTIMS or (g.refused == Group.OPEN and g.fit_only)
+                if knows_no_victims and reach == -2:
+                    reach = self._tree_reclaim_reach(account)
+                if knows_no_victims and g.count > reach:
+                    if g.refused == Group.OPEN:
+                        continue  # still without candidates, and open
+                    if room < 0:
+                        room = account.headroom()
+                    if g.count <= room:
+                        self._reopen(g, fit_only=True)
+                    continue
                 self._reopen(g)
         for share in self.shares:
             share.refused = False
@@ -1135,7 +1242,9 @@ class _Replay:
                 ):
                     self._reopen(g)
             share.refused = False
-        if account.borrows_now():
+        if self.tree is not None:
+            self._tree_started(account)
+        elif account.borrows_now():
             lowest = account.running.lowest_priority()  # a borrowing share's jobs are all candidates
             for other in account.pool.accounts:
                 if other is account or not other.share.may_reclaim:
@@ -1151,6 +1260,63 @@ class _Replay:
                     ):
                         self._reopen(g)
                 other.share.refused = False
+
+    def _tree_reclaim_levels(self, account: Account) -> list[int]:
+        """The common ancestors with the account's share at which another share of the pool borrows
+        (it and its ancestors below that one: section 13's reclaim candidates, priority aside)."""
+        tree = self.tree
+        assert tree is not None
+        out: list[int] = []
+        if not account.share.may_reclaim:
+            return out
+        n_shares = tree.n_shares
+        s = account.share.index
+        for other in account.pool.accounts:
+            if other is account or not other.running:
+                continue
+            lca = tree.lca[other.share.index * n_shares + s]
+            if lca not in out and tree.borrows_below(other.share.index, lca, account.type):
+                out.append(lca)
+        return out
+
+    def _tree_reclaim_reach(self, account: Account) -> int:
+        """The most instances with which a job of the account's share has hierarchical advantage at
+        one of ``_tree_reclaim_levels``: a job that large or smaller has reclaim candidates (priority
+        aside); -1 when none has."""
+        tree = self.tree
+        assert tree is not None
+        best = -1
+        for lca in self._tree_reclaim_levels(account):
+            reach = tree.advantage_limit(account.share.index, account.type, lca)
+            if reach > best:
+                best = reach
+        return best
+
+    def _tree_started(self, account: Account) -> None:
+        """Section 13: a start raises usage only along its share's path; a job of another share gains
+        reclaim candidates only when a node on that path now borrows (a candidate's share and its
+        ancestors below the common one must). Then every group of a share that may reclaim is
+        reopened (correct first: which of them gained depends on where the paths meet)."""
+        tree = self.tree
+        assert tree is not None
+        t = account.type
+        node = account.share.index
+        while node >= 0 and not tree.over_quota(node, t):
+            node = tree.parent[node]
+        if node < 0:
+            return
+        n_shares = tree.n_shares
+        for other in account.pool.accounts:
+            if other is account or not other.share.may_reclaim:
+                continue
+            # Its new candidates are all at the common ancestor with the started job's share (the
+            # nodes that now borrow are on that share's path): they count only with advantage there.
+            lca = tree.lca[account.share.index * n_shares + other.share.index]
+            reach = tree.advantage_limit(other.share.index, t, lca)
+            for g in other.groups + other.multi_groups if self.flavored else other.groups:
+                if (g.refused or g.fit_only) and g.jobs and g.count <= reach:
+                    self._reopen(g)
+            other.share.refused = False
 
     def try_admit(self, job: Job, now: float, preempted: list[Job], no_candidates: bool = False) -> int:
         """Fit, else preempt, else stay RUNNABLE (section 4, steps 1-3). ``no_candidates``: the
@@ -1184,7 +1350,7 @@ class _Replay:
                 self._preempt(victim, job, now, preempted, cause)
             self._start(job, now)
             return ADMITTED
-        candidates = self._victim_candidates(job)
+        candidates = self._victim_candidates(job) if self.tree is None else self._tree_victim_candidates(job)
         if candidates is None:
             return NO_VICTIMS
         victims = self.find_victims(job, candidates)
@@ -1228,12 +1394,16 @@ class _Replay:
                         freed += victim.count
             # Its borrowing level: whether its share's usage stays within quota once it is
             # admitted, its victims gone (Kueue's borrowing after the preemption simulation).
-            level = 0 if account.usage - freed + n <= account.quota else 1
+            if self.tree is None:
+                level = 0 if account.usage - freed + n <= account.quota else 1
+            else:
+                level = self._tree_level_after(account, n, victims)
             go_on = (mode != FIT and share.try_next_on_preempt) or (level > 0 and share.try_next_on_borrow)
             if not go_on:
                 chosen, chosen_victims = account, victims
                 break
-            rank = level * 3 + mode if share.preemption_first else mode * 2 + level
+            # (levels are heights in the tree of cohorts: far fewer than 1024)
+            rank = level * 3 + mode if share.preemption_first else mode * 1024 + level
             if rank < best_rank:  # (ties: the earlier type)
                 best_rank, chosen, chosen_victims = rank, account, victims
         job.account = waiting_on
@@ -1247,6 +1417,17 @@ class _Replay:
         job.account = chosen
         self._begin(job, now)
         return ADMITTED
+
+    def _tree_level_after(self, account: Account, count: int, victims: list[tuple[Job, int]]) -> int:
+        """Section 12 with cohorts: the borrowing level of the type once its victims are gone."""
+        tree = self.tree
+        assert tree is not None
+        for victim, _ in victims:
+            victim.account.shift(-victim.count)
+        level = tree.level(account.share.index, account.type, count, tree.usage)
+        for victim, _ in victims:
+            victim.account.shift(victim.count)
+        return level
 
     def _victims_on(self, job: Job, now: float) -> list[tuple[Job, int]] | None:
         """The victims section 4's (or 8's) search finds for the job on its account's type, with
@@ -1262,7 +1443,7 @@ class _Replay:
             return fair_victims(
                 job, self.final_first, len(self.strategies) > 1, lendable, now if self.twice else math.nan
             )
-        candidates = self._victim_candidates(job)
+        candidates = self._victim_candidates(job) if self.tree is None else self._tree_victim_candidates(job)
         if candidates is None:
             return None
         self.saw_candidates = True
@@ -1290,7 +1471,7 @@ class _Replay:
         fits = False
         for victim in candidates:
             owner = victim.account
-            if owner.share is not account.share and not owner.borrows_now():
+            if owner.share is not account.share and not owner.still_reclaimable_by(account):
                 continue  # a reclaim candidate stops being one once its share no longer borrows
             owner.shift(-victim.count)
             taken.append(victim)
@@ -1362,6 +1543,74 @@ class _Replay:
         # Other shares' jobs together in victim order (merging one share's would only slow it down).
         others = cross[0] if len(cross) == 1 else heapq.merge(*cross, key=victim_order)
         return chain(others, own)
+
+    def _tree_victim_candidates(self, job: Job) -> Iterator[Job] | None:
+        """Section 13's candidates (Kueue's hierarchical preemption): other shares' jobs that borrow
+        at the level of their lowest common ancestor with the job's share, where the job has
+        hierarchical advantage (it fits within the subtree quota just below that ancestor), in
+        victim order; then the share's own, as section 4. None when there is none; an empty
+        iterator when they could not free enough even all together."""
+        tree = self.tree
+        assert tree is not None
+        account = job.account
+        share = account.share
+        n = job.count
+        t = account.type
+        priority = job.priority
+        cross: list[Iterator[Job]] = []
+        freeable = 0
+        if share.may_reclaim:
+            n_shares = tree.n_shares
+            for other in account.pool.accounts:
+                running = other.running
+                if other is account or not running:
+                    continue
+                lca = tree.lca[other.share.index * n_shares + share.index]
+                if not tree.borrows_below(other.share.index, lca, t):
+                    continue
+                if not tree.advantage_at(share.index, t, n, lca):
+                    continue
+                if share.reclaims_any:
+                    freeable += other.usage
+                    cross.append(running.in_victim_order(NO_LIMIT))
+                elif running.lowest_priority() < priority:
+                    freeable += running.instances_below(priority)
+                    cross.append(running.in_victim_order(priority))
+        own = self._own_candidates(job)
+        freeable += self.own_freeable
+        if not freeable:
+            return None
+        pool = account.pool
+        if pool.used - freeable + n > pool.capacity:
+            return iter(())
+        if not cross:
+            return own
+        others = cross[0] if len(cross) == 1 else heapq.merge(*cross, key=victim_order)
+        return chain(others, own)
+
+    def _own_candidates(self, job: Job) -> Iterator[Job]:
+        """In-share candidates (section 4), their instances in ``own_freeable``."""
+        account = job.account
+        share = account.share
+        priority = job.priority
+        self.own_freeable = 0
+        running = account.running
+        if not (share.preempts_in_share and running and running.lowest_priority() <= priority):
+            return iter(())
+        if not share.preempts_equal_too:
+            if running.lowest_priority() < priority:
+                self.own_freeable = running.instances_below(priority)
+                return running.in_victim_order(priority)
+            return iter(())
+        submit = job.submit
+        self.own_freeable = running.instances_below(priority + 1)
+        return iter(
+            [
+                other
+                for other in running.in_victim_order(priority + 1)
+                if other.priority < priority or other.submit > submit  # equal priority: newer only
+            ]
+        )
 
     def _preempt(
         self, victim: Job, preemptor: Job | None, now: float, preempted: list[Job], cause: int

@@ -157,11 +157,11 @@ class Group:
         self.account = account
         self.count = count
         self.jobs: list[int] = []  # queue keys
-        self.needs_borrow = False
+        self.level = 0  # its borrowing level as the round started (section 4 / 13's round order)
         self.ptr = 0
         self.refused = Group.OPEN
         self.open = False  # counted in _Replay.open_groups: its head may be admissible
-        self.round = -1  # the round that last set ptr and needs_borrow
+        self.round = -1  # the round that last set ptr and level
         self.candidate = False  # its job at ptr is in the round's candidates
         # Reopened only because it fitted after a release: it still has no preemption candidate.
         self.fit_only = False

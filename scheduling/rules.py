@@ -103,9 +103,25 @@ def queue_key(priority: i64, arrival: i64, n_jobs: i64) -> i64:
     return -priority * n_jobs + arrival
 
 
-def round_key(needs_borrow: bool, queue: int) -> tuple:
-    """A round's order: jobs that need not borrow first, then the queue order."""
-    return (needs_borrow, queue)
+def round_key(level: int, queue: int) -> tuple:
+    """A round's order: lower borrowing levels first (section 4: 0 within quota, 1 borrowing;
+    section 13: the height of the cohort it borrows from), then the queue order."""
+    return (level, queue)
+
+
+def borrowing_level(needs_borrow: bool) -> int:
+    """Section 4's borrowing level of a policy without cohorts: 0 within quota, else 1 (the root)."""
+    return 1 if needs_borrow else 0
+
+
+def unschedulable_in_tree(count: int, pool_capacity: int, potential: int) -> UnschedulableReason | None:
+    """Section 6 with cohorts (13): more than the pool has, or more than the share could ever have
+    with the rest of the tree idle (its potential available, Kueue's potentialAvailable)."""
+    if count > pool_capacity:
+        return UnschedulableReason.SERVICE_ENVIRONMENT_MAX_RESOURCE
+    if count > potential:
+        return UnschedulableReason.QUOTA_MANAGEMENT_LIMIT_EXCEEDED
+    return None
 
 
 def victim_key(priority: int, start: float, rank: int) -> tuple:

@@ -21,6 +21,7 @@ from scheduling.model import (
     WaitReason,
     WhenCan,
 )
+from scheduling.quota_tree import QuotaTree
 from scheduling.result import State
 from scheduling.rules import POOL_FULL, exact_number, headroom, lendable
 
@@ -86,11 +87,12 @@ class TypePool:
 
     __slots__ = (
         "index", "gpus", "capacity", "unassigned", "used", "borrowed", "lendable", "accounts", "released",
-        "gpu_units",
+        "gpu_units", "tree",
     )  # fmt: skip
 
     def __init__(self, index: int, gpus: float, capacity: int, unassigned: int) -> None:
         self.index = index
+        self.tree: QuotaTree | None = None  # section 13: the policy's tree of cohorts, if it has one
         self.gpus = gpus  # per instance: share values (section 8) are counted in GPUs
         self.gpu_units = 0  # the same in units of all types' common denominator (fair.count_gpus_exactly)
         self.capacity = capacity
@@ -221,6 +223,51 @@ class Account:
 
     def borrows_now(self) -> bool:
         return self.usage > self.quota
+
+    def still_reclaimable_by(self, preemptor: Account) -> bool:
+        """A reclaim candidate of this account stays one while its share borrows (section 4)."""
+        return self.usage > self.quota
+
+
+class TreeAccount(Account):
+    """An account of a share in a tree of cohorts (section 13): its usage also bubbles up the tree,
+    and what fits is the tree's available, within the pool's physical capacity."""
+
+    def __init__(
+        self,
+        share: ShareState,
+        pool: TypePool,
+        type_: int,
+        n_types: int,
+        quota: int,
+        borrow_limit: int,
+        lend_limit: int,
+        tree: QuotaTree,
+    ) -> None:
+        super().__init__(share, pool, type_, n_types, quota, borrow_limit, lend_limit)
+        self.tree = tree
+        self.node = share.index  # (shares are the tree's first nodes)
+
+    def shift(self, delta: int) -> None:
+        if delta > 0:
+            self.tree.add(self.node, self.type, delta)
+        elif delta < 0:
+            self.tree.remove(self.node, self.type, -delta)
+        super().shift(delta)
+
+    def headroom(self) -> int:
+        """Section 13's fit: at most available(share), and the pool's free instances."""
+        pool = self.pool
+        free = pool.capacity - pool.used
+        available = self.tree.available(self.node, self.type)
+        return free if free < available else available
+
+    def still_reclaimable_by(self, preemptor: Account) -> bool:
+        """Section 13: while its share, and each of its ancestors below the lowest common ancestor
+        with the preemptor's share, borrow."""
+        tree = self.tree
+        lca = tree.lca[self.node * tree.n_shares + preemptor.share.index]
+        return tree.borrows_below(self.node, lca, self.type)
 
 
 class Job:

@@ -1,0 +1,314 @@
+"""Section 13 in the replay: a policy's tree of cohorts as flat integer lists, node x type, kept up
+to date as jobs start and stop (the compiled engine reads native ints, not dicts of names).
+
+The arithmetic is ``scheduling.cohorts``' (Kueue's ``resource_node.go``), written once more for
+speed: ``CohortTree`` is the readable statement, tested against Kueue's cases; this class gives the
+same numbers (tests/scheduling/test_rules_cohorts_engine.py checks them side by side). Nodes are
+numbered shares first (a share's node is its index), then cohorts, then the root.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from scheduling.cohorts import ROOT, Node
+from scheduling.model import Policy
+
+NONE: Final = 1 << 60  # no borrowing or lending limit (more than any pool holds)
+
+
+class QuotaTree:
+    """SQ, LQ and U per node and type, the limits, the parents and heights; ``usage`` of a share
+    is its usage, of a cohort what its children store in it (past their local quotas)."""
+
+    __slots__ = (
+        "n_types", "n_nodes", "n_shares", "root", "parent", "height", "own", "borrowing_limit",
+        "lending_limit", "sq", "lq", "usage", "bottom_up", "lca", "names", "depth", "paths", "on_path",
+        "last_top",
+    )  # fmt: skip
+
+    def __init__(self, nodes: list[Node], shares: list[str], capacity: list[int], types: list[str]) -> None:
+        n_types = len(types)
+        cohorts = [n for n in nodes if not n.is_share]
+        by_name = {n.name: n for n in nodes}
+        self.names: list[str] = [*shares, *[c.name for c in cohorts], ROOT]
+        index = {name: i for i, name in enumerate(self.names)}
+        n = len(self.names)
+        self.n_types = n_types
+        self.n_nodes = n
+        self.n_shares = len(shares)
+        self.root = n - 1
+        self.parent: list[int] = [index[by_name[name].parent] for name in self.names[:-1]] + [-1]
+        self.own: list[int] = [0] * (n * n_types)
+        self.borrowing_limit: list[int] = [NONE] * (n * n_types)
+        self.lending_limit: list[int] = [NONE] * (n * n_types)
+        claimed = [0] * n_types
+        for i, name in enumerate(self.names[:-1]):
+            node = by_name[name]
+            for t, type_name in enumerate(types):
+                self.own[i * n_types + t] = int(node.quota.get(type_name, 0))
+                claimed[t] += int(node.quota.get(type_name, 0))
+                if type_name in node.borrowing_limit:
+                    self.borrowing_limit[i * n_types + t] = int(node.borrowing_limit[type_name])
+                if type_name in node.lending_limit:
+                    self.lending_limit[i * n_types + t] = int(node.lending_limit[type_name])
+        for t in range(n_types):  # the root holds what no node claims
+            self.own[self.root * n_types + t] = capacity[t] - claimed[t]
+        # Children before parents: SQ and U add up bottom-up in this order.
+        depth = [0] * n
+        for i in range(n):
+            j = i
+            while self.parent[j] >= 0:
+                j = self.parent[j]
+                depth[i] += 1
+        self.bottom_up: list[int] = sorted(range(n), key=lambda i: -depth[i])
+        self.depth: list[int] = depth  # edges up to the root
+        self.paths: list[list[int]] = [self.path(i) for i in range(n)]
+        # on_path[a * n + b]: node b is node a or one of its ancestors
+        self.on_path: list[bool] = [False] * (n * n)
+        for i in range(n):
+            for j in self.paths[i]:
+                self.on_path[i * n + j] = True
+        self.last_top = -1  # the highest node whose usage the last ``remove`` changed
+        # Kueue's node height (getNodeHeight): the distance to the furthest leaf below; a share's
+        # is 0, and so is a cohort's without children.
+        self.height: list[int] = [0] * n
+        for i in self.bottom_up:
+            p = self.parent[i]
+            if p >= 0:
+                self.height[p] = max(self.height[p], self.height[i] + 1)
+        self.lca: list[int] = [0] * (self.n_shares * self.n_shares)
+        for a in range(self.n_shares):
+            above = self.path(a)
+            for b in range(self.n_shares):
+                j = self.parent[b]
+                while j not in above:
+                    j = self.parent[j]
+                self.lca[a * self.n_shares + b] = j
+        self.sq: list[int] = [0] * (n * n_types)
+        self.lq: list[int] = [0] * (n * n_types)
+        self.usage: list[int] = [0] * (n * n_types)
+        self.recompute()
+
+    def path(self, node: int) -> list[int]:
+        """The node and its ancestors up to the root."""
+        out = [node]
+        while self.parent[node] >= 0:
+            node = self.parent[node]
+            out.append(node)
+        return out
+
+    def set_quota(self, share: int, t: int, quota: int, borrowing_limit: int) -> None:
+        """Section 9: a share's quota (and its borrow limit, which may follow it) from now on."""
+        self.own[share * self.n_types + t] = quota
+        self.borrowing_limit[share * self.n_types + t] = borrowing_limit
+
+    def set_capacity(self, t: int, capacity: int) -> None:
+        """Section 9: the pool's capacity of a type from now on; the root holds what no node claims."""
+        claimed = 0
+        for i in range(self.root):
+            claimed += self.own[i * self.n_types + t]
+        self.own[self.root * self.n_types + t] = capacity - claimed
+
+    def recompute(self) -> None:
+        """SQ(n) = own + sum over children of (SQ(c) - LQ(c)); LQ(n) = max(0, SQ(n) - lending
+        limit) with a limit, else 0; U(cohort) = sum over children of max(0, U(c) - LQ(c)); shares'
+        usage as it is (after a change of quotas, as Kueue's updateCohortTreeResources)."""
+        n_types = self.n_types
+        for i in range(self.n_shares, self.n_nodes):
+            for t in range(n_types):
+                self.sq[i * n_types + t] = 0
+                self.usage[i * n_types + t] = 0
+        for i in range(self.n_shares):
+            for t in range(n_types):
+                self.sq[i * n_types + t] = 0
+        for i in self.bottom_up:
+            p = self.parent[i]
+            for t in range(n_types):
+                k = i * n_types + t
+                sq = self.sq[k] + self.own[k]
+                self.sq[k] = sq
+                limit = self.lending_limit[k]
+                lq = 0 if limit == NONE else max(0, sq - limit)
+                self.lq[k] = lq
+                if p >= 0:
+                    self.sq[p * n_types + t] += sq - lq
+                    self.usage[p * n_types + t] += max(0, self.usage[k] - lq)
+
+    # --- usage, bubbled as Kueue's addUsage / removeUsage ---------------------------------------
+
+    def add(self, node: int, t: int, count: int) -> None:
+        """What does not fit in a node's local quota is stored in its parent too, and so on up."""
+        n_types = self.n_types
+        while True:
+            k = node * n_types + t
+            free = self.lq[k] - self.usage[k]
+            spill = count - (free if free > 0 else 0)
+            self.usage[k] += count
+            node = self.parent[node]
+            if node < 0 or spill <= 0:
+                return
+            count = spill
+
+    def remove(self, node: int, t: int, count: int) -> None:
+        """The parent gets back what the node had stored in it."""
+        n_types = self.n_types
+        while True:
+            k = node * n_types + t
+            stored = self.usage[k] - self.lq[k]
+            self.usage[k] -= count
+            self.last_top = node
+            node = self.parent[node]
+            if node < 0 or stored <= 0:
+                return
+            count = count if count < stored else stored
+
+    def release_reaches(self, released: int, share: int) -> bool:
+        """Whether the last ``remove`` (of a job of ``released``) lowered the usage of a node below the
+        root on ``share``'s path: only then can ``share``'s jobs gain hierarchical advantage from it
+        (section 13's reclaim; what fits may grow for anyone, through the root)."""
+        n = self.n_nodes
+        for node in self.paths[released]:
+            if node == self.root:
+                return False
+            if self.on_path[share * n + node]:
+                return True
+            if node == self.last_top:
+                return False
+        return False
+
+    # --- the questions of section 13 --------------------------------------------------------------
+
+    def available(self, node: int, t: int) -> int:
+        """available(root) = SQ - U; available(n) = max(0, LQ - U) + p with p = available(parent),
+        capped by a borrowing limit at (SQ - LQ) - max(0, U - LQ) + limit; never below 0. (From the
+        root down the node's path, without recursion.)"""
+        n_types = self.n_types
+        path = self.paths[node]
+        k = self.root * n_types + t
+        p = self.sq[k] - self.usage[k]
+        if p < 0:
+            p = 0
+        for place in range(len(path) - 2, -1, -1):
+            k = path[place] * n_types + t
+            limit = self.borrowing_limit[k]
+            lq = self.lq[k]
+            used = self.usage[k]
+            if limit != NONE:
+                over = used - lq if used > lq else 0
+                cap = self.sq[k] - lq - over + limit
+                if cap < p:
+                    p = cap
+            local = lq - used if lq > used else 0
+            p = local + p
+            if p < 0:
+                p = 0
+        return p
+
+    def potential(self, node: int, t: int) -> int:
+        """The most the node could take were nothing used anywhere (Kueue's potentialAvailable)."""
+        parent = self.parent[node]
+        k = node * self.n_types + t
+        if parent < 0:
+            return self.sq[k]
+        out = self.lq[k] + self.potential(parent, t)
+        limit = self.borrowing_limit[k]
+        if limit != NONE and self.sq[k] + limit < out:
+            out = self.sq[k] + limit
+        return out
+
+    def over_quota(self, node: int, t: int) -> bool:
+        """Its usage is above its subtree quota: it borrows (not IsWithinNominalInResources)."""
+        k = node * self.n_types + t
+        return self.usage[k] > self.sq[k]
+
+    def level(self, share: int, t: int, count: int, usage: list[int]) -> int:
+        """The borrowing level of ``count`` more instances in ``share``: 0 within its quota, else the
+        height of the lowest ancestor whose subtree quota covers what spills up to it, the root's
+        when none does (Kueue's FindHeightOfLowestSubtreeThatFits), with ``usage`` as given."""
+        n_types = self.n_types
+        node = share
+        remaining = count
+        while True:
+            k = node * n_types + t
+            if usage[k] + remaining <= self.sq[k] or self.parent[node] < 0:
+                return self.height[node]
+            free = self.lq[k] - usage[k]
+            remaining -= free if free > 0 else 0
+            node = self.parent[node]
+
+    def advantage_at(self, share: int, t: int, count: int, lca: int) -> bool:
+        """Section 13's reclaim (Kueue's hierarchical advantage): ``count`` more instances in
+        ``share`` fit within the subtree quota of some node of its path below ``lca`` (what spills up
+        to it counted, as Kueue's QuantitiesFitInQuota), so that the jobs of other subtrees that
+        borrow at ``lca`` are reclaim candidates. (Without it, a candidate there would come under
+        section 4's rule, which asks the job to be within its share's quota: the advantage at every
+        level; so there is none.)"""
+        n_types = self.n_types
+        node = share
+        remaining = count
+        while node != lca:
+            k = node * n_types + t
+            used = self.usage[k]
+            if used + remaining <= self.sq[k]:
+                return True
+            free = self.lq[k] - used
+            if free > 0:
+                remaining = remaining - free if remaining > free else 0
+            node = self.parent[node]
+        return False
+
+    def advantage_limit(self, share: int, t: int, lca: int) -> int:
+        """The most instances with which ``advantage_at`` holds at ``lca`` (it only fails as the count
+        grows), -1 when none: a node j below ``lca`` fits c when its usage is within its quota and
+        c <= F + SQ - U, F being the local quota left free below j."""
+        n_types = self.n_types
+        node = share
+        free_below = 0
+        best = -1
+        while node != lca:
+            k = node * n_types + t
+            used = self.usage[k]
+            room = self.sq[k] - used
+            if room >= 0 and free_below + room > best:
+                best = free_below + room
+            free = self.lq[k] - used
+            if free > 0:
+                free_below += free
+            node = self.parent[node]
+        return best
+
+    def borrows_below(self, share: int, lca: int, t: int) -> bool:
+        """A reclaim candidate of ``share`` found at its lowest common ancestor ``lca`` with the
+        preemptor stays one while its share and each of its ancestors below ``lca`` borrow."""
+        node = share
+        while node != lca:
+            if not self.over_quota(node, t):
+                return False
+            node = self.parent[node]
+        return True
+
+    def holds(self, t: int) -> bool:
+        """The tree's borrowing invariant for a type (section 3's, over the tree): the root stores no
+        more than its subtree quota."""
+        return not self.over_quota(self.root, t)
+
+
+def quota_tree(policy: Policy, types: list[str]) -> QuotaTree:
+    """The policy's tree (``Policy.cohort_nodes``) in the engine's numbering."""
+    return QuotaTree(
+        policy.cohort_nodes(),
+        [share.name for share in policy.shares],
+        [int(policy.capacity.get(name, 0)) for name in types],
+        types,
+    )
+
+
+def tree_limit(limit: int) -> int:
+    """An account's borrow limit (``rules.NO_LIMIT`` when unlimited) as the tree's."""
+    return NONE if limit >= NONE else limit
+
+
+def is_tree_policy(policy: Policy) -> bool:
+    """Section 13 applies: the policy has cohorts or a share names one. Otherwise sections 3-4."""
+    return bool(policy.cohorts) or any(share.cohort is not None for share in policy.shares)
