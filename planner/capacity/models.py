@@ -610,7 +610,7 @@ class Policy(models.Model):
         try:
             engine = parse_policy(data)
         except InputError as error:
-            raise validation_error(error, data, edited_share=None, edited_cohort=None, error_field=None) from None
+            raise validation_error(error, data, edited_share=None, error_field=None) from None
         for instance_type in engine.instance_types.values():
             InstanceType.objects.get_or_create(
                 name=instance_type.name,
@@ -719,7 +719,11 @@ class Policy(models.Model):
         names = {name for spec in specs for name in spec.type_names()}
         types = {t.name: t for t in InstanceType.objects.filter(name__in=names)}
         CohortLimit.objects.bulk_create(
-            [row for cohort, spec in zip(cohorts, specs, strict=True) for row in cohort.limit_rows(spec, types)]
+            [
+                row
+                for cohort, spec in zip(cohorts, specs, strict=True)
+                for row in cohort.limit_rows(spec, types)
+            ]
         )
         for share_pk, name in members.items():
             if name in by_name:
@@ -756,7 +760,8 @@ def validation_error(
     naming the share or cohort and its field (under ``cohorts`` for a cohort)."""
     path = error.field or ""
     message = error.reason
-    for kind, edited, fields in (("share", edited_share, SHARE_FIELD_OF), ("cohort", edited_cohort, COHORT_FIELD_OF)):
+    nodes = (("share", edited_share, SHARE_FIELD_OF), ("cohort", edited_cohort, COHORT_FIELD_OF))
+    for kind, edited, fields in nodes:
         prefix = f"{kind}s["
         if not (path.startswith(prefix) and "]" in path):
             continue
@@ -766,10 +771,10 @@ def validation_error(
         items = data.get(f"{kind}s") or []
         name = items[index].get("name", f"#{index + 1}") if index < len(items) else f"#{index + 1}"
         # The tree's validator says whose problem it is ("cohort b: ..."): the field says it here.
-        message = message.removeprefix(f"{kind} {name}: ")
+        message = message.removeprefix(f"{kind} {name}: ").removeprefix(f"{kind} {name!r}: ")
         if index == edited:
             detail = f"{type_name}: {message}" if type_name else message
-            return ValidationError({fields.get(top, error_field or "__all__"): detail})
+            return ValidationError({fields.get(top.split("[")[0], error_field or "__all__"): detail})
         message = f"{kind} {name}, {rest}: {message}" if rest else f"{kind} {name}: {message}"
         if kind == "cohort":
             return ValidationError({"cohorts": message})

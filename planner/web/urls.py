@@ -3,7 +3,7 @@ report live in ``planner.reports`` (namespace ``reports``), which planner/urls.p
 the same root (an include here would nest it as ``web:reports``)."""
 
 from django.contrib.auth import views as auth_views
-from django.urls import path
+from django.urls import include, path
 
 from planner.accounts.forms import ThrottledAuthenticationForm
 from planner.web import views
@@ -20,10 +20,7 @@ urlpatterns = [
         name="login",
     ),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("policies/", views.policy_list, name="policies"),
-    path("policies/<int:pk>/", views.policy_detail, name="policy"),
-    path("policies/<int:pk>/duplicate/", views.policy_duplicate, name="policy-duplicate"),
-    path("policies/<int:pk>/preset/", views.policy_preset, name="policy-preset"),
+    path("policies/", include("planner.capacity.urls")),  # the policy pages, in their app
     path("byos/", views.byos, name="byos"),
     path("traces/", views.trace_list, name="traces"),
     path("traces/upload/", views.trace_upload, name="trace-upload"),

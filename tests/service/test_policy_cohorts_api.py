@@ -98,7 +98,8 @@ def test_a_share_moves_into_a_cohort_through_the_shares_endpoint(admin_api, tree
 
 
 def test_duplicating_a_policy_copies_its_tree(admin_api, tree_policy):
-    response = admin_api.post(f"/api/policies/{tree_policy['id']}/duplicate/", {"name": "copy"}, format="json")
+    url = f"/api/policies/{tree_policy['id']}/duplicate/"
+    response = admin_api.post(url, {"name": "copy"}, format="json")
     assert response.status_code == 201, response.json()
     assert response.json()["cohorts"] == tree_policy["cohorts"]
     copied = Share.objects.get(policy__name="copy", name="a")

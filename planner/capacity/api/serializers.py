@@ -14,11 +14,11 @@ from rest_framework import serializers
 from planner.api.errors import as_drf
 from planner.capacity.models import (
     DEFAULT_FAIR_STRATEGIES,
+    CohortSpec,
     InstanceType,
     Policy,
     Pool,
     Share,
-    CohortSpec,
     ShareSpec,
     change_specs_of,
     strategies_key,

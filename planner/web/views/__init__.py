@@ -1,15 +1,9 @@
-"""The pages, one module per subject: overview, policies (and the shares editor), traces, studies."""
+"""The pages, one module per subject: overview, traces, studies (the policy pages are in planner.capacity)."""
 
 from planner.web.views.byos import byos
 from planner.web.views.docs import semantics
 from planner.web.views.find_job import find_job
 from planner.web.views.overview import overview
-from planner.web.views.policies import (
-    policy_detail,
-    policy_duplicate,
-    policy_list,
-    policy_preset,
-)
 from planner.web.views.studies import study_list, study_new
 from planner.web.views.traces import trace_detail, trace_list, trace_upload
 
@@ -17,10 +11,6 @@ __all__ = [
     "byos",
     "find_job",
     "overview",
-    "policy_detail",
-    "policy_duplicate",
-    "policy_list",
-    "policy_preset",
     "semantics",
     "study_list",
     "study_new",
