@@ -122,7 +122,7 @@ class ShareForm(PerTypeFields, forms.Form):
         help_text="Kueue fairSharing.weight: borrowed GPUs count divided by it (with fair sharing on); "
         "empty = 1",
     )
-    cohort = forms.ChoiceField(label="In", required=False)
+    cohort = forms.ChoiceField(label="Cohort", required=False)
     flavor_order = forms.CharField(
         required=False,
         label="Types in the order its jobs try them",
@@ -240,7 +240,7 @@ class CohortForm(PerTypeFields, forms.Form):
     type on what its subtree borrows from its parent and lends to it, and its fair weight."""
 
     name = forms.CharField(max_length=100, validators=[validate_name])
-    parent = forms.ChoiceField(label="In", required=False)
+    parent = forms.ChoiceField(label="Parent", required=False)
     fair_weight = forms.FloatField(
         required=False,
         initial=1,

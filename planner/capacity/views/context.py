@@ -265,7 +265,7 @@ def pool_context(stored: StoredPolicy) -> dict:
         "types": stored.types,
         "capacity_counts": [counts.get(t, 0) for t in stored.type_names],
         "pool_gpus": sum(counts.get(t.name, 0) * t.gpus for t in stored.types),
-        "quota_chart": quota_figure(stored.shares, stored.types, counts),
+        "quota_chart": quota_figure(stored.shares, stored.types, counts, stored.cohorts),
     }
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 from django.db.models import Max, Min
 
-from planner.capacity.models import InstanceType, Policy, Share
+from planner.capacity.models import Cohort, InstanceType, Policy, Share
 from planner.web import charts
 from scheduling.capacity_plans import capacity_steps
 
@@ -13,16 +13,19 @@ from scheduling.capacity_plans import capacity_steps
 CALENDAR_CHART_INSTANTS = 2_000
 
 
-def quota_figure(shares: list[Share], types: list[InstanceType], capacity: dict[str, int]) -> dict:
-    """Quota per share in GPUs (instances x GPUs per instance), with the unassigned rest."""
+def quota_figure(
+    shares: list[Share], types: list[InstanceType], capacity: dict[str, int], cohorts: list[Cohort] = ()
+) -> dict:
+    """Quota per share in GPUs (instances x GPUs per instance), then each cohort's own quota
+    (section 13: a cohort's to lend within its subtree first), then the unassigned rest."""
     gpus = {t.name: t.gpus for t in types}
-    names, values = [], []
-    for share in shares:
-        spec = share.spec()
-        names.append(share.name)
-        values.append(sum(count * gpus.get(t, 1) for t, count in spec.capacity.items()))
-    pool_gpus = sum(count * gpus.get(t, 1) for t, count in capacity.items())
-    colors = charts.share_colors(names)
+
+    def in_gpus(quota: dict[str, int]) -> float:
+        return sum(count * gpus.get(t, 1) for t, count in quota.items())
+
+    values = {share.name: in_gpus(share.spec().capacity) for share in shares}
+    pool_gpus = in_gpus(capacity)
+    colors = charts.share_colors(list(values))
     traces = [
         charts.bar(
             [value],
@@ -33,9 +36,21 @@ def quota_figure(shares: list[Share], types: list[InstanceType], capacity: dict[
             text=[charts.gpus_text(value)],
             orientation="h",
         )
-        for name, value in zip(names, values, strict=True)
+        for name, value in values.items()
     ]
-    unassigned = pool_gpus - sum(values)
+    held = sum(values.values())
+    for cohort in cohorts:
+        own = in_gpus(cohort.spec().capacity)
+        held += own
+        if own > 0:
+            label = f"cohort {cohort.name}"
+            traces.append(
+                charts.bar(
+                    [own], [label], name=f"{label} (its own quota)", color="#8a9bb0", unit="GPUs",
+                    text=[charts.gpus_text(own)], orientation="h",
+                )  # fmt: skip
+            )
+    unassigned = pool_gpus - held
     if unassigned > 0:
         traces.append(
             charts.bar(
