@@ -164,3 +164,24 @@ def test_a_cohort_of_an_unknown_instance_type_is_named(admin_api, pool):
     response = admin_api.post("/api/policies/", body, format="json")
     assert response.status_code == 400
     assert response.json() == {"cohorts": ["unknown instance type(s): h100"]}
+
+
+def test_an_imported_policy_keeps_its_tree_and_the_exports_get_it_whole(admin_api, pool):
+    """The exports app hands ``scheduling.export`` the engine policy whole and stores an import's
+    dict whole: the tree goes through both without being rebuilt field by field."""
+    from planner.exports.api.views import engine_policy_of
+    from planner.exports.importing import store_imported_policy
+
+    data = {
+        "name": "imported",
+        "instance_types": {"gpu": {"gpus": 1, "hourly_price": 2}},
+        "capacity": {"gpu": 12},
+        "shares": copy.deepcopy(SHARES),
+        "cohorts": copy.deepcopy(TREE),
+    }
+    policy = store_imported_policy(data, pool_name="lab")
+    engine = engine_policy_of(policy.pk)
+    assert engine.to_dict()["cohorts"] == TREE
+    assert [s.cohort for s in engine.shares] == ["vision", "research", None]
+    response = admin_api.get(f"/api/policies/{policy.pk}/export/kueue/")
+    assert response.status_code == 200, response.content
