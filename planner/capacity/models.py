@@ -919,6 +919,8 @@ class Share(models.Model):
     def clean(self) -> None:
         if self.policy_id is None:
             return
+        if self.cohort_id is not None and self.cohort.policy_id != self.policy_id:
+            raise ValidationError({"cohort": "a share's cohort must be a cohort of its own policy"})
         self.check_in_policy(self.spec())
 
     def limit_rows(self, spec: ShareSpec, types: Mapping[str, InstanceType]) -> list[ShareLimit]:

@@ -27,7 +27,7 @@ SHARES = [
 
 @pytest.fixture
 def pool(db) -> Pool:
-    InstanceType.objects.create(name="gpu", gpus=1, hourly_price=2)
+    InstanceType.objects.get_or_create(name="gpu", defaults={"gpus": 1, "hourly_price": 2})
     pool = Pool.objects.create(name="lab")
     pool.set_capacity({"gpu": 12})
     return pool

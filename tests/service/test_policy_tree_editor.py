@@ -19,7 +19,7 @@ TYPES = ["a100", "h100"]  # the page lists the pool's types by name
 @pytest.fixture
 def policy(db) -> Policy:
     for name in TYPES:
-        InstanceType.objects.create(name=name, gpus=8, hourly_price=0)
+        InstanceType.objects.get_or_create(name=name, defaults={"gpus": 8, "hourly_price": 0})
     pool = Pool.objects.create(name="lab")
     pool.set_capacity({"a100": 8, "h100": 4})
     policy = Policy.objects.create(name="lab-policy", pool=pool)

@@ -39,7 +39,7 @@ TREE_POLICY = {
 @pytest.fixture
 def pool(db) -> Pool:
     for name in ("h100", "a100"):
-        InstanceType.objects.create(name=name, gpus=8, hourly_price=0)
+        InstanceType.objects.get_or_create(name=name, defaults={"gpus": 8, "hourly_price": 0})
     pool = Pool.objects.create(name="lab")
     pool.set_capacity({"h100": 4, "a100": 4})
     return pool
@@ -141,7 +141,7 @@ s1,900,speech,1,2,1800,a100
 
 def test_the_study_page_says_what_the_fallback_changes_for_each_team(db):
     for name in ("h100", "a100"):
-        InstanceType.objects.create(name=name, gpus=8, hourly_price=0)
+        InstanceType.objects.get_or_create(name=name, defaults={"gpus": 8, "hourly_price": 0})
     pool = Pool.objects.create(name="flat")
     pool.set_capacity({"h100": 2, "a100": 2})
     policy = Policy.create_from_dict(FLAT_POLICY, pool=pool)
