@@ -128,6 +128,18 @@ PRESETS = {
 }
 
 
+# The variants a study of an imported policy compares it with (the "bring your own" flow): the three
+# usual alternatives, then those that show what its tree and its fallback change, when it has them.
+STUDY_PRESETS = ("static-split", "full-pooling", "preemption-off")
+SHOWING_PRESETS = ("flattened", "no-fallback")
+
+
+def study_presets(policy: Policy | None) -> list[Preset]:
+    """The presets a study of ``policy`` compares it with (the usual three without a policy yet)."""
+    showing = [PRESETS[key] for key in SHOWING_PRESETS if policy is not None and PRESETS[key].applies(policy)]
+    return [PRESETS[key] for key in STUDY_PRESETS] + showing
+
+
 def presets_for(policy: Policy) -> list[Preset]:
     """The presets whose variant would differ from ``policy`` (flattened only with a tree, no
     fallback only with several types)."""

@@ -15,6 +15,7 @@ from planner.calibration.models import Calibration
 from planner.capacity.models import Policy, Pool
 from planner.studies.models import Study
 from planner.traces.models import Trace
+from planner.web.variants import study_presets
 from tests.service.conftest import make_user
 from tests.uploads import upload_trace
 
@@ -197,8 +198,12 @@ def test_the_page_walks_a_sample_pair(
     with django_capture_on_commit_callbacks(execute=True):
         response = admin_browser.post(here, {"step": "study"})
     study = Study.objects.get()
-    # the policy as configured and its three presets, each replayed
-    assert study.runs.count() == 4
+    # the policy as configured and its presets, each replayed: the usual three, and for a policy of
+    # several flavors (the Kueue sample's team-vision: a100-80gb then l4) the one without fallback
+    labels = [preset.label for preset in study_presets(policy)]
+    assert labels[:3] == ["static split", "full pooling", "preemption off"]
+    assert ("no fallback" in labels) == (scheduler == "kueue")
+    assert study.runs.count() == 1 + len(labels)
     page = admin_browser.get(response["Location"])
     assert page.status_code == 200
     text = page.content.decode()
