@@ -11,7 +11,9 @@ from dataclasses import dataclass, replace
 from django.db import transaction
 
 from planner.capacity.models import Policy, ShareSpec
+from planner.traces.models import Trace
 from scheduling.model import InSharePreemption, Reclaim, Strategy, WhenCan
+from scheduling.trace import accepted_types
 
 
 def _always(policy: Policy) -> bool:
@@ -134,10 +136,17 @@ STUDY_PRESETS = ("static-split", "full-pooling", "preemption-off")
 SHOWING_PRESETS = ("flattened", "no-fallback")
 
 
-def study_presets(policy: Policy | None) -> list[Preset]:
-    """The presets a study of ``policy`` compares it with (the usual three without a policy yet)."""
-    showing = [PRESETS[key] for key in SHOWING_PRESETS if policy is not None and PRESETS[key].applies(policy)]
-    return [PRESETS[key] for key in STUDY_PRESETS] + showing
+def study_presets(policy: Policy | None, trace: Trace | None = None) -> list[Preset]:
+    """The presets a study of ``policy`` over ``trace`` compares it with (the usual three without a
+    policy yet); no fallback only when a job of the trace accepts several types (else it would
+    change nothing)."""
+    usual = [PRESETS[key] for key in STUDY_PRESETS]
+    if policy is None:
+        return usual
+    showing = [PRESETS[key] for key in SHOWING_PRESETS if PRESETS[key].applies(policy)]
+    if trace is not None and not any(len(accepted_types(name)) > 1 for name in trace.type_names()):
+        showing = [preset for preset in showing if preset.key != "no-fallback"]
+    return usual + showing
 
 
 def presets_for(policy: Policy) -> list[Preset]:

@@ -16,7 +16,7 @@ from planner.strict_json import strict_json
 from planner.studies.launch import launch_study
 from planner.studies.models import Run, RunStatus
 from planner.traces.models import Trace, read_upload
-from planner.web.variants import PRESETS, make_variant, presets_for
+from planner.web.variants import PRESETS, make_variant, presets_for, study_presets
 from scheduling.engine import replay
 from scheduling.model import Policy as EnginePolicy
 
@@ -163,3 +163,14 @@ def test_the_study_page_says_what_the_fallback_changes_for_each_team(db):
         "each team, against flat (no fallback): p95 wait of speech 55 min instead of 0 min; vision "
         "unchanged at 0 min.</p>"
     ) in page
+
+
+def test_a_study_of_an_imported_policy_adds_the_variants_that_would_change_it(tree_policy):
+    one_type = Trace.store(read_upload(io.BytesIO(
+        b"job_id,submit_time,share,priority,instance_count,duration,instance_type\nj,0,vision,1,1,60,h100\n"
+    ), format="planner-csv"), name="one type")  # fmt: skip
+    both = Trace.store(read_upload(io.BytesIO(TRACE_CSV), format="planner-csv"), name="either type")
+    usual = ["static split", "full pooling", "preemption off"]
+    assert [p.label for p in study_presets(tree_policy, one_type)] == [*usual, "flattened"]
+    assert [p.label for p in study_presets(tree_policy, both)] == [*usual, "flattened", "no fallback"]
+    assert [p.label for p in study_presets(None)] == usual

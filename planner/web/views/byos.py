@@ -232,7 +232,7 @@ def _context(request, state: dict, forms_by_step: dict, preview: dict | None) ->
         "calibration_blocks": _calibration_blocks(calibration),
         "runs": runs,
         "study_link": study_url(study.pk) if study else None,
-        "presets": study_presets(state["policy"]),
+        "presets": study_presets(state["policy"], state["trace"]),
         "here": flow_url(state),
         "working": (calibration is not None and not calibration.finished)
         or any(run.status not in ("succeeded", "failed") for run in runs),
@@ -395,7 +395,7 @@ def _study(request, state: dict, forms_by_step: dict):
         return flow_url(state)
     base = state["policy"]
     try:
-        presets = study_presets(base)
+        presets = study_presets(base, state["trace"])
         variants = [make_variant(base, preset) for preset in presets]
         study = launch_study(
             name=f"{base.name}: as configured and its presets",
