@@ -31,7 +31,8 @@ def tree_of(page) -> list[tuple[str, float]]:
     """Each row's name cell (without the text only screen readers get) and its left padding."""
     return page.locator("#shares-table tbody tr[data-level] > th").evaluate_all(
         """cells => cells.map(c => [
-            Array.from(c.childNodes).filter(n => !(n.classList && n.classList.contains('visually-hidden')))
+            Array.from(c.childNodes).filter(n => !(n.classList && (n.classList.contains('visually-hidden')
+                                                            || n.classList.contains('flavors'))))
               .map(n => n.textContent).join('').trim(),
             parseFloat(getComputedStyle(c).paddingLeft)])"""
     )
@@ -69,3 +70,36 @@ def test_an_admin_builds_a_two_level_tree_and_a_viewer_reads_it(page_as, small_p
     assert viewer.get_by_role("link", name="Add a cohort").count() == 0
     assert viewer.locator("#shares-table input, #shares-table select, #shares-table button").count() == 0
     look_at(viewer, "policy-tree-viewer")
+
+
+def test_an_admin_edits_a_shares_flavor_order_and_fallback(page_as, db):
+    from planner.capacity.models import InstanceType, Policy, Pool, ShareSpec
+
+    for name in ("a100", "h100"):
+        InstanceType.objects.get_or_create(name=name, defaults={"gpus": 8, "hourly_price": 0})
+    pool = Pool.objects.create(name="two-types")
+    pool.set_capacity({"a100": 2, "h100": 2})
+    policy = Policy.objects.create(name="two-types", pool=pool)
+    policy.replace_shares([ShareSpec("prod", capacity={"a100": 1, "h100": 1}), ShareSpec("dev")])
+
+    page = page_as("admin")
+    page.goto(f"/policies/{policy.pk}/")
+    page.get_by_role("link", name="Edit share prod").click()
+    row = page.locator("#shares-table tr.editing")
+    row.get_by_label("Types in order").fill("h100, a100")
+    row.get_by_label("When it could borrow").select_option("TryNextFlavor")
+    row.get_by_label("When it could preempt").select_option("MayStopSearch")
+    row.get_by_label("Else prefer").select_option("PreemptionOverBorrowing")
+    row.get_by_role("button", name="Save").click()
+    # PreemptionOverBorrowing needs both TryNextFlavor: said under the preference, nothing stored
+    error = page.locator("#shares-table tr.editing .errorlist")
+    assert error.inner_text() == (
+        "PreemptionOverBorrowing needs when_can_borrow and when_can_preempt both TryNextFlavor")
+    look_at(page, "policy-flavors-error")
+    row = page.locator("#shares-table tr.editing")
+    row.get_by_label("Else prefer").select_option("BorrowingOverPreemption")
+    row.get_by_role("button", name="Save").click()
+    page.wait_for_url("**#shares")
+    shown = page.locator(f"#share-{policy.shares.get(name='prod').pk} .flavors").inner_text()
+    assert shown == "h100 → a100; could borrow: TryNextFlavor, could preempt: MayStopSearch"
+    assert policy.engine_policy().types_in_order("prod") == ["h100", "a100"]

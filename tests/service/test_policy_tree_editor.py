@@ -75,7 +75,7 @@ def tree_on_page(html: str) -> list[tuple[str, str, int]]:
     """(kind, name, level) of each row of the shares table, in order."""
     row = r'<tr id="(share|cohort)-\d+" class="\w+-row" data-level="(\d+)">\s*<th[^>]*>(.*?)</th>'
     rows = re.findall(row, html)
-    hidden = r'<span class="visually-hidden">.*?</span>'
+    hidden = r'<span class="(visually-hidden|flavors muted)">.*?</span>'
     names = [re.sub(r"<[^>]+>", "", re.sub(hidden, "", cell)) for *_, cell in rows]
     return [(kind, name.removeprefix("Cohort ").strip(), int(level))
             for (kind, level, _), name in zip(rows, names, strict=True)]  # fmt: skip
