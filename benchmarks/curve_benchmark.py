@@ -117,10 +117,12 @@ def wait_for(rows, finished, timeout: float = 1800) -> None:
 def measure_curve(world: dict) -> None:
     from django.db.models import Max, Min
 
-    from planner.curves.launch import start_curve
+    from planner.curves.launch import CurveLaunch, start_curve
     from planner.curves.models import CapacityCurve
 
-    curve = start_curve(trace=world["itp_trace"], policies=world["itp_policies"], name="benchmark: ITP curve")
+    curve = start_curve(
+        CurveLaunch(trace=world["itp_trace"], policies=world["itp_policies"], name="benchmark: ITP curve")
+    )
     curve = CapacityCurve.objects.get(pk=curve.pk)
     wait_for(curve, lambda: curve.finished)
     times = curve.points.aggregate(first=Min("started_at"), last=Max("finished_at"))
@@ -137,10 +139,12 @@ def measure_search(label: str, trace, policy_a, policy_b, parallel: int, metric:
     from django.db.models import Max
 
     from planner.curves.figures import search_view
-    from planner.curves.launch import start_search
+    from planner.curves.launch import SearchLaunch, start_search
     from planner.curves.models import WorthSearch
 
-    search = start_search(trace=trace, policy_a=policy_a, policy_b=policy_b, parallel=parallel, metric=metric)
+    search = start_search(
+        SearchLaunch(trace=trace, policy_a=policy_a, policy_b=policy_b, parallel=parallel, metric=metric)
+    )
     wait_for(search, lambda: WorthSearch.objects.get(pk=search.pk).finished)
     search = WorthSearch.objects.get(pk=search.pk)
     last = search.points.aggregate(last=Max("finished_at"))["last"]

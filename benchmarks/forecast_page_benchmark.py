@@ -90,7 +90,7 @@ def main() -> None:
 
     from planner.accounts.roles import VIEWER
     from planner.capacity.models import InstanceType, Policy, Pool, ShareSpec
-    from planner.forecasts.launch import start_forecast
+    from planner.forecasts.launch import ForecastLaunch, start_forecast
     from planner.forecasts.tasks import sample_chunk
 
     InstanceType.objects.create(name="gpu", gpus=1, hourly_price=2.0)
@@ -104,7 +104,9 @@ def main() -> None:
     user.groups.add(Group.objects.get(name=VIEWER))
     start = time.perf_counter()
     made = snapshot(args.jobs)
-    forecast = start_forecast(snapshot=made, policy=policy, samples=args.samples, enqueue=False)
+    forecast = start_forecast(
+        ForecastLaunch(snapshot=made, policy=policy, samples=args.samples), enqueue=False
+    )
     for chunk in forecast.chunk_rows.order_by("index"):
         sample_chunk.apply(args=[chunk.pk])
     forecast.refresh_from_db()

@@ -74,7 +74,7 @@ def build(var_dir: Path, jobs: int, policies: int) -> dict:
     call_command("setup_roles", verbosity=0)
     from planner.capacity.models import InstanceType, Policy, Pool
     from planner.demo.loader import full_pooling, no_preemption, static_split
-    from planner.studies.launch import launch_study
+    from planner.studies.launch import StudyLaunch, launch_study
     from planner.studies.models import Study
     from planner.studies.tasks import replay_run
     from planner.traces.models import Trace
@@ -114,7 +114,7 @@ def build(var_dir: Path, jobs: int, policies: int) -> dict:
             f"trace of {jobs:,} jobs generated and stored in {time.perf_counter() - started:.1f} s",
             flush=True,
         )
-        study = launch_study(name=name, trace=trace, policies=family, enqueue=False)
+        study = launch_study(StudyLaunch(name=name, trace=trace, policies=family), enqueue=False)
     for run in study.runs.exclude(status="succeeded").order_by("id"):
         started = time.perf_counter()
         replay_run.apply(args=[run.pk])

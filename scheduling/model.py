@@ -650,12 +650,16 @@ def _parse_cohorts(raw: Any, instance_types: Mapping[str, InstanceType]) -> tupl
                 name=name,
                 parent=_parse_parent(item.get("parent"), f"{where}.parent"),
                 capacity=_parse_counts(item.get("capacity", {}), f"{where}.capacity", instance_types),
+                # An empty table limits nothing, as an absent one: one spelling, so that a policy
+                # written back (``to_dict``) and read again is the same policy.
                 borrowing_limit=_parse_limit(
                     item.get("borrowing_limit"), f"{where}.borrowing_limit", instance_types
-                ),
+                )
+                or None,
                 lending_limit=_parse_limit(
                     item.get("lending_limit"), f"{where}.lending_limit", instance_types
-                ),
+                )
+                or None,
                 fair_weight=parse_fair_weight(item.get("fair_weight", 1), f"{where}.fair_weight"),
             )
         )

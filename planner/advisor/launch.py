@@ -5,18 +5,23 @@ variant, in parallel on however many workers run."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from planner.advisor.models import Sweep, SweepVariant
 from planner.capacity.models import Policy
-from planner.studies.launch import check_policy_fits, launch_study
+from planner.launches import Launch
+from planner.studies.launch import StudyLaunch, check_policy_fits, launch_study
 from planner.studies.limits import check_heavy_task_limit
 from planner.traces.models import Trace
 from scheduling.advisor import parse_constraints, parse_knobs, variants
 from scheduling.errors import InputError
+
+if TYPE_CHECKING:
+    from django.contrib.auth.base_user import AbstractBaseUser
 
 
 def _field_error(error: InputError) -> ValidationError:
@@ -29,53 +34,58 @@ def variant_policy_name(sweep: Sweep, number: int) -> str:
     return f"{sweep.name[:70]} #{sweep.pk} v{number}"
 
 
+@dataclass(frozen=True, kw_only=True)
+class SweepLaunch(Launch):
+    """A sweep to launch: the base policy's variants over the knobs, replayed over the trace as one
+    study."""
+
+    trace: Trace
+    base_policy: Policy
+    name: str = ""
+    knobs: Mapping[str, Any] | None = None
+    mode: str = "grid"
+    size: int = 50
+    seed: int = 0
+    constraints: Sequence[Mapping[str, Any]] | None = None
+    urgent_shares: Sequence[str] = ()
+    created_by: AbstractBaseUser | None = None
+
+
 @transaction.atomic
-def start_sweep(
-    *,
-    trace: Trace,
-    base_policy: Policy,
-    name: str = "",
-    knobs: Mapping[str, Any] | None = None,
-    mode: str = "grid",
-    size: int = 50,
-    seed: int = 0,
-    constraints: Sequence[Mapping[str, Any]] | None = None,
-    urgent_shares: Sequence[str] = (),
-    created_by=None,
-    enqueue: bool = True,
-) -> Sweep:
+def start_sweep(launch: SweepLaunch, *, enqueue: bool = True) -> Sweep:
     """Make the variants, store them as policies and launch their study (the base policy is
     its baseline). Raises ValidationError naming the field (knobs, constraints, size...)."""
+    trace, base_policy = launch.trace, launch.base_policy
     # Checked before any variant is made: a refused sweep leaves nothing behind.
-    check_heavy_task_limit(created_by)
+    check_heavy_task_limit(launch.created_by)
     try:
         check_policy_fits(base_policy.engine_policy(), trace, "base_policy")
     except ValidationError as error:
         raise ValidationError({"base_policy": error.messages}) from None
     base = base_policy.to_policy_dict()
     share_names = [share["name"] for share in base["shares"]]
-    unknown = [share for share in urgent_shares if share not in share_names]
+    unknown = [share for share in launch.urgent_shares if share not in share_names]
     if unknown:
         raise ValidationError({"urgent_shares": f"{', '.join(unknown)}: not a share of {base_policy.name}"})
     try:
-        parse_knobs(knobs or {}, share_names)
-        parse_constraints(list(constraints or []), share_names)
-        made = variants(base, knobs or {}, mode=mode, size=size, seed=seed)
+        parse_knobs(launch.knobs or {}, share_names)
+        parse_constraints(list(launch.constraints or []), share_names)
+        made = variants(base, launch.knobs or {}, mode=launch.mode, size=launch.size, seed=launch.seed)
     except InputError as error:
         raise _field_error(error) from None
     if not made:
         raise ValidationError({"knobs": "these knobs give no policy other than the base: try more values"})
     sweep = Sweep.objects.create(
-        name=name or f"{base_policy.name} on {trace.name}",
+        name=launch.name or f"{base_policy.name} on {trace.name}",
         trace=trace,
         base_policy=base_policy,
-        knobs=dict(knobs or {}),
-        mode=mode,
-        size=size,
-        seed=seed,
-        constraints=list(constraints or []),
-        urgent_shares=list(urgent_shares),
-        created_by=created_by,
+        knobs=dict(launch.knobs or {}),
+        mode=launch.mode,
+        size=launch.size,
+        seed=launch.seed,
+        constraints=list(launch.constraints or []),
+        urgent_shares=list(launch.urgent_shares),
+        created_by=launch.created_by,
     )
     policies = []
     for number, variant in enumerate(made, start=1):
@@ -95,12 +105,14 @@ def start_sweep(
             },
         )
     sweep.study = launch_study(
-        name=f"Advisor: {sweep.name}",
-        description=f"Sweep #{sweep.pk}: {len(made)} variants of {base_policy.name} ({mode}).",
-        trace=trace,
-        policies=[base_policy, *policies],
-        baseline=base_policy,
-        created_by=created_by,
+        StudyLaunch(
+            name=f"Advisor: {sweep.name}",
+            description=f"Sweep #{sweep.pk}: {len(made)} variants of {base_policy.name} ({launch.mode}).",
+            trace=trace,
+            policies=[base_policy, *policies],
+            baseline=base_policy,
+            created_by=launch.created_by,
+        ),
         enqueue=enqueue,
     )
     sweep.save(update_fields=["study"])

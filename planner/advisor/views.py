@@ -11,7 +11,7 @@ from django.views.decorators.http import require_POST
 from planner.accounts.permissions import can_edit
 from planner.advisor.forms import SweepForm
 from planner.advisor.front import front_figure, sweep_constraints, sweep_rows
-from planner.advisor.launch import delete_sweep, keep_variant, start_sweep
+from planner.advisor.launch import SweepLaunch, delete_sweep, keep_variant, start_sweep
 from planner.advisor.models import Sweep, SweepVariant
 from planner.studies.reaper import reap_stale_runs
 from planner.web.access import EDIT_DENIED, editor_required, reader_required
@@ -26,20 +26,11 @@ def sweep_list(request):
             raise PermissionDenied(EDIT_DENIED)
         form = SweepForm(request.POST)
         if form.is_valid():
-            data = form.cleaned_data
+            launch = SweepLaunch.from_data(
+                form.cleaned_data, knobs=form.knobs(), urgent_shares=form.urgent(), created_by=request.user
+            )
             try:
-                sweep = start_sweep(
-                    trace=data["trace"],
-                    base_policy=data["base_policy"],
-                    name=data["name"],
-                    knobs=form.knobs(),
-                    mode=data["mode"],
-                    size=data["size"],
-                    seed=data["seed"],
-                    constraints=data["constraints"],
-                    urgent_shares=form.urgent(),
-                    created_by=request.user,
-                )
+                sweep = start_sweep(launch)
             except ValidationError as error:
                 for field, problems in error.message_dict.items():
                     target = {"knobs": None, "policies": "base_policy"}.get(field, field)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from planner.calibration.launch import start_calibration
+from planner.calibration.launch import CalibrationLaunch, start_calibration
 from planner.calibration.models import Calibration
 from planner.calibration.quota_import import store_policy_with_pool
 from planner.calibration.tasks import calibrate_trace
@@ -45,7 +45,7 @@ def load_openb_calibration(say: Callable[[str], None] = lambda line: None) -> Ca
         say(f"  policy {policy.name}")
     calibration = Calibration.objects.filter(trace=trace, policy=policy).order_by("-id").first()
     if calibration is None:
-        calibration = start_calibration(trace=trace, policy=policy, enqueue=False)
+        calibration = start_calibration(CalibrationLaunch(trace=trace, policy=policy), enqueue=False)
     if calibration.status != RunStatus.SUCCEEDED:
         if calibration.status == RunStatus.FAILED:
             Calibration.objects.filter(pk=calibration.pk).update(

@@ -5,18 +5,24 @@ after the last attempt)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from planner.calibration.models import Calibration
 from planner.capacity.models import Policy
+from planner.launches import Launch
 from planner.studies.attempts import reap_stale
 from planner.studies.limits import check_heavy_task_limit
 from planner.traces.models import Trace
 from scheduling.errors import InputError
 from scheduling.model import Policy as EnginePolicy
 from scheduling.traces.policy_fit import check_trace_fits_policy
+
+if TYPE_CHECKING:
+    from django.contrib.auth.base_user import AbstractBaseUser
 
 NO_RECORDED_STARTS = (
     "the trace {name} records no start times: calibration compares replayed waits with recorded "
@@ -47,14 +53,24 @@ def enqueue_calibrations(ids: Iterable[int]) -> None:
         transaction.on_commit(lambda pk=pk: calibrate_trace.delay(pk))
 
 
+@dataclass(frozen=True, kw_only=True)
+class CalibrationLaunch(Launch):
+    """A calibration to launch: the recorded trace replayed under the policy, and a note on where
+    they came from."""
+
+    trace: Trace
+    policy: Policy
+    created_by: AbstractBaseUser | None = None
+    note: str = ""
+
+
 @transaction.atomic
-def start_calibration(
-    *, trace: Trace, policy: Policy, created_by=None, note: str = "", enqueue: bool = True
-) -> Calibration:
+def start_calibration(launch: CalibrationLaunch, *, enqueue: bool = True) -> Calibration:
     """Snapshot ``policy`` (validated by the engine) and enqueue the replay of ``trace`` under it.
     Raises ValidationError naming the field when the trace records no start or the policy cannot
     replay it (invalid, or a share of the trace missing from it)."""
-    check_heavy_task_limit(created_by)
+    trace, policy = launch.trace, launch.policy
+    check_heavy_task_limit(launch.created_by)
     if not trace.ready:
         from planner.studies.launch import trace_not_ready
 
@@ -80,8 +96,8 @@ def start_calibration(
         policy=policy,
         policy_name=policy.name,
         policy_snapshot=snapshot,
-        note=note or policy.description,
-        created_by=created_by,
+        note=launch.note or policy.description,
+        created_by=launch.created_by,
     )
     if enqueue:
         enqueue_calibrations([calibration.pk])

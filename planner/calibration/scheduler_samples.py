@@ -11,7 +11,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from planner.calibration.launch import start_calibration
+from planner.calibration.launch import CalibrationLaunch, start_calibration
 from planner.calibration.models import Calibration
 from planner.calibration.tasks import calibrate_trace
 from planner.capacity.models import Policy
@@ -61,10 +61,12 @@ def load_scheduler_sample(scheduler: str, say: Callable[[str], None] = lambda li
     calibration = Calibration.objects.filter(trace=trace, policy=policy).order_by("-id").first()
     if calibration is None:
         calibration = start_calibration(
-            trace=trace,
-            policy=policy,
+            CalibrationLaunch(
+                trace=trace,
+                policy=policy,
+                note=NOTE.format(label=LABELS[scheduler], scheduler=scheduler),
+            ),
             enqueue=False,
-            note=NOTE.format(label=LABELS[scheduler], scheduler=scheduler),
         )
     if calibration.status != RunStatus.SUCCEEDED:
         if calibration.status == RunStatus.FAILED:

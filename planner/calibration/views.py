@@ -12,7 +12,7 @@ from planner.accounts.permissions import can_edit
 from planner.calibration.demo import OPENB_TRACE
 from planner.calibration.figures import share_figures
 from planner.calibration.forms import CalibrationForm
-from planner.calibration.launch import reap_stale_calibrations, start_calibration
+from planner.calibration.launch import CalibrationLaunch, reap_stale_calibrations, start_calibration
 from planner.calibration.models import Calibration
 from planner.web.access import EDIT_DENIED, reader_required
 
@@ -26,12 +26,9 @@ def calibration_list(request):
             raise PermissionDenied(EDIT_DENIED)
         form = CalibrationForm(request.POST)
         if form.is_valid():
+            launch = CalibrationLaunch.from_data(form.cleaned_data, created_by=request.user)
             try:
-                calibration = start_calibration(
-                    trace=form.cleaned_data["trace"],
-                    policy=form.cleaned_data["policy"],
-                    created_by=request.user,
-                )
+                calibration = start_calibration(launch)
             except ValidationError as error:
                 for field, problems in error.message_dict.items():
                     form.add_error(field if field in form.fields else None, problems)

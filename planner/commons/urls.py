@@ -3,11 +3,12 @@
 
 from django.urls import include, path
 
-from planner.commons import api, views
+from planner.commons import views
+from planner.commons.api.urls import urlpatterns as api_urls
 
 pages = [path("", views.commons_page, name="report")]
 
 urlpatterns = [
-    path("api/traces/<int:pk>/commons/", api.CommonsReportView.as_view(), name="trace-commons"),
+    path("api/", include(api_urls)),
     path("commons/", include((pages, "commons"))),
 ]

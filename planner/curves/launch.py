@@ -10,6 +10,8 @@ search on delays it, never stalls it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -17,6 +19,7 @@ from django.utils import timezone
 
 from planner.capacity.models import Policy
 from planner.curves.models import CapacityCurve, CurvePoint, PointRole, SearchPoint, WorthSearch
+from planner.launches import Launch
 from planner.outages import publish_or_fail
 from planner.studies.attempts import reap_stale
 from planner.studies.limits import check_heavy_task_limit
@@ -29,6 +32,9 @@ from scheduling.errors import InputError
 from scheduling.model import check_name, parse_policy
 from scheduling.scaling import SizeMode, capacity_at, pool_gpus, scale_policy, sized_type
 from scheduling.worth import Criterion, SearchRange, conclusion, matches, next_sizes, parse_metric
+
+if TYPE_CHECKING:
+    from django.contrib.auth.base_user import AbstractBaseUser
 
 
 def enqueue_curve_points(ids: Iterable[int], what: str | None = None) -> None:
@@ -166,29 +172,34 @@ def _planned(
     return out
 
 
+@dataclass(frozen=True, kw_only=True)
+class CurveLaunch(Launch):
+    """A capacity curve to launch: the policies, replayed over the trace at each size (and with
+    each training plan)."""
+
+    trace: Trace
+    policies: Sequence[Policy]
+    name: str = ""
+    mode: str = SizeMode.PROPORTIONAL.value
+    instance_type: str = ""
+    factors: Sequence[float] = ()
+    sizes: Sequence[int] = ()
+    urgent_shares: Sequence[str] = ()
+    plans: Sequence[tuple[Policy | None, TrainingPlan]] = ()
+    created_by: AbstractBaseUser | None = None
+
+
 @transaction.atomic
-def start_curve(
-    *,
-    trace: Trace,
-    policies: Sequence[Policy],
-    name: str = "",
-    mode: str = SizeMode.PROPORTIONAL.value,
-    instance_type: str = "",
-    factors: Sequence[float] = (),
-    sizes: Sequence[int] = (),
-    urgent_shares: Sequence[str] = (),
-    plans: Sequence[tuple[Policy | None, TrainingPlan]] = (),
-    created_by=None,
-    enqueue: bool = True,
-) -> CapacityCurve:
+def start_curve(launch: CurveLaunch, *, enqueue: bool = True) -> CapacityCurve:
     """One point per policy and size, each enqueued. Sizes count instances of the sized type (the
     first policy's type with the most GPUs, unless ``instance_type`` names one), ``factors`` of the
     first policy's size by default. Each of ``plans`` (a training plan on one of ``policies``, the
     first when None) is one more point: that policy at its own size with the plan added; its own
     size joins the curve's sizes, so the plan is compared with the policy without it. Raises
     ValidationError naming the field."""
-    name = _checked_name(name)
-    check_heavy_task_limit(created_by)
+    trace, policies = launch.trace, launch.policies
+    name = _checked_name(launch.name)
+    check_heavy_task_limit(launch.created_by)
     if not policies:
         raise ValidationError({"policies": "choose at least one policy"})
     if len({p.pk for p in policies}) != len(policies):
@@ -198,12 +209,12 @@ def start_curve(
     snapshots = [_snapshot(policy, "policies") for policy in policies]
     for policy, snapshot in zip(policies, snapshots, strict=True):
         _check_trace_shares(trace, snapshot, policy.name, "policies")
-    size_mode, type_name = _sizing(snapshots[0], mode, instance_type, "instance_type")
+    size_mode, type_name = _sizing(snapshots[0], launch.mode, launch.instance_type, "instance_type")
     try:
-        chosen = curve_sizes(snapshots[0]["capacity"][type_name], factors=factors, sizes=sizes)
+        chosen = curve_sizes(snapshots[0]["capacity"][type_name], factors=launch.factors, sizes=launch.sizes)
     except InputError as error:
         raise ValidationError({(error.field or "sizes").split("[")[0]: error.describe()}) from None
-    planned = _planned(plans, policies, snapshots, size_mode, type_name)
+    planned = _planned(launch.plans, policies, snapshots, size_mode, type_name)
     chosen = sorted({*chosen, *(size for _, _, size, _, _ in planned)})
     rows = []
     for line, (policy, snapshot) in enumerate(zip(policies, snapshots, strict=True)):
@@ -220,12 +231,12 @@ def start_curve(
         sizes=chosen,
         today=int(snapshots[0]["capacity"][type_name]),
         lines=[{"policy": policy.pk, "name": policy.name} for policy in policies],
-        urgent_shares=_urgent(urgent_shares, snapshots),
+        urgent_shares=_urgent(launch.urgent_shares, snapshots),
         plans=[
             {"line": line, "policy": policies[line].pk, **vars(plan), "label": plan_label(plan)}
             for line, plan, _, _, _ in planned
         ],
-        created_by=created_by,
+        created_by=launch.created_by,
     )
     rows += [
         (line, policies[line], size, capacity, policy, i)
@@ -250,45 +261,50 @@ def start_curve(
     return curve
 
 
+@dataclass(frozen=True, kw_only=True)
+class SearchLaunch(Launch):
+    """A worth search to launch: the size at which policy A matches policy B at today's size, by
+    a metric."""
+
+    trace: Trace
+    policy_a: Policy
+    policy_b: Policy
+    name: str = ""
+    metric: str = "share_p95"
+    urgent_shares: Sequence[str] = ()
+    tolerance_seconds: float = 60.0
+    tolerance_percent: float = 2.0
+    mode: str = SizeMode.PROPORTIONAL.value
+    instance_type: str = ""
+    upper: int = 0
+    parallel: int = 3
+    created_by: AbstractBaseUser | None = None
+
+
 @transaction.atomic
-def start_search(
-    *,
-    trace: Trace,
-    policy_a: Policy,
-    policy_b: Policy,
-    name: str = "",
-    metric: str = "share_p95",
-    urgent_shares: Sequence[str] = (),
-    tolerance_seconds: float = 60.0,
-    tolerance_percent: float = 2.0,
-    mode: str = SizeMode.PROPORTIONAL.value,
-    instance_type: str = "",
-    upper: int = 0,
-    parallel: int = 3,
-    created_by=None,
-    enqueue: bool = True,
-) -> WorthSearch:
+def start_search(launch: SearchLaunch, *, enqueue: bool = True) -> WorthSearch:
     """The first step: B at today's size (B's own pool) and A at today's size and the first rungs
     up. Raises ValidationError naming the field."""
-    name = _checked_name(name)
-    check_heavy_task_limit(created_by)
+    trace, policy_a, policy_b = launch.trace, launch.policy_a, launch.policy_b
+    name = _checked_name(launch.name)
+    check_heavy_task_limit(launch.created_by)
     if policy_a.pk == policy_b.pk:
         raise ValidationError({"policy_b": "compare two different policies"})
     snapshot_a, snapshot_b = _snapshot(policy_a, "policy_a"), _snapshot(policy_b, "policy_b")
     _check_trace_shares(trace, snapshot_a, policy_a.name, "policy_a")
     _check_trace_shares(trace, snapshot_b, policy_b.name, "policy_b")
-    size_mode, type_name = _sizing(snapshot_b, mode, instance_type, "instance_type")
+    size_mode, type_name = _sizing(snapshot_b, launch.mode, launch.instance_type, "instance_type")
     if not snapshot_a["capacity"].get(type_name):
         raise ValidationError({"policy_a": f"{policy_a.name} has no capacity of {type_name!r} to scale"})
     try:
-        chosen_metric = parse_metric(metric)
+        chosen_metric = parse_metric(launch.metric)
     except InputError as error:
         raise ValidationError({"metric": error.describe()}) from None
-    if tolerance_seconds < 0 or tolerance_percent < 0:
+    if launch.tolerance_seconds < 0 or launch.tolerance_percent < 0:
         raise ValidationError({"tolerance_seconds": "tolerances cannot be negative"})
     today = int(snapshot_b["capacity"][type_name])
     try:
-        search_range = SearchRange(today=today, upper=upper, parallel=parallel)
+        search_range = SearchRange(today=today, upper=launch.upper, parallel=launch.parallel)
     except InputError as error:
         raise ValidationError({error.field or "upper": error.describe()}) from None
     search = WorthSearch.objects.create(
@@ -301,17 +317,17 @@ def start_search(
         policy_b_name=policy_b.name,
         policy_b_snapshot=snapshot_b,
         metric=chosen_metric.value,
-        urgent_shares=_urgent(urgent_shares, [snapshot_a, snapshot_b]),
-        tolerance_seconds=tolerance_seconds,
-        tolerance_percent=tolerance_percent,
+        urgent_shares=_urgent(launch.urgent_shares, [snapshot_a, snapshot_b]),
+        tolerance_seconds=launch.tolerance_seconds,
+        tolerance_percent=launch.tolerance_percent,
         mode=size_mode.value,
         instance_type=type_name,
         today=today,
         upper=search_range.top,
-        parallel=parallel,
+        parallel=launch.parallel,
         status=RunStatus.RUNNING,
         steps=1,
-        created_by=created_by,
+        created_by=launch.created_by,
     )
     target = SearchPoint.objects.create(
         search=search,

@@ -30,7 +30,14 @@ from planner.curves.figures import (
     share_names,
 )
 from planner.curves.forms import CurveForm, WorthForm
-from planner.curves.launch import reap_curves, reap_searches, start_curve, start_search
+from planner.curves.launch import (
+    CurveLaunch,
+    SearchLaunch,
+    reap_curves,
+    reap_searches,
+    start_curve,
+    start_search,
+)
 from planner.curves.models import CapacityCurve, WorthSearch
 from planner.reports.exports import csv_response
 from planner.web.access import EDIT_DENIED, editor_required, reader_or_token, reader_required
@@ -84,23 +91,9 @@ def curve_list(request: HttpRequest) -> HttpResponse:
         if request.POST.get("form") == "worth":
             worth_form = WorthForm(request.POST)
             if worth_form.is_valid():
-                data = worth_form.cleaned_data
+                launch = SearchLaunch.from_data(worth_form.cleaned_data, created_by=request.user)
                 try:
-                    search = start_search(
-                        trace=data["trace"],
-                        policy_a=data["policy_a"],
-                        policy_b=data["policy_b"],
-                        name=data["name"],
-                        metric=data["metric"],
-                        urgent_shares=data["urgent_shares"],
-                        tolerance_seconds=data["tolerance_seconds"],
-                        tolerance_percent=data["tolerance_percent"],
-                        mode=data["mode"],
-                        instance_type=data["instance_type"].strip(),
-                        upper=data["upper"] or 0,
-                        parallel=data["parallel"],
-                        created_by=request.user,
-                    )
+                    search = start_search(launch)
                 except ValidationError as error:
                     _form_errors(worth_form, error, {"today": "policy_b", "lower": "upper"})
                 else:
@@ -110,19 +103,9 @@ def curve_list(request: HttpRequest) -> HttpResponse:
             curve_form = CurveForm(request.POST)
             if curve_form.is_valid():
                 data = curve_form.cleaned_data
+                launch = CurveLaunch.from_data(data, policies=list(data["policies"]), created_by=request.user)
                 try:
-                    curve = start_curve(
-                        trace=data["trace"],
-                        policies=list(data["policies"]),
-                        name=data["name"],
-                        mode=data["mode"],
-                        instance_type=data["instance_type"].strip(),
-                        factors=data["factors"],
-                        sizes=data["sizes"],
-                        urgent_shares=data["urgent_shares"],
-                        plans=data["plans"],
-                        created_by=request.user,
-                    )
+                    curve = start_curve(launch)
                 except ValidationError as error:
                     _form_errors(curve_form, error)
                 else:

@@ -21,7 +21,7 @@ from django.conf import settings
 from django.db import transaction
 
 from planner.capacity.models import InstanceType, Policy, Pool
-from planner.studies.launch import launch_study
+from planner.studies.launch import StudyLaunch, launch_study
 from planner.studies.models import Run, Study
 from planner.studies.tasks import replay_run
 from planner.traces.models import Trace, read_upload
@@ -157,7 +157,13 @@ class DemoLoader:
         if study is None:
             with transaction.atomic():
                 study = launch_study(
-                    name=name, trace=trace, policies=policies, description=description, enqueue=False
+                    StudyLaunch(
+                        name=name,
+                        trace=trace,
+                        policies=policies,
+                        description=description,
+                    ),
+                    enqueue=False,
                 )
         for run in study.runs.exclude(status="succeeded"):
             if run.status == "failed":

@@ -14,7 +14,8 @@ import json
 import logging
 import math
 from collections.abc import Iterable
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -24,6 +25,7 @@ from planner.capacity.models import Policy
 from planner.forecasts import bounds
 from planner.forecasts.models import Arrivals, Forecast, ForecastChunk, ForecastJob, SnapshotFormat, Source
 from planner.forecasts.queues import job_rows, share_queues
+from planner.launches import Launch
 from planner.strict_json import strict_json
 from planner.studies.attempts import reap_stale
 from planner.studies.models import RunStatus
@@ -34,6 +36,9 @@ from scheduling.forecast import ForecastInputs, SampleStarts, merge_samples, rea
 from scheduling.forecast.kueue_snapshot import read_kueue_snapshot
 from scheduling.forecast.snapshot import bind_snapshot, detect_format
 from scheduling.model import Policy as EnginePolicy
+
+if TYPE_CHECKING:
+    from django.contrib.auth.base_user import AbstractBaseUser
 
 logger = logging.getLogger(__name__)
 
@@ -164,61 +169,66 @@ def _check_fits(engine: EnginePolicy, snapshot: dict, history: Trace | None) -> 
             raise ValidationError({"history": f"{error.reason} (trace {history.name})"}) from None
 
 
+@dataclass(frozen=True, kw_only=True)
+class ForecastLaunch(Launch):
+    """A forecast to launch: the snapshot (and history) read under the policy, and how many
+    samples to draw."""
+
+    snapshot: Any
+    policy: Policy
+    snapshot_format: str = SnapshotFormat.AUTO
+    history: Trace | None = None
+    samples: int = bounds.DEFAULT_SAMPLES
+    seed: int = 0
+    arrivals: str | None = None
+    horizon_days: float = 30.0
+    name: str = ""
+    source: str = Source.API
+    created_by: AbstractBaseUser | None = None
+
+
 @transaction.atomic
-def start_forecast(
-    *,
-    snapshot: Any,
-    policy: Policy,
-    snapshot_format: str = SnapshotFormat.AUTO,
-    history: Trace | None = None,
-    samples: int = bounds.DEFAULT_SAMPLES,
-    seed: int = 0,
-    arrivals: str | None = None,
-    horizon_days: float = 30.0,
-    name: str = "",
-    source: str = Source.API,
-    created_by=None,
-    enqueue: bool = True,
-) -> Forecast:
+def start_forecast(launch: ForecastLaunch, *, enqueue: bool = True) -> Forecast:
     """Validate everything, store the forecast and its chunks, and send the chunks to the workers
     (unless ``enqueue`` is false). ``arrivals`` defaults to ``history`` when a history is given.
     Raises ValidationError naming the field (and, for the snapshot, the record and its field)."""
-    _check_unfinished(created_by)
+    history, samples = launch.history, launch.samples
+    _check_unfinished(launch.created_by)
     if history is not None and not history.ready:
         raise ValidationError({"history": f"the trace {history.name!r} is not ready ({history.state})"})
-    chosen = arrivals or (Arrivals.HISTORY if history is not None else Arrivals.NONE)
+    chosen = launch.arrivals or (Arrivals.HISTORY if history is not None else Arrivals.NONE)
     if chosen not in Arrivals.values:
         raise ValidationError({"arrivals": f"{chosen!r} is not one of {', '.join(Arrivals.values)}"})
     if chosen == Arrivals.HISTORY and history is None:
         raise ValidationError({"arrivals": "arrivals from history need a history trace"})
-    policy_dict = _policy_snapshot(policy)
+    policy_dict = _policy_snapshot(launch.policy)
     engine = EnginePolicy.from_dict(policy_dict)
-    parsed = read_snapshot_input(snapshot, snapshot_format, engine)
-    _check_bounds(parsed, samples, horizon_days)
+    parsed = read_snapshot_input(launch.snapshot, launch.snapshot_format, engine)
+    _check_bounds(parsed, samples, launch.horizon_days)
     if chosen == Arrivals.HISTORY:
         _check_arrival_week(history, float(parsed["time"]))
     _check_fits(engine, parsed, history)
     size = bounds.chunk_samples()
     chunks = math.ceil(samples / size)
     forecast = Forecast.objects.create(
-        name=name[:200],
-        source=source,
-        snapshot_format=snapshot_format,
+        name=launch.name[:200],
+        source=launch.source,
+        snapshot_format=launch.snapshot_format,
         snapshot=parsed,
         snapshot_time=float(parsed["time"]),
         running_jobs=len(parsed.get("running", [])),
         pending_jobs=len(parsed.get("pending", [])),
-        policy=policy,
-        policy_name=policy.name,
+        policy=launch.policy,
+        policy_name=launch.policy.name,
         policy_snapshot=policy_dict,
         history=history,
         samples=samples,
-        seed=seed,
+        seed=launch.seed,
         arrivals=chosen,
-        horizon_days=horizon_days,
+        horizon_days=launch.horizon_days,
         chunk_samples=size,
         chunks=chunks,
-        created_by=created_by,
+        created_by=launch.created_by,
     )
     rows = ForecastChunk.objects.bulk_create(
         ForecastChunk(forecast=forecast, index=i, first=i * size, count=min(size, samples - i * size))

@@ -21,7 +21,7 @@ from planner.accounts.money import shows_money
 from planner.forecasts.demo import demo_available, demo_pool
 from planner.forecasts.figures import band_figure
 from planner.forecasts.forms import DemoForm, SnapshotForm
-from planner.forecasts.launch import reap_forecasts, start_forecast
+from planner.forecasts.launch import ForecastLaunch, reap_forecasts, start_forecast
 from planner.forecasts.models import Forecast, ForecastJob, Source
 from planner.studies.attempts import silence_note
 from planner.web.access import reader_required
@@ -53,20 +53,15 @@ def forecast_list(request: HttpRequest) -> HttpResponse:
         form = SnapshotForm(request.POST, request.FILES)
         if form.is_valid():
             data = form.cleaned_data
+            launch = ForecastLaunch.from_data(
+                data,
+                snapshot=data["snapshot_data"],
+                arrivals=data["arrivals"] or None,
+                source=Source.UPLOADED if data.get("snapshot_file") else Source.PASTED,
+                created_by=request.user,
+            )
             try:
-                forecast = start_forecast(
-                    snapshot=data["snapshot_data"],
-                    snapshot_format=data["snapshot_format"],
-                    policy=data["policy"],
-                    history=data["history"],
-                    samples=data["samples"],
-                    seed=data["seed"],
-                    arrivals=data["arrivals"] or None,
-                    horizon_days=data["horizon_days"],
-                    name=data["name"],
-                    source=Source.UPLOADED if data.get("snapshot_file") else Source.PASTED,
-                    created_by=request.user,
-                )
+                forecast = start_forecast(launch)
             except ValidationError as error:
                 _form_errors(form, error)
             else:
@@ -108,16 +103,18 @@ def forecast_demo(request: HttpRequest) -> HttpResponse:
         try:
             pool = demo_pool()
             forecast = start_forecast(
-                snapshot=pool.snapshot,
-                snapshot_format="planner",
-                policy=pool.policy,
-                history=pool.history,
-                samples=data["samples"],
-                seed=data["seed"],
-                horizon_days=data["horizon_days"],
-                name=f"The demo pool now (ITP 2021, day {pool.day:.1f})",
-                source=Source.DEMO,
-                created_by=request.user,
+                ForecastLaunch(
+                    snapshot=pool.snapshot,
+                    snapshot_format="planner",
+                    policy=pool.policy,
+                    history=pool.history,
+                    samples=data["samples"],
+                    seed=data["seed"],
+                    horizon_days=data["horizon_days"],
+                    name=f"The demo pool now (ITP 2021, day {pool.day:.1f})",
+                    source=Source.DEMO,
+                    created_by=request.user,
+                ),
             )
         except ValidationError as error:
             _form_errors(demo_form, error)

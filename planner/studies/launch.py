@@ -4,6 +4,8 @@ as one Celery group once the transaction that created them has committed."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from celery import group
 from django.core.exceptions import ValidationError
@@ -11,6 +13,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from planner.capacity.models import Policy
+from planner.launches import Launch
 from planner.outages import publish_or_fail
 from planner.studies.limits import check_heavy_task_limit
 from planner.studies.models import Run, RunStatus, Study
@@ -18,6 +21,9 @@ from planner.traces.models import Trace
 from scheduling.binding import check_fits
 from scheduling.errors import InputError
 from scheduling.model import Policy as EnginePolicy
+
+if TYPE_CHECKING:
+    from django.contrib.auth.base_user import AbstractBaseUser
 
 
 def check_policy_fits(policy: EnginePolicy, trace: Trace, field: str) -> None:
@@ -72,47 +78,50 @@ def trace_not_ready(trace: Trace) -> str:
     )
 
 
+@dataclass(frozen=True, kw_only=True)
+class StudyLaunch(Launch):
+    """A study to launch: a trace, the policies replayed over it and the baseline they are compared with."""
+
+    name: str
+    trace: Trace
+    policies: Sequence[Policy]
+    baseline: Policy | None = None
+    description: str = ""
+    created_by: AbstractBaseUser | None = None
+
+
 @transaction.atomic
-def launch_study(
-    *,
-    name: str,
-    trace: Trace,
-    policies: Sequence[Policy],
-    baseline: Policy | None = None,
-    description: str = "",
-    created_by=None,
-    enqueue: bool = True,
-) -> Study:
+def launch_study(launch: StudyLaunch, *, enqueue: bool = True) -> Study:
     """Snapshot each policy (validated by the engine) and enqueue its replay (unless
     ``enqueue`` is false: the caller runs them). Raises ValidationError naming the policy
     when one is not a valid policy."""
-    check_heavy_task_limit(created_by)
-    if not trace.ready:
-        raise ValidationError({"trace": trace_not_ready(trace)})
-    if not policies:
+    check_heavy_task_limit(launch.created_by)
+    if not launch.trace.ready:
+        raise ValidationError({"trace": trace_not_ready(launch.trace)})
+    if not launch.policies:
         raise ValidationError({"policies": "choose at least one policy"})
-    if len({p.pk for p in policies}) != len(policies):
+    if len({p.pk for p in launch.policies}) != len(launch.policies):
         raise ValidationError({"policies": "a policy appears twice"})
-    if baseline is not None and baseline.pk not in {p.pk for p in policies}:
+    if launch.baseline is not None and launch.baseline.pk not in {p.pk for p in launch.policies}:
         raise ValidationError({"baseline": "the baseline must be one of the study's policies"})
     snapshots = []
-    for policy in policies:
+    for policy in launch.policies:
         try:
             engine = policy.engine_policy()
         except ValidationError as error:
             raise ValidationError({"policies": f"{policy.name}: {' '.join(error.messages)}"}) from None
-        check_policy_fits(engine, trace, "policies")
+        check_policy_fits(engine, launch.trace, "policies")
         snapshots.append(engine.to_dict())
     study = Study.objects.create(
-        name=name,
-        description=description,
-        trace=trace,
-        baseline=baseline or policies[0],
-        created_by=created_by,
+        name=launch.name,
+        description=launch.description,
+        trace=launch.trace,
+        baseline=launch.baseline or launch.policies[0],
+        created_by=launch.created_by,
     )
     runs = [
         Run.objects.create(study=study, policy=policy, policy_name=policy.name, policy_snapshot=snapshot)
-        for policy, snapshot in zip(policies, snapshots, strict=True)
+        for policy, snapshot in zip(launch.policies, snapshots, strict=True)
     ]
     if enqueue:
         enqueue_runs((run.pk for run in runs), what=f"Study {study.name}")

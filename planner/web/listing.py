@@ -5,7 +5,9 @@ sweep's study only there too (not in the overview or the study list). One place 
 
 from __future__ import annotations
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
+
+from planner.studies.models import Run, RunStatus, Study
 
 UNKEPT_VARIANT = Q(sweep_variants__isnull=False, sweep_variants__kept=False)
 
@@ -18,6 +20,15 @@ def listed_policies(policies: QuerySet) -> QuerySet:
 def listed_studies(studies: QuerySet) -> QuerySet:
     """Studies without the ones sweeps run (their sweep's page shows them)."""
     return studies.filter(sweep__isnull=True)
+
+
+def searchable_studies() -> QuerySet:
+    """Listed studies with at least one succeeded run, newest first: those a job can be looked up
+    in (the menu's "Find a job", the overview's job box, the first screens)."""
+    done = Run.objects.filter(study=OuterRef("pk"), status=RunStatus.SUCCEEDED)
+    return listed_studies(Study.objects.all()).filter(Exists(done)).select_related("trace").defer(
+        "trace__summary"
+    ).order_by("-created_at", "-id")
 
 
 def listed_policy_count() -> Count:

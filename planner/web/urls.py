@@ -1,17 +1,19 @@
-"""Routes of the browser pages (namespace ``web``). The study comparison page and the finance
-report live in ``planner.reports`` (namespace ``reports``), which planner/urls.py includes at
-the same root (an include here would nest it as ``web:reports``)."""
+"""Routes of the site shell (namespace ``web``): the overview, sign-in, bring your scheduler and the
+docs reader. The policy, trace and study pages are routed by their apps' urls.py and included
+here, so their names stay ``web:policy``, ``web:traces``, ``web:studies``, ... The study comparison page
+and the finance report live in ``planner.reports`` (namespace ``reports``), which planner/urls.py
+includes at the same root (an include here would nest it as ``web:reports``)."""
 
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from planner.accounts.forms import ThrottledAuthenticationForm
-from planner.web import views
+from planner.web.views import byos, docs, overview
 
 app_name = "web"
 
 urlpatterns = [
-    path("", views.overview, name="overview"),
+    path("", overview.overview, name="overview"),
     path(
         "login/",
         auth_views.LoginView.as_view(
@@ -20,13 +22,9 @@ urlpatterns = [
         name="login",
     ),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("policies/", include("planner.capacity.urls")),  # the policy pages, in their app
-    path("byos/", views.byos, name="byos"),
-    path("traces/", views.trace_list, name="traces"),
-    path("traces/upload/", views.trace_upload, name="trace-upload"),
-    path("traces/<int:pk>/", views.trace_detail, name="trace"),
-    path("studies/", views.study_list, name="studies"),
-    path("studies/new/", views.study_new, name="study-new"),
-    path("jobs/", views.find_job, name="find-job"),
-    path("docs/semantics/", views.semantics, name="semantics"),
+    path("policies/", include("planner.capacity.urls")),
+    path("byos/", byos.byos, name="byos"),
+    path("", include("planner.traces.urls")),
+    path("", include("planner.studies.urls")),
+    path("docs/semantics/", docs.semantics, name="semantics"),
 ]

@@ -163,6 +163,8 @@ def _not_in_aws_notes(policy: Policy) -> list[str]:
     weighted = [f"{s.name} {s.fair_weight:g}" for s in policy.shares if s.fair_weight != 1]
     if weighted:
         notes.append(f"fair_weight of shares ({', '.join(weighted)}) has no AWS Batch setting: not exported")
+    if policy.cohorts:
+        notes.append(_cohorts_note(policy))
     if policy.changes:
         when = changes_in_words(
             policy.changes, lambda share: "the pool" if share is None else f"quota share {share}"
@@ -174,6 +176,24 @@ def _not_in_aws_notes(policy: Policy) -> list[str]:
             "update-quota-share (capacityLimits); reserved capacity for a while is a SageMaker training plan"
         )
     return notes
+
+
+def _cohorts_note(policy: Policy) -> str:
+    """Section 13's tree flattened: AWS quota shares are one level under the service environment."""
+    cohorts = ", ".join(
+        f"{c.name} (in {c.parent})" if c.parent is not None else c.name for c in policy.cohorts
+    )
+    own = {t: sum(c.capacity.get(t, 0) for c in policy.cohorts) for t in policy.capacity}
+    own_text = ", ".join(f"{n} x {t}" for t, n in own.items() if n)
+    held = ""
+    if own_text:
+        held = f"; their own quotas ({own_text}) become unassigned capacity of the service environment"
+    return (
+        f"cohorts ({cohorts}) are not exported: AWS Batch quota shares have no tree, so the shares are "
+        f"written as one level, each lending and borrowing by its own strategy across the whole job "
+        f"queue{held}, and the cohorts' borrowing and lending limits and fair weights are dropped; "
+        "an import reads back the policy without cohorts"
+    )
 
 
 def _service_environment(policy: Policy, base: str, notes: list[str], prices: bool) -> dict[str, Any]:

@@ -1,8 +1,22 @@
 """A policy as Kueue objects (kueue.x-k8s.io/v1beta1) in one multi-document YAML, and such YAML read back.
 
-One Cohort holds the pool (its own nominalQuota is the unassigned capacity), one ResourceFlavor per
+One root Cohort holds the pool (its own nominalQuota is the unassigned capacity), one ResourceFlavor per
 instance type, one ClusterQueue per share, and WorkloadPriorityClasses for the job priorities in use.
 Quotas are ``nvidia.com/gpu`` counts: a share's n instances of a type with g GPUs are n x g GPUs.
+
+Cohort trees (SEMANTICS.md section 13). The export writes each of the policy's ``cohorts`` as a Cohort
+whose ``spec.parent`` is its parent's Cohort, or the root Cohort for a top-level one (Kueue refuses
+borrowing and lending limits on a Cohort without a parent), with its own nominalQuota, borrowingLimit and
+lendingLimit per flavor and its ``spec.fairSharing.weight``; each ClusterQueue's ``spec.cohort`` is its
+share's cohort (the root Cohort for a share at the top). The import reads the Cohort objects and the
+implicit ones (a name a ClusterQueue or a Cohort's parent gives without an object: Kueue then makes an
+empty cohort, no quota, no limits, no parent). **(choice)** When every ClusterQueue in a cohort is in one
+tree, the root of that tree is the policy's root: its own nominalQuota is the unassigned capacity and its
+children are the top-level cohorts and shares. When they are in several trees, the policy's root is above
+them all, and the root of each tree is a top-level cohort with borrowing and lending limits 0 for every
+instance type: it neither lends to nor borrows from the others, as separate trees in Kueue. A
+ClusterQueue without a cohort is a RESERVE share at the top, which neither lends nor borrows either.
+Cohorts of a tree without any ClusterQueue serve nobody and are listed as not used.
 """
 
 from __future__ import annotations
@@ -12,6 +26,7 @@ import math
 import re
 import textwrap
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -23,6 +38,8 @@ from scheduling.export.escape import comment_text
 from scheduling.model import (
     DEFAULT_FUNGIBILITY,
     MAX_PRIORITY,
+    MAX_SHARES,
+    Cohort,
     FlavorPreference,
     InSharePreemption,
     Policy,
@@ -44,6 +61,7 @@ PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
 ANNOTATION_POLICY = "planner/policy-name"
 ANNOTATION_STARTUP = "planner/startup-seconds"
 ANNOTATION_SHARE = "planner/share-name"
+ANNOTATION_COHORT = "planner/cohort-name"
 ANNOTATION_INSTANCE_TYPE = "planner/instance-type"
 ANNOTATION_GPUS = "planner/gpus-per-instance"
 ANNOTATION_HOURLY_PRICE = "planner/hourly-price"
@@ -86,11 +104,13 @@ def to_kueue_yaml(
     priorities = sorted(set(_check_priorities(priorities)))
     flavors = _flavor_names(policy)
     share_names = _share_names(policy)
-    cohort = _dns_name(policy.name, "planner")
-    documents: list[dict[str, Any]] = [_cohort(policy, cohort, flavors, gpu_resource)]
+    root = _dns_name(policy.name, "planner")
+    cohorts = _cohort_names(policy, root)
+    documents: list[dict[str, Any]] = [_cohort(policy, root, flavors, gpu_resource)]
+    documents += [_tree_cohort(policy, c, cohorts, flavors, gpu_resource) for c in policy.cohorts]
     documents += [_resource_flavor(policy, t, flavor, prices) for t, flavor in flavors.items()]
     documents += [
-        _cluster_queue(policy, share, share_names[share.name], cohort, flavors, gpu_resource)
+        _cluster_queue(policy, share, share_names[share.name], cohorts[share.cohort], flavors, gpu_resource)
         for share in policy.shares
     ]
     documents += [_priority_class(p) for p in priorities]
@@ -132,13 +152,20 @@ def kueue_notes(policy: Policy, *, gpu_resource: str = GPU_RESOURCE, prices: boo
             "flavorFungibility (absent: Kueue's defaults, whenCanBorrow Borrow, whenCanPreempt "
             "TryNextFlavor)."
         )
-    unassigned = {t: policy.unassigned(t) for t in policy.capacity if policy.unassigned(t) > 0}
+    unassigned = {t: _root_quota(policy, t) for t in policy.capacity if _root_quota(policy, t) > 0}
     if unassigned:
         counts = ", ".join(f"{n} x {t}" for t, n in unassigned.items())
         notes.append(
-            f"Unassigned capacity ({counts}) is the Cohort's own nominalQuota, which every ClusterQueue of "
-            "the Cohort may borrow (Kueue hierarchical cohorts; the v1beta1 Cohort object needs a recent "
+            f"Unassigned capacity ({counts}) is the root Cohort's own nominalQuota, which every ClusterQueue "
+            "of its tree may borrow (Kueue hierarchical cohorts; the v1beta1 Cohort object needs a recent "
             "Kueue, v1alpha1 before)."
+        )
+    if policy.cohorts:
+        notes.append(
+            f"The policy's {len(policy.cohorts)} cohorts are Cohorts below the root Cohort (the policy's): "
+            "each names its parent in spec.parent (v1beta1 and v1alpha1; v1beta2 calls it parentName), a "
+            "top-level cohort names the root, since Kueue refuses borrowing and lending limits on a Cohort "
+            "without a parent; each ClusterQueue names its cohort in spec.cohort (v1beta2: cohortName)."
         )
     for share in policy.shares:
         if share.strategy is Strategy.LEND_AND_BORROW and share.borrowing_limit is None:
@@ -180,6 +207,13 @@ def kueue_notes(policy: Policy, *, gpu_resource: str = GPU_RESOURCE, prices: boo
             f"Share names {', '.join(renamed)} are not Kubernetes names: the ClusterQueues are named in "
             f"lower case with - and keep the planner name in annotation {ANNOTATION_SHARE}."
         )
+    cohort_names = _cohort_names(policy, _dns_name(policy.name, "planner"))
+    renamed = [c.name for c in policy.cohorts if cohort_names[c.name] != c.name]
+    if renamed:
+        notes.append(
+            f"Cohort names {', '.join(renamed)} are not Kubernetes names (or are the root's): the Cohorts "
+            f"are named in lower case with - and keep the planner name in annotation {ANNOTATION_COHORT}."
+        )
     return notes
 
 
@@ -193,13 +227,13 @@ def _section_8_to_10_notes(policy: Policy) -> list[str]:
             "Fair sharing is on: Kueue's Configuration (the controller manager's config file, "
             f"apiVersion {CONFIG_API_VERSION}, kind Configuration) must enable it with the policy's "
             f"strategies: fairSharing: {{enable: true, preemptionStrategies: [{strategies}]}}. Each "
-            "ClusterQueue carries its weight as spec.fairSharing.weight. An import reads the strategies "
-            f"back from that Configuration when it is given, else from annotation {ANNOTATION_FAIR_SHARING} "
-            "on the Cohort."
+            "ClusterQueue and each Cohort below the root carries its weight as spec.fairSharing.weight. "
+            "An import reads the strategies back from that Configuration when it is given, else from "
+            f"annotation {ANNOTATION_FAIR_SHARING} on the root Cohort."
         )
-    elif any(share.fair_weight != 1 for share in policy.shares):
+    elif any(node.fair_weight != 1 for node in (*policy.shares, *policy.cohorts)):
         notes.append(
-            "Fair sharing is off: the shares' weights are written as spec.fairSharing.weight but Kueue "
+            "Fair sharing is off: the weights are written as spec.fairSharing.weight but Kueue "
             "uses them only when its Configuration enables fairSharing."
         )
     if policy.changes:
@@ -231,9 +265,15 @@ def _cohort_annotations(policy: Policy) -> dict[str, str]:
     return out
 
 
+def _root_quota(policy: Policy, type_name: str) -> int:
+    """The root's own quota: the pool's capacity that neither a share nor a cohort holds."""
+    return policy.unassigned(type_name) - sum(c.capacity.get(type_name, 0) for c in policy.cohorts)
+
+
 def _cohort(policy: Policy, name: str, flavors: Mapping[str, str], gpu_resource: str) -> dict[str, Any]:
+    """The root Cohort: the policy's, holding the unassigned capacity and the policy's annotations."""
     spec: dict[str, Any] = {}
-    unassigned = [(t, policy.unassigned(t)) for t in flavors if policy.unassigned(t) > 0]
+    unassigned = [(t, _root_quota(policy, t)) for t in flavors if _root_quota(policy, t) > 0]
     if unassigned:
         spec["resourceGroups"] = [
             {
@@ -258,6 +298,39 @@ def _cohort(policy: Policy, name: str, flavors: Mapping[str, str], gpu_resource:
                 **_cohort_annotations(policy),
             },
         },
+        "spec": spec,
+    }
+
+
+def _tree_cohort(
+    policy: Policy,
+    cohort: Cohort,
+    names: Mapping[str | None, str],
+    flavors: Mapping[str, str],
+    gpu_resource: str,
+) -> dict[str, Any]:
+    """A section 13 cohort: its parent (the root Cohort for a top-level one), its own nominalQuota and
+    its limits per flavor (a flavor listed when it has any of them), its fair weight."""
+    entries = []
+    for type_name, flavor in flavors.items():
+        resource: dict[str, Any] = {
+            "name": gpu_resource, "nominalQuota": _gpus(policy, type_name, cohort.capacity.get(type_name, 0))
+        }  # fmt: skip
+        limits = (("borrowingLimit", cohort.borrowing_limit), ("lendingLimit", cohort.lending_limit))
+        for key, limit in limits:
+            if limit is not None and type_name in limit:
+                resource[key] = _gpus(policy, type_name, limit[type_name])
+        if type_name in cohort.capacity or len(resource) > 2:
+            entries.append({"name": flavor, "resources": [resource]})
+    spec: dict[str, Any] = {"parent": names[cohort.parent]}
+    if policy.fair_sharing is not None or cohort.fair_weight != 1:
+        spec["fairSharing"] = {"weight": cohort.fair_weight}
+    if entries:
+        spec["resourceGroups"] = [{"coveredResources": [gpu_resource], "flavors": entries}]
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "Cohort",
+        "metadata": {"name": names[cohort.name], "annotations": {ANNOTATION_COHORT: cohort.name}},
         "spec": spec,
     }
 
@@ -357,6 +430,14 @@ def _flavor_names(policy: Policy) -> dict[str, str]:
     return {t: _unique(_dns_name(t, "flavor"), used) for t in types}
 
 
+def _cohort_names(policy: Policy, root: str) -> dict[str | None, str]:
+    """Planner cohort -> Cohort name, apart from the root's; None (the planner's root) -> ``root``."""
+    used = {root}
+    names: dict[str | None, str] = {None: root}
+    names.update((c.name, _unique(_dns_name(c.name, "cohort"), used)) for c in policy.cohorts)
+    return names
+
+
 def _share_names(policy: Policy) -> dict[str, str]:
     used: set[str] = set()
     return {s.name: _unique(_dns_name(s.name, "share"), used) for s in policy.shares}
@@ -369,7 +450,8 @@ def _share_names(policy: Policy) -> dict[str, str]:
 def from_kueue_yaml(text: str | bytes, *, gpu_resource: str = GPU_RESOURCE) -> dict[str, Any]:
     """The policy dict of Kueue v1beta1 YAML (documents, or ``kind: List`` from kubectl).
 
-    Reads the Cohort, ResourceFlavors and ClusterQueues; other kinds and resources other than
+    Reads the Cohorts (their trees as ``cohorts``, see the module's docstring), ResourceFlavors and
+    ClusterQueues; other kinds and resources other than
     ``gpu_resource`` are listed in the policy's description as not used. A flavor counts instances of
     ``planner/gpus-per-instance`` GPUs (1 when the annotation is absent: the flavor is counted in GPUs).
     Raises InputError naming the object (``ClusterQueue/team-a``) and the field.
@@ -402,28 +484,12 @@ def from_kueue_yaml(text: str | bytes, *, gpu_resource: str = GPU_RESOURCE) -> d
     if not queues:
         raise InputError("no ClusterQueue: the planner needs one per share", field="document 1")
 
-    types = {name: _read_flavor(label, document) for name, (label, document) in flavors.items()}
-    seen: dict[str, str] = {}
-    for flavor, (type_name, _, _) in types.items():
-        if type_name in seen:
-            raise InputError(
-                f"instance type {type_name} is also ResourceFlavor {seen[type_name]}: one flavor per type",
-                field=f"ResourceFlavor/{flavor}.metadata.annotations.{ANNOTATION_INSTANCE_TYPE}",
-            )
-        seen[type_name] = flavor
+    types = _read_flavors(flavors)
     notes: list[str] = [
         f"{label} has no {ANNOTATION_GPUS}: counted in GPUs (1 per instance)."
         for label, document in flavors.values()
         if ANNOTATION_GPUS not in _annotations(label, document)
     ]
-    cohort_names = {_cohort_of(label, document) for label, document in queues} - {""}
-    if len(cohort_names) > 1:
-        raise InputError(
-            f"ClusterQueues are in several cohorts ({', '.join(sorted(cohort_names))}): "
-            "a policy is one cohort, import each cohort on its own",
-            field=f"{queues[0][0]}.spec.cohort",
-        )
-    cohort_name = next(iter(cohort_names), "")
     strategies = {_queueing_of(label, document) for label, document in queues}
     if len(strategies) > 1:
         raise InputError(
@@ -437,20 +503,36 @@ def from_kueue_yaml(text: str | bytes, *, gpu_resource: str = GPU_RESOURCE) -> d
         for type_name, count in share["capacity"].items():
             pool[type_name] = pool.get(type_name, 0) + count
         shares.append(share)
-    policy_name, startup, extras = cohort_name or "kueue-import", 0, {}
-    if cohort_name in cohorts:
-        label, cohort = cohorts[cohort_name]
+    forest = _CohortForest.read(cohorts, queues)
+    tree = forest.planner_tree(queues, {s["name"] for s in shares}, types, gpu_resource, notes)
+    for share, (label, _) in zip(shares, queues, strict=True):
+        if tree.share_cohorts.get(label):
+            share["cohort"] = tree.share_cohorts[label]
+    for cohort in tree.cohorts:
+        for flavor, count in cohort["capacity"].items():
+            pool[flavor] = pool.get(flavor, 0) + count
+    root = tree.root
+    policy_name, startup, extras = root or "kueue-import", 0, {}
+    if root in cohorts:
+        label, cohort = cohorts[root]
         policy_name, startup, extras = _read_cohort(label, cohort, types, gpu_resource, pool, notes)
+    else:  # several trees: the planner's settings are on the root the planner's export wrote, if any
+        listed = [cohorts[r] for r in tree.roots if r in cohorts]
+        marked = [(at, doc) for at, doc in listed if ANNOTATION_POLICY in _annotations(at, doc)]
+        if marked:
+            policy_name, startup, extras = _read_policy_annotations(*marked[0])
     if configuration is not None:
         extras.pop("fair_sharing", None)
         if configuration["enable"]:
             extras["fair_sharing"] = configuration["fair_sharing"]
-    if "fair_sharing" not in extras and any("fair_weight" in share for share in shares):
+    if "fair_sharing" not in extras and (
+        any("fair_weight" in share for share in shares) or any("fair_weight" in c for c in tree.cohorts)
+    ):
         notes.append(
-            "ClusterQueues have fairSharing weights but no Configuration enabling fairSharing was given: "
-            "fair sharing is off (import the Configuration with them to turn it on)."
+            "ClusterQueues or Cohorts have fairSharing weights but no Configuration enabling fairSharing was "
+            "given: fair sharing is off (import the Configuration with them to turn it on)."
         )
-    ignored += [label for name, (label, _) in cohorts.items() if name != cohort_name]
+    ignored += [cohorts[name][0] for name in forest.unused(tree.roots)]
     instance_types = {t: {"gpus": gpus, "hourly_price": price} for t, gpus, price in types.values()}
     if ignored:
         notes.append(f"not used: {', '.join(ignored)}")
@@ -460,7 +542,7 @@ def from_kueue_yaml(text: str | bytes, *, gpu_resource: str = GPU_RESOURCE) -> d
         )
     data = {
         "name": policy_name,
-        "description": " ".join([f"Imported from Kueue cohort {cohort_name or '(none)'}."] + notes),
+        "description": " ".join([tree.summary] + notes),
         "instance_types": instance_types,
         "capacity": {types[flavor][0]: count for flavor, count in pool.items()},
         "queueing": strategies.pop().value,
@@ -468,22 +550,49 @@ def from_kueue_yaml(text: str | bytes, *, gpu_resource: str = GPU_RESOURCE) -> d
         "shares": shares,
         **extras,
     }
-    type_order = [t for t, _, _ in types.values()]
-    for share in shares:
-        listed = [types[f][0] for f in share.pop("flavors")]
-        order = canonical_flavor_order(listed, type_order)
-        if order is not None:  # section 12: the order the ClusterQueue lists its flavors in
-            share["flavor_order"] = list(order)
-        share["capacity"] = {types[f][0]: n for f, n in share["capacity"].items() if n}
-        for key in ("borrowing_limit", "lending_limit"):
-            if key in share:
-                share[key] = {types[f][0]: n for f, n in share[key].items()}
+    _name_types(shares, tree.cohorts, types)
+    if tree.cohorts:
+        data["cohorts"] = tree.cohorts
     data["capacity"] = {t: n for t, n in data["capacity"].items() if n}
     try:
         Policy.from_dict(data)
     except InputError as error:
         raise InputError(f"the imported policy: {error.reason}", field=error.field) from None
     return data
+
+
+def _read_flavors(
+    flavors: Mapping[str, tuple[str, Mapping[str, Any]]],
+) -> dict[str, tuple[str, float, float]]:
+    """ResourceFlavor name -> (instance type, GPUs per instance, hourly price); one flavor per type."""
+    types = {name: _read_flavor(label, document) for name, (label, document) in flavors.items()}
+    seen: dict[str, str] = {}
+    for flavor, (type_name, _, _) in types.items():
+        if type_name in seen:
+            raise InputError(
+                f"instance type {type_name} is also ResourceFlavor {seen[type_name]}: one flavor per type",
+                field=f"ResourceFlavor/{flavor}.metadata.annotations.{ANNOTATION_INSTANCE_TYPE}",
+            )
+        seen[type_name] = flavor
+    return types
+
+
+def _name_types(
+    shares: list[dict[str, Any]], cohorts: list[dict[str, Any]], types: Mapping[str, tuple[str, float, float]]
+) -> None:
+    """Shares and cohorts read per flavor name, renamed to their instance types (zero quotas left out:
+    zero is the same as none); a share's flavors become its flavor_order."""
+    type_order = [t for t, _, _ in types.values()]
+    for share in shares:
+        listed = [types[f][0] for f in share.pop("flavors")]
+        order = canonical_flavor_order(listed, type_order)
+        if order is not None:  # section 12: the order the ClusterQueue lists its flavors in
+            share["flavor_order"] = list(order)
+    for node in [*shares, *cohorts]:
+        node["capacity"] = {types[f][0]: n for f, n in node["capacity"].items() if n}
+        for key in ("borrowing_limit", "lending_limit"):
+            if key in node:
+                node[key] = {types[f][0]: n for f, n in node[key].items()}
 
 
 def _load_documents(text: str | bytes) -> list[tuple[str, Mapping[str, Any]]]:
@@ -588,13 +697,9 @@ def _read_cluster_queue(
     fungibility = _read_fungibility(label, spec.get("flavorFungibility"))
     if fungibility is not None:
         share["flavor_fungibility"] = fungibility
-    fair = spec.get("fairSharing")
-    if fair is not None:
-        if not isinstance(fair, Mapping):
-            raise InputError("must be an object with weight", field=f"{label}.spec.fairSharing")
-        if "weight" in fair:
-            weight = parse_quantity(fair["weight"], f"{label}.spec.fairSharing.weight")
-            share["fair_weight"] = int(weight) if weight.denominator == 1 else float(weight)
+    weight = _fair_weight(label, spec)
+    if weight is not None:
+        share["fair_weight"] = weight
     if not _cohort_of(label, document):
         share["strategy"] = Strategy.RESERVE.value
         notes.append(f"{label} is in no cohort: imported as RESERVE (it neither lends nor borrows).")
@@ -616,6 +721,19 @@ def _read_cluster_queue(
         if lending:
             share["lending_limit"] = lending
     return share
+
+
+def _fair_weight(label: str, spec: Mapping[str, Any]) -> int | float | None:
+    """spec.fairSharing.weight of a ClusterQueue or a Cohort (None: not set, Kueue's 1)."""
+    fair = spec.get("fairSharing")
+    if fair is None:
+        return None
+    if not isinstance(fair, Mapping):
+        raise InputError("must be an object with weight", field=f"{label}.spec.fairSharing")
+    if "weight" not in fair:
+        return None
+    weight = parse_quantity(fair["weight"], f"{label}.spec.fairSharing.weight")
+    return int(weight) if weight.denominator == 1 else float(weight)
 
 
 def _read_fungibility(label: str, raw: Any) -> dict[str, str] | None:
@@ -711,6 +829,195 @@ def _read_resource_groups(
     return quotas
 
 
+@dataclass
+class _PlannerTree:
+    """The Kueue cohort trees that hold ClusterQueues, as section 13's ``cohorts``."""
+
+    root: str  # the Kueue cohort that is the planner's root ("" when there is none, or several trees)
+    roots: list[str]  # the Kueue roots of the trees that hold ClusterQueues
+    cohorts: list[dict[str, Any]]  # planner cohorts, quotas and limits per flavor name
+    share_cohorts: dict[str, str]  # ClusterQueue label -> planner cohort (absent: the planner's root)
+    summary: str
+
+
+@dataclass
+class _CohortForest:
+    """Kueue's cohorts as Kueue builds them: the Cohort objects, and an implicit empty cohort (no quota,
+    no limits, no parent) for each name a ClusterQueue's cohort or a Cohort's parent gives without an
+    object."""
+
+    documents: Mapping[str, tuple[str, Mapping[str, Any]]]
+    parents: dict[str, str]  # every cohort's parent ("" for the root of a tree)
+    implicit: dict[str, str]  # implicit cohort -> the label of the first object naming it
+    order: list[str]  # the listed cohorts in document order, then the implicit ones
+    roots: dict[str, str]  # every cohort's root
+
+    @classmethod
+    def read(
+        cls,
+        documents: Mapping[str, tuple[str, Mapping[str, Any]]],
+        queues: list[tuple[str, Mapping[str, Any]]],
+    ) -> _CohortForest:
+        parents = {name: _parent_of(label, document) for name, (label, document) in documents.items()}
+        named = [(parents[name], label) for name, (label, _) in documents.items()]
+        named += [(_cohort_of(label, document), label) for label, document in queues]
+        implicit: dict[str, str] = {}
+        for name, label in named:
+            if name and name not in documents:
+                implicit.setdefault(name, label)
+        parents.update(dict.fromkeys(implicit, ""))
+        order = [*documents, *implicit]
+        if len(order) > MAX_SHARES:
+            label = documents[order[MAX_SHARES]][0] if order[MAX_SHARES] in documents else "Cohort"
+            raise InputError(f"{len(order)} cohorts: a policy has at most {MAX_SHARES}", field=label)
+        return cls(documents, parents, implicit, order, _roots(documents, parents, order))
+
+    def root_of(self, name: str) -> str:
+        return self.roots[name]
+
+    def unused(self, roots: list[str]) -> list[str]:
+        """Listed cohorts of trees without a ClusterQueue: nobody can use their quota."""
+        return [name for name in self.documents if self.root_of(name) not in roots]
+
+    def planner_tree(
+        self,
+        queues: list[tuple[str, Mapping[str, Any]]],
+        share_names: set[str],
+        types: Mapping[str, tuple[str, float, float]],
+        gpu_resource: str,
+        notes: list[str],
+    ) -> _PlannerTree:
+        """One tree holds every ClusterQueue: its root is the planner's root (its own quota the
+        unassigned capacity). Several trees: **(choice)** the planner's root is above them all, and the
+        root of each is a top-level cohort with borrowing and lending limits 0 for every type, so that no
+        tree lends to or borrows from another, as in Kueue."""
+        queue_cohorts = {label: _cohort_of(label, document) for label, document in queues}
+        roots = list(dict.fromkeys(self.root_of(c) for c in queue_cohorts.values() if c))
+        root = roots[0] if len(roots) == 1 else ""
+        members = [name for name in self.order if self.root_of(name) in roots and name != root]
+        for name in members + [root] * bool(root):
+            if name in self.implicit:
+                notes.append(
+                    f"Cohort {name} (named by {self.implicit[name]}) is not listed: an implicit cohort "
+                    "with no quota and no limits, as Kueue creates it."
+                )
+        names = self._planner_names(members, share_names, notes)
+        cohorts = [self._planner_cohort(name, root, names, len(roots) > 1, types, gpu_resource, notes)
+                   for name in members]  # fmt: skip
+        share_cohorts = {label: names[c] for label, c in queue_cohorts.items() if c and c != root}
+        return _PlannerTree(root, roots, cohorts, share_cohorts, _tree_summary(root, roots, members))
+
+    def _planner_names(self, members: list[str], share_names: set[str], notes: list[str]) -> dict[str, str]:
+        """Kueue name -> planner name (the export's annotation, else the Kueue name), apart from every
+        share name: Kueue keeps Cohorts and ClusterQueues apart, the planner's tree has one namespace."""
+        used = set(share_names)
+        names = {}
+        for name in members:
+            wanted = name
+            if name in self.documents:
+                label, document = self.documents[name]
+                wanted = str(_annotations(label, document).get(ANNOTATION_COHORT) or name)
+            planner, n = wanted, 1
+            while planner in used:
+                planner, n = f"{wanted}-cohort" + (f"-{n}" if n > 1 else ""), n + 1
+            if planner != wanted:
+                notes.append(f"Cohort {name} is named {planner} here: a share already has the name {wanted}.")
+            used.add(planner)
+            names[name] = planner
+        return names
+
+    def _planner_cohort(
+        self,
+        name: str,
+        root: str,
+        names: Mapping[str, str],
+        fenced: bool,
+        types: Mapping[str, tuple[str, float, float]],
+        gpu_resource: str,
+        notes: list[str],
+    ) -> dict[str, Any]:
+        """A Cohort as section 13's cohort: quotas and limits per flavor (renamed by the caller)."""
+        out: dict[str, Any] = {"name": names[name]}
+        parent = self.parents[name]
+        if parent and parent != root:
+            out["parent"] = names[parent]
+        quotas: dict[str, tuple[int, int | None, int | None]] = {}
+        if name in self.documents:
+            label, document = self.documents[name]
+            spec = _spec(label, document)
+            quotas = _read_resource_groups(label, spec, types, gpu_resource, notes)
+            weight = _fair_weight(label, spec)
+            if weight is not None:
+                out["fair_weight"] = weight
+        out["capacity"] = {flavor: q[0] for flavor, q in quotas.items() if q[0]}
+        if fenced and not parent:
+            if any(q[1] is not None or q[2] is not None for q in quotas.values()):
+                notes.append(
+                    f"Cohort/{name} is the root of its tree: its borrowingLimit and lendingLimit are "
+                    "not used (limits 0 keep its tree apart)."
+                )
+            out["borrowing_limit"] = dict.fromkeys(types, 0)
+            out["lending_limit"] = dict.fromkeys(types, 0)
+            return out
+        borrowing = {flavor: q[1] for flavor, q in quotas.items() if q[1] is not None}
+        lending = {flavor: q[2] for flavor, q in quotas.items() if q[2] is not None}
+        if borrowing:
+            out["borrowing_limit"] = borrowing
+        if lending:
+            out["lending_limit"] = lending
+        return out
+
+
+def _roots(
+    documents: Mapping[str, tuple[str, Mapping[str, Any]]], parents: Mapping[str, str], order: list[str]
+) -> dict[str, str]:
+    """Every cohort's root, each walked once; a cycle of parents is refused naming its first Cohort
+    (Kueue disables every member of one)."""
+    roots: dict[str, str] = {}
+    for start in order:
+        path: list[str] = []
+        on_path: set[str] = set()
+        name = start
+        while name not in roots and parents[name] and name not in on_path:
+            path.append(name)
+            on_path.add(name)
+            name = parents[name]
+        if name in on_path:
+            cycle = [*path[path.index(name) :], name]
+            raise InputError(
+                f"a cycle of parents ({' -> '.join(cycle)}): Kueue disables every ClusterQueue and Cohort "
+                "on it until it is broken",
+                field=f"{documents[name][0]}.spec.parent",
+            )
+        root = roots.get(name, name)
+        roots[name] = root
+        roots.update(dict.fromkeys(path, root))
+    return roots
+
+
+def _tree_summary(root: str, roots: list[str], members: list[str]) -> str:
+    if not roots:
+        return "Imported from Kueue ClusterQueues in no cohort."
+    if root:
+        below = f" Its tree has {len(members)} cohorts below it: {', '.join(members)}." if members else ""
+        return f"Imported from Kueue cohort {root}.{below}"
+    return (
+        f"Imported from {len(roots)} Kueue cohort trees ({', '.join(roots)}): each root is a top-level "
+        "cohort with borrowing and lending limits 0, so that, as in Kueue, no tree lends to or borrows "
+        "from another."
+    )
+
+
+def _parent_of(label: str, document: Mapping[str, Any]) -> str:
+    """A Cohort's spec.parent (v1beta1, v1alpha1; v1beta2's parentName is renamed to it on reading)."""
+    parent = _spec(label, document).get("parent") or ""
+    if not isinstance(parent, str):
+        raise InputError("must be a cohort name", field=f"{label}.spec.parent")
+    if parent == document["metadata"]["name"]:
+        raise InputError("a Cohort cannot be its own parent", field=f"{label}.spec.parent")
+    return parent
+
+
 def _read_cohort(
     label: str,
     document: Mapping[str, Any],
@@ -719,16 +1026,23 @@ def _read_cohort(
     pool: dict[str, int],
     notes: list[str],
 ) -> tuple[str, float, dict[str, Any]]:
-    """Adds the Cohort's own nominalQuota (unassigned capacity) to ``pool``; its policy name,
-    start-up and the sections 8-10 keys its planner annotations hold."""
+    """The root of the one Kueue cohort tree: adds its own nominalQuota (the planner's unassigned
+    capacity) to ``pool``; its policy name, start-up and the sections 8-10 keys its planner annotations
+    hold."""
     spec = _spec(label, document)
-    if spec.get("parent") or spec.get("parentName"):
-        notes.append(f"{label}: its parent cohort is not modelled (one cohort per policy).")
     quotas = _read_resource_groups(label, spec, types, gpu_resource, notes)
     for flavor, (quota, _, _) in quotas.items():
         pool[flavor] = pool.get(flavor, 0) + quota
     if any(borrow is not None or lend is not None for _, borrow, lend in quotas.values()):
-        notes.append(f"{label}: borrowingLimit and lendingLimit of a cohort are not modelled.")
+        notes.append(
+            f"{label} is the root of its tree: its borrowingLimit and lendingLimit are not used (it has no "
+            "parent to borrow from or lend to; Kueue's webhook refuses them)."
+        )
+    return _read_policy_annotations(label, document)
+
+
+def _read_policy_annotations(label: str, document: Mapping[str, Any]) -> tuple[str, float, dict[str, Any]]:
+    """The policy name, start-up and the sections 8-10 keys a root Cohort's planner annotations hold."""
     annotations = _annotations(label, document)
     name = annotations.get(ANNOTATION_POLICY) or document["metadata"]["name"]
     startup = _annotation_number(annotations, ANNOTATION_STARTUP, label, default=0)

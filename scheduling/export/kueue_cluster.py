@@ -3,9 +3,11 @@ workloadpriorityclasses -o yaml`` (a ``List``, ``kueue.x-k8s.io/v1beta1`` or ``v
 the Kueue manager's ``Configuration`` (``config.kueue.x-k8s.io``) for ``fairSharing``.
 
 v1beta2 objects are read as their v1beta1 equivalents (``spec.cohortName`` is v1beta1's ``spec.cohort``,
-a Cohort's ``spec.parentName`` its ``spec.parent``); what the cluster adds (``status``, managed fields)
-is not configuration and is left out; then ``from_kueue_yaml`` reads the objects, so a live configuration
-and the planner's own export are read by one reader.
+a Cohort's ``spec.parentName`` its ``spec.parent``), and so are v1alpha1 Cohorts (Kueue 0.9 and 0.10,
+``spec.parent`` already); what the cluster adds (``status``, managed fields) is not configuration and is
+left out; then ``from_kueue_yaml`` reads the objects, so a live configuration and the planner's own export
+are read by one reader. Cohort trees become section 13's ``cohorts`` there (one tree: its root is the
+policy's root; several: each a top-level cohort with limits 0, see ``kueue._CohortForest``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ from scheduling.export.kueue import API_VERSION, CONFIG_API_VERSION, GPU_RESOURC
 from scheduling.nesting import check_yaml_nesting
 
 API_VERSIONS = ("kueue.x-k8s.io/v1beta1", "kueue.x-k8s.io/v1beta2")
+V1BETA2 = "kueue.x-k8s.io/v1beta2"
+# Kueue 0.9 and 0.10 served Cohorts (hierarchical cohorts) in v1alpha1 only.
+COHORT_V1ALPHA1 = "kueue.x-k8s.io/v1alpha1"
 CONFIG_API_VERSIONS = ("config.kueue.x-k8s.io/v1beta1", "config.kueue.x-k8s.io/v1beta2")
 KUEUE_KINDS = ("ClusterQueue", "Cohort", "ResourceFlavor", "WorkloadPriorityClass")
 # v1beta2 field -> v1beta1 field, per kind (spec keys renamed when v1beta2 came).
@@ -82,10 +87,9 @@ def from_kueue_cluster(
             )
         if kind in KUEUE_KINDS:
             version = document.get("apiVersion")
-            if version not in API_VERSIONS:
-                raise InputError(
-                    f"{version!r} is not {' or '.join(API_VERSIONS)}", field=f"{label}.apiVersion"
-                )
+            accepted = (*API_VERSIONS, COHORT_V1ALPHA1) if kind == "Cohort" else API_VERSIONS
+            if version not in accepted:
+                raise InputError(f"{version!r} is not {' or '.join(accepted)}", field=f"{label}.apiVersion")
             document = _as_v1beta1(document)
         objects.append(_configuration_only(document))
     if len(configurations) > 1:
@@ -107,9 +111,9 @@ def _as_v1beta1(document: Mapping[str, Any]) -> dict[str, Any]:
     document = dict(document)
     if document.get("apiVersion") == API_VERSION:
         return document
+    renames = V1BETA2_RENAMES.get(document.get("kind"), {}) if document.get("apiVersion") == V1BETA2 else {}
     document["apiVersion"] = API_VERSION
     spec = document.get("spec")
-    renames = V1BETA2_RENAMES.get(document.get("kind"), {})
     if isinstance(spec, Mapping) and renames:
         document["spec"] = {renames.get(key, key): value for key, value in spec.items()}
     return document

@@ -20,7 +20,7 @@ from rest_framework.test import APIClient
 
 from planner.celery import app as celery_app
 from planner.strict_json import strict_json
-from planner.studies.launch import launch_study
+from planner.studies.launch import StudyLaunch, launch_study
 from planner.studies.models import Run, Study
 from planner.studies.tasks import replay_run
 from planner.studies.window import apply_study_window
@@ -139,7 +139,7 @@ def test_two_studies_on_one_trace_at_once_do_not_cross_results(start_worker):
     static.shares.update(strategy="RESERVE", borrow_limit_percent=None, in_share_preemption="never")
     pooled = base.duplicate(f"{base.name}-pooled")
     pooled.shares.update(strategy="LEND_AND_BORROW", borrow_limit_percent=None)
-    second = launch_study(name="same trace", trace=first.trace, policies=[static, pooled])
+    second = launch_study(StudyLaunch(name="same trace", trace=first.trace, policies=[static, pooled]))
     for study in (first, second):
         wait_for(lambda study=study: all_finished(study), 200, f"study {study.name}", poll=0.5)
         # As every reader does (pages, API): the worker that recorded the last run may still be

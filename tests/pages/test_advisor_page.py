@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from planner.advisor.launch import start_sweep
+from planner.advisor.launch import SweepLaunch, start_sweep
 from planner.advisor.models import Sweep
 from planner.capacity.models import Policy
 from planner.studies.models import Run
@@ -29,13 +29,15 @@ INFER_KNOBS = {
 
 def launch(small_policy, small_trace, **options) -> Sweep:
     return start_sweep(
-        trace=small_trace,
-        base_policy=small_policy,
-        name="infer options",
-        knobs=INFER_KNOBS,
-        urgent_shares=["infer"],
+        SweepLaunch(
+            trace=small_trace,
+            base_policy=small_policy,
+            name="infer options",
+            knobs=INFER_KNOBS,
+            urgent_shares=["infer"],
+            **options,
+        ),
         enqueue=False,
-        **options,
     )
 
 

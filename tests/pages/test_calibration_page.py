@@ -9,7 +9,7 @@ import io
 
 import pytest
 
-from planner.calibration.launch import start_calibration
+from planner.calibration.launch import CalibrationLaunch, start_calibration
 from planner.calibration.models import Calibration
 from planner.calibration.tasks import calibrate_trace
 from planner.traces.models import Trace, read_upload
@@ -36,7 +36,12 @@ def recorded_trace(db) -> Trace:
 @pytest.fixture
 def calibration(roles, small_policy, recorded_trace) -> Calibration:
     made = start_calibration(
-        trace=recorded_trace, policy=small_policy, enqueue=False, note="Two teams as run."
+        CalibrationLaunch(
+            trace=recorded_trace,
+            policy=small_policy,
+            note="Two teams as run.",
+        ),
+        enqueue=False,
     )
     calibrate_trace.apply(args=[made.pk])
     made.refresh_from_db()
@@ -102,7 +107,7 @@ def test_a_policy_without_the_traces_shares_is_refused_next_to_the_policy(
 def test_a_running_calibration_shows_progress_and_then_the_results(
     page_as, roles, small_policy, recorded_trace
 ):
-    waiting = start_calibration(trace=recorded_trace, policy=small_policy, enqueue=False)
+    waiting = start_calibration(CalibrationLaunch(trace=recorded_trace, policy=small_policy), enqueue=False)
     Calibration.objects.filter(pk=waiting.pk).update(progress=0.4)
     page = page_as("viewer")
     page.goto(f"/calibration/{waiting.pk}/")

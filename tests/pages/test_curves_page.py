@@ -9,7 +9,7 @@ import pytest
 from django.test import Client
 
 from planner.capacity.models import Policy
-from planner.curves.launch import start_curve
+from planner.curves.launch import CurveLaunch, start_curve
 from planner.curves.models import WorthSearch
 from planner.curves.tasks import replay_curve_point
 from planner.demo.loader import full_pooling, static_split
@@ -51,7 +51,7 @@ def family(roles, small_policy) -> list[Policy]:
 
 @pytest.fixture
 def curve(family, small_trace):
-    made = start_curve(trace=small_trace, policies=family, sizes=[2, 3, 4, 6, 8], enqueue=False)
+    made = start_curve(CurveLaunch(trace=small_trace, policies=family, sizes=[2, 3, 4, 6, 8]), enqueue=False)
     for pk in made.points.values_list("pk", flat=True):
         replay_curve_point.apply(args=[pk])
     assert made.status == "succeeded"
@@ -116,9 +116,9 @@ def test_bad_sizes_are_shown_next_to_the_field(page_of, family, small_trace):
 
 
 def test_the_study_page_links_to_a_curve_of_its_policies(page_of, family, small_trace, eager_celery):
-    from planner.studies.launch import launch_study
+    from planner.studies.launch import StudyLaunch, launch_study
 
-    study = launch_study(name="lab", trace=small_trace, policies=family[:2])
+    study = launch_study(StudyLaunch(name="lab", trace=small_trace, policies=family[:2]))
     page = page_of("viewer")
     page.goto(f"/studies/{study.pk}/")
     href = page.locator("#curve-link").get_attribute("href")
@@ -131,7 +131,13 @@ def planned_curve(family, small_trace):
     first two hours on the split: t2 (submitted at 0.5 h) no longer waits for t1's hour to end."""
     plan = TrainingPlan(GPU_TYPE, 1, "train", 0, 7200)
     made = start_curve(
-        trace=small_trace, policies=family[1:], sizes=[2, 4, 6], plans=[(family[1], plan)], enqueue=False
+        CurveLaunch(
+            trace=small_trace,
+            policies=family[1:],
+            sizes=[2, 4, 6],
+            plans=[(family[1], plan)],
+        ),
+        enqueue=False,
     )
     for pk in made.points.values_list("pk", flat=True):
         replay_curve_point.apply(args=[pk])

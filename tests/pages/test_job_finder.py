@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from planner.studies.launch import launch_study
+from planner.studies.launch import StudyLaunch, launch_study
 from tests.pages.conftest import look_at
 from tests.pages.million import million_job_study
 
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture
 def study(roles, small_policy, small_trace, eager_celery):
     """The lab trace replayed by the task (result file and finder indexes written as in production)."""
-    return launch_study(name="lab", trace=small_trace, policies=[small_policy])
+    return launch_study(StudyLaunch(name="lab", trace=small_trace, policies=[small_policy]))
 
 
 def test_a_researcher_finds_a_job_by_id_and_opens_its_timeline(page_as, study):

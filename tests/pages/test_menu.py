@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from planner.studies.launch import launch_study
+from planner.studies.launch import StudyLaunch, launch_study
 from planner.studies.models import Run, RunStatus
 from planner.traces.models import Trace, read_upload
 from planner.web.menu import menu_for
@@ -93,8 +93,8 @@ def test_the_current_page_is_marked_in_its_group(page_as):
 
 
 def test_find_a_job_from_the_menu(page_as, small_policy, small_trace, eager_celery):
-    older = launch_study(name="older", trace=small_trace, policies=[small_policy])
-    newer = launch_study(name="newer", trace=small_trace, policies=[small_policy])
+    older = launch_study(StudyLaunch(name="older", trace=small_trace, policies=[small_policy]))
+    newer = launch_study(StudyLaunch(name="newer", trace=small_trace, policies=[small_policy]))
     assert set(Run.objects.values_list("status", flat=True)) == {RunStatus.SUCCEEDED}
     page = page_as("viewer")
     page.goto("/")
@@ -110,7 +110,9 @@ def test_find_a_job_from_the_menu(page_as, small_policy, small_trace, eager_cele
 
 
 def test_find_a_job_without_a_finished_study_says_what_to_do(client_as, small_policy, small_trace):
-    queued = launch_study(name="queued", trace=small_trace, policies=[small_policy], enqueue=False)
+    queued = launch_study(
+        StudyLaunch(name="queued", trace=small_trace, policies=[small_policy]), enqueue=False
+    )
     # on a study's page the menu's "Find a job" searches that study
     study_page = client_as("viewer").get(f"/studies/{queued.pk}/").content.decode()
     assert f'<a href="/studies/{queued.pk}/jobs/" >Find a job</a>' in study_page

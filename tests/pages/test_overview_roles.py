@@ -7,7 +7,7 @@ import re
 import pytest
 
 from planner.capacity.models import InstanceType
-from planner.studies.launch import launch_study
+from planner.studies.launch import StudyLaunch, launch_study
 from planner.studies.models import Run
 from tests.pages.conftest import look_at
 
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture
 def study(small_policy, small_trace, eager_celery):
-    return launch_study(name="lab", trace=small_trace, policies=[small_policy])
+    return launch_study(StudyLaunch(name="lab", trace=small_trace, policies=[small_policy]))
 
 
 def _money(run: Run) -> tuple[float, float, float]:
@@ -52,7 +52,7 @@ def test_finance_reads_idle_and_stranded_dollars_first(page_as, study):
 
 def test_a_study_without_prices_is_not_finances_answer(client_as, study):
     InstanceType.objects.update(hourly_price=0)
-    launch_study(name="unpriced", trace=study.trace, policies=[study.baseline])
+    launch_study(StudyLaunch(name="unpriced", trace=study.trace, policies=[study.baseline]))
     page = client_as("finance").get("/").content.decode()
     assert "1 newer study has no prices" in page  # the $1.5 one is shown, the $0 one said
     InstanceType.objects.update(hourly_price=0)

@@ -7,7 +7,7 @@ import io
 import pytest
 
 from planner.capacity.models import InstanceType, Policy, Pool, ShareSpec
-from planner.studies.launch import launch_study
+from planner.studies.launch import StudyLaunch, launch_study
 from planner.traces.models import Trace, read_upload
 from planner.web.charts import PALETTE
 from tests.pages.conftest import GPU_TYPE, look_at
@@ -31,7 +31,7 @@ def study(roles, eager_celery):
         rows += [f"{name}-a,{index * 60},{name},1,2,3600", f"{name}-b,{index * 60 + 30},{name},1,1,1800"]
     columns = read_upload(io.BytesIO("\n".join(rows).encode() + b"\n"), format="planner-csv")
     trace = Trace.store(columns, name="six-week", format="planner-csv")
-    return launch_study(name="six", trace=trace, policies=[policy])
+    return launch_study(StudyLaunch(name="six", trace=trace, policies=[policy]))
 
 
 SWATCHES = """() => Array.from(document.querySelectorAll('.swatch')).map(s => [

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from planner.capacity.models import InstanceType, Policy, Pool
-from planner.studies.launch import launch_study
+from planner.studies.launch import StudyLaunch, launch_study
 from planner.studies.tasks import replay_run
 from planner.traces.models import Trace
 from scheduling.synthetic import demo_policy_dict, demo_pool_gpus, generate
@@ -34,8 +34,14 @@ def study(roles, settings, tmp_path):
         shares = zip(base["shares"], weights, strict=True)
         spec["shares"] = [{**share, "fair_weight": w} for share, w in shares]
         policies.append(Policy.create_from_dict(spec, pool=pool, name=f"loop-{name}"))
-    study = launch_study(name="loops", trace=Trace.store(columns, name="loop-trace"), policies=policies,
-                         enqueue=False)
+    study = launch_study(
+        StudyLaunch(
+            name="loops",
+            trace=Trace.store(columns, name="loop-trace"),
+            policies=policies,
+        ),
+        enqueue=False,
+    )
     for run in study.runs.all():
         replay_run.apply(args=(run.pk,))
     return study

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from planner.capacity.models import Policy
-from planner.studies.launch import launch_study
+from planner.studies.launch import StudyLaunch, launch_study
 from planner.studies.models import Run, RunStatus, Study, run_summary
 from planner.traces.models import Trace
 from tests.pages.conftest import PASSWORD, SMALL_TRACE_CSV, look_at
@@ -32,7 +32,7 @@ def test_signing_in_through_the_login_form(page_as, users):
 
 
 def test_the_overview_shows_pools_studies_and_traces(page_as, small_policy, small_trace, eager_celery):
-    launch_study(name="lab study", trace=small_trace, policies=[small_policy])
+    launch_study(StudyLaunch(name="lab study", trace=small_trace, policies=[small_policy]))
     page = page_as("viewer")
     page.goto("/")
     assert "4 GPUs" in page.locator(".cards").inner_text()
@@ -235,9 +235,11 @@ def test_narrow_screens_and_the_keyboard(page_as, small_policy):
 
 
 def test_the_studies_list_follows_running_work_without_a_reload(page_as, small_policy, small_trace):
-    launch_study(name="quick one", trace=small_trace, policies=[small_policy], enqueue=False)
+    launch_study(StudyLaunch(name="quick one", trace=small_trace, policies=[small_policy]), enqueue=False)
     Run.objects.update(status=RunStatus.FAILED)
-    study = launch_study(name="slow one", trace=small_trace, policies=[small_policy], enqueue=False)
+    study = launch_study(
+        StudyLaunch(name="slow one", trace=small_trace, policies=[small_policy]), enqueue=False
+    )
     run = study.runs.get()
     Run.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, progress=0.3)
     page = page_as("viewer")

@@ -6,7 +6,7 @@ import pytest
 
 from planner.advisor.models import Sweep, SweepVariant
 from planner.capacity.models import InstanceType, Policy, Pool, ShareSpec
-from planner.studies.launch import launch_study
+from planner.studies.launch import StudyLaunch, launch_study
 
 pytestmark = pytest.mark.django_db
 
@@ -28,7 +28,12 @@ def sweep(small_policy, small_trace) -> Sweep:
     unkept = small_policy.duplicate("lab-policy sweep v1")
     kept = small_policy.duplicate("lab-policy sweep v2")
     study = launch_study(
-        name="sweep study", trace=small_trace, policies=[small_policy, unkept, kept], enqueue=False
+        StudyLaunch(
+            name="sweep study",
+            trace=small_trace,
+            policies=[small_policy, unkept, kept],
+        ),
+        enqueue=False,
     )
     made = Sweep.objects.create(name="sweep", trace=small_trace, base_policy=small_policy, study=study)
     SweepVariant.objects.create(sweep=made, policy=unkept, number=1, label="v1", kept=False)

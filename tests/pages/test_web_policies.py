@@ -123,9 +123,9 @@ def test_duplicate_as_variant_needs_a_free_name(client_as, small_policy):
 
 
 def test_the_policy_page_lists_its_studies_and_the_quota_chart(client_as, small_policy, small_trace):
-    from planner.studies.launch import launch_study
+    from planner.studies.launch import StudyLaunch, launch_study
 
-    launch_study(name="lab study", trace=small_trace, policies=[small_policy], enqueue=False)
+    launch_study(StudyLaunch(name="lab study", trace=small_trace, policies=[small_policy]), enqueue=False)
     response = client_as("viewer").get(f"/policies/{small_policy.pk}/")
     assert b"lab study" in response.content
     chart = response.context["quota_chart"]

@@ -4,7 +4,7 @@ that waits longest under the baseline."""
 
 import pytest
 
-from planner.studies.launch import launch_study
+from planner.studies.launch import StudyLaunch, launch_study
 from planner.studies.models import Run, RunStatus, Study, run_summary
 
 pytestmark = pytest.mark.django_db
@@ -29,7 +29,12 @@ def finish(run: Run, utilization: float, p95_hours: dict[str, float]) -> None:
 def study(small_policy, small_trace) -> Study:
     variant = small_policy.duplicate("lab pooled")
     return launch_study(
-        name="pool or not", trace=small_trace, policies=[small_policy, variant], enqueue=False
+        StudyLaunch(
+            name="pool or not",
+            trace=small_trace,
+            policies=[small_policy, variant],
+        ),
+        enqueue=False,
     )
 
 

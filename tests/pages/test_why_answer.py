@@ -7,7 +7,7 @@ import io
 import pytest
 
 from planner.reports.figures import job_timeline_figure, segment_labels
-from planner.studies.launch import launch_study
+from planner.studies.launch import StudyLaunch, launch_study
 from planner.traces.models import Trace, read_upload
 from tests.pages.conftest import look_at
 
@@ -28,7 +28,7 @@ REMEDY = "It would have started with a higher borrow limit for train (100 % now)
 @pytest.fixture
 def study(small_policy, eager_celery):
     trace = Trace.store(read_upload(io.BytesIO(CSV), format="planner-csv"), name="full", format="planner-csv")
-    return launch_study(name="full", trace=trace, policies=[small_policy])
+    return launch_study(StudyLaunch(name="full", trace=trace, policies=[small_policy]))
 
 
 def test_the_answer_in_one_sentence(page_as, study):

@@ -1,10 +1,17 @@
-"""A deliberately naive replay written line by line from SEMANTICS.md sections 2-4, 8-10 and 12, to
-check the engine.
+"""A deliberately naive replay written line by line from SEMANTICS.md sections 2-4, 8-10, 12 and 13,
+to check the engine.
 
 Slow on purpose: one loop over time instants, every round re-sorts every pending job and every
 check recomputes usage (and capacity and quotas, from the calendar of changes) from scratch. Share
 values are exact fractions (weights and GPUs as their decimal text says: 0.1 is 1/10). Each rule is
 one function named after it.
+
+Section 13 (a tree of cohorts) is its own block: every SQ, LQ, U and available is recomputed from the
+jobs holding capacity each time it is asked. A policy without ``cohorts`` keeps sections 3-4 and 8 as
+they are written (``tree`` False); ``ReferenceReplay(policy, trace, tree=True)`` replays such a policy
+through the tree's formulas instead, so that a test can check that they reduce to sections 3-4 and 8
+as section 13 says. Where the text of section 13 leaves a choice, the function's docstring says
+"Reading:" and which one, closest to Kueue's code.
 """
 
 from __future__ import annotations
@@ -16,10 +23,11 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from scheduling.model import FairStrategy, Policy, Share, Strategy
+from scheduling.model import Cohort, FairStrategy, Policy, Share, Strategy
 from scheduling.trace import NO_TYPE, Trace
 
 INF = math.inf
+ROOT = ""  # section 13's root cohort (no share or cohort may have an empty name)
 
 
 class NeverSettles(AssertionError):
@@ -63,9 +71,15 @@ class Job:
 
 
 class ReferenceReplay:
-    def __init__(self, policy: Policy, trace: Trace):
+    def __init__(self, policy: Policy, trace: Trace, tree: bool | None = None):
         self.policy = policy
         self.shares: dict[str, Share] = {s.name: s for s in policy.shares}
+        self.cohorts: dict[str, Cohort] = {c.name: c for c in policy.cohorts}
+        # Section 13: the tree's rules apply to a policy with cohorts; ``tree=True`` forces them on a
+        # flat policy (one root cohort) to check that they give sections 3-4 and 8's answers.
+        has_tree = bool(policy.cohorts) or any(s.cohort is not None for s in policy.shares)
+        self.tree = has_tree if tree is None else tree
+        self._quota_memo: dict[tuple, int] = {}
         self.jobs = [self._job(trace, i) for i in range(len(trace))]
         self.numeric_ids = all(_is_int(job.job_id) for job in self.jobs)
         self.updates = [
@@ -196,6 +210,8 @@ class ReferenceReplay:
         t = job.type
         if self.pool_usage(t, after) > self.capacity(t):
             return False
+        if self.tree:
+            return self.tree_fits(job, holding)
         if self.usage(job.share, t, after) > self.quota(job.share, t) + self.borrow_limit(job.share, t):
             return False
         return self.borrowing_invariant(t, after)
@@ -205,14 +221,29 @@ class ReferenceReplay:
         return int(job.job_id) if self.numeric_ids else job.job_id
 
     def round_order(self, pending: list[Job]) -> list[Job]:
-        """Not needing to borrow first (u + n <= q at round start), priority, submit time, job_id."""
+        """Not needing to borrow first (u + n <= q at round start), priority, submit time, job_id; with a
+        tree, lower borrowing levels first (section 13)."""
         holding = self.holding()
+        if self.tree:
+            return sorted(
+                pending, key=lambda j: (self.lowest_level(j, holding), -j.priority, j.submit, self.id_key(j))
+            )
 
         def needs_to_borrow(j: Job) -> bool:
             # Section 12 (the engine's choice): several types need to borrow only if every one would.
             return all(self.usage(j.share, t, holding) + j.count > self.quota(j.share, t) for t in j.accepted)
 
         return sorted(pending, key=lambda j: (needs_to_borrow(j), -j.priority, j.submit, self.id_key(j)))
+
+    def lowest_level(self, job: Job, holding: list[Job]) -> int:
+        """Section 13's borrowing level at the round's start; with several types (section 12, as
+        "needs to borrow only if every one would"), the lowest over them."""
+        was, levels = job.type, []
+        for t in job.accepted:
+            job.type = t
+            levels.append(self.borrowing_level(job, holding))
+        job.type = was
+        return min(levels)
 
     def share_order_key(self, job: Job) -> tuple:
         return (-job.priority, job.submit, self.id_key(job))
@@ -263,6 +294,8 @@ class ReferenceReplay:
 
     def select_victims(self, job: Job) -> list[Job] | None:
         """Take candidates in order until the job fits, then drop (walking backwards) those not needed."""
+        if self.tree:
+            return self.tree_select_victims(job)
         taken: list[Job] = []
         fitted = False
         for v in self.victim_order(job, self.preemption_candidates(job)):
@@ -375,6 +408,8 @@ class ReferenceReplay:
             # (its victims gone), else 1
             after = [h for h in self.holding() if h not in [v for v, _ in victims]] + [job]
             level = 0 if self.usage(job.share, t, after) <= self.quota(job.share, t) else 1
+            if self.tree:  # section 13: the height of the cohort it borrows from, its victims gone
+                level = self.borrowing_level(job, after[:-1])
             go_on = (mode != "fit" and try_next_preempt) or (level > 0 and try_next_borrow)
             if not go_on:
                 chosen = (t, victims)
@@ -402,7 +437,11 @@ class ReferenceReplay:
         if self.fair_sharing_on():
             remaining = list(pending)
             while remaining:
-                job = min(remaining, key=self.fair_admission_key)  # values change as the round admits
+                # values change as the round admits
+                if self.tree:
+                    job = self.tree_admission_pick(remaining)
+                else:
+                    job = min(remaining, key=self.fair_admission_key)
                 remaining.remove(job)
                 admitted |= self.consider(job, now)
         else:
@@ -529,6 +568,8 @@ class ReferenceReplay:
 
     def fair_victims(self, job: Job) -> list[tuple[Job, str]] | None:
         """Section 8's preemption: the two-phase search over target shares, then the backwards walk."""
+        if self.tree:
+            return self.tree_fair_victims(job)
         holding = self.holding()
         own = job.share
         strategies = self.policy.fair_sharing.preemption_strategies
@@ -597,10 +638,413 @@ class ReferenceReplay:
             return "in_share"
         return "cross_share" if within_quota else "fair_sharing"
 
+    # -- section 13: a tree of cohorts ---------------------------------------------------------------
+    # Nodes are share and cohort names (one namespace) and ROOT, the parent of every share and cohort
+    # that names none. Quotas follow the calendar: a share's quota is the one in force now, the root's
+    # own quota is the pool's capacity now less every share's and cohort's own quota (cohorts' own
+    # quotas have no calendar). A share's limits are section 1's: RESERVE lends and borrows nothing,
+    # LEND borrows nothing, a borrow percentage is of the quota in force.
+
+    def parent(self, node: str) -> str:
+        if node in self.shares:
+            return self.shares[node].cohort or ROOT
+        return self.cohorts[node].parent or ROOT
+
+    def children(self, node: str) -> list[str]:
+        """A node's child cohorts, then its shares, each in the policy's order."""
+        kids = [c.name for c in self.policy.cohorts if (c.parent or ROOT) == node]
+        return kids + [s.name for s in self.policy.shares if (s.cohort or ROOT) == node]
+
+    def ancestors(self, node: str) -> list[str]:
+        """The node's parent, its parent's parent, ..., the root."""
+        out = []
+        while node != ROOT:
+            node = self.parent(node)
+            out.append(node)
+        return out
+
+    def own_quota(self, node: str, t: str) -> int:
+        if node == ROOT:
+            claimed = sum(self.quota(s, t) for s in self.shares)
+            return self.capacity(t) - claimed - sum(c.capacity.get(t, 0) for c in self.policy.cohorts)
+        if node in self.shares:
+            return self.quota(node, t)
+        return self.cohorts[node].capacity.get(t, 0)
+
+    def node_lending_limit(self, node: str, t: str) -> float:
+        """A share's as section 1 has it (RESERVE lends nothing); a cohort's per type (absent: none)."""
+        if node == ROOT:
+            return INF
+        if node in self.shares:
+            return 0 if self.shares[node].strategy is Strategy.RESERVE else self.lending_limit(node, t)
+        return (self.cohorts[node].lending_limit or {}).get(t, INF)
+
+    def node_borrowing_limit(self, node: str, t: str) -> float:
+        """A share's borrow limit as section 1 has it (RESERVE and LEND: 0; a percentage of the quota in
+        force now); a cohort's per type (absent: none)."""
+        if node == ROOT:
+            return INF
+        if node in self.shares:
+            return self.borrow_limit(node, t)
+        return (self.cohorts[node].borrowing_limit or {}).get(t, INF)
+
+    def subtree_quota(self, node: str, t: str) -> int:
+        """SQ(n) = own quota + sum over children c of (SQ(c) - LQ(c))."""
+        key = ("SQ", self.now, node, t)
+        if key not in self._quota_memo:
+            self._quota_memo[key] = self.own_quota(node, t) + sum(
+                self.subtree_quota(c, t) - self.local_quota(c, t) for c in self.children(node)
+            )
+        return self._quota_memo[key]
+
+    def local_quota(self, node: str, t: str) -> int:
+        """LQ(n) = max(0, SQ(n) - lending_limit(n)) with a lending limit, else 0."""
+        limit = self.node_lending_limit(node, t)
+        return 0 if limit == INF else max(0, self.subtree_quota(node, t) - int(limit))
+
+    def node_usage(self, node: str, t: str, holding: list[Job]) -> int:
+        """U(share) = its usage; U(cohort) = sum over children of max(0, U(c) - LQ(c))."""
+        if node in self.shares:
+            return self.usage(node, t, holding)
+        return sum(
+            max(0, self.node_usage(c, t, holding) - self.local_quota(c, t)) for c in self.children(node)
+        )
+
+    def local_available(self, node: str, t: str, holding: list[Job]) -> int:
+        return max(0, self.local_quota(node, t) - self.node_usage(node, t, holding))
+
+    def tree_available(self, node: str, t: str, holding: list[Job]) -> float:
+        """available(root) = SQ - U; available(n) = max(0, LQ - U) + p with p = available(parent), and
+        with a borrowing limit p = min(p, (SQ - LQ) - max(0, U - LQ) + borrowing_limit).
+
+        Reading: "available is never below 0" holds at every node, the parent's included (Kueue's can
+        go below 0 after quotas fall; a share's unused local quota then stays usable here)."""
+        sq, lq = self.subtree_quota(node, t), self.local_quota(node, t)
+        u = self.node_usage(node, t, holding)
+        if node == ROOT:
+            return max(0, sq - u)
+        p = self.tree_available(self.parent(node), t, holding)
+        limit = self.node_borrowing_limit(node, t)
+        if limit != INF:
+            p = min(p, (sq - lq) - max(0, u - lq) + limit)
+        return max(0, max(0, lq - u) + p)
+
+    def potential_available(self, node: str, t: str) -> float:
+        """The most a node could take with nothing used anywhere (Kueue's potentialAvailable)."""
+        if node == ROOT:
+            return self.subtree_quota(ROOT, t)
+        out = self.local_quota(node, t) + self.potential_available(self.parent(node), t)
+        limit = self.node_borrowing_limit(node, t)
+        return out if limit == INF else min(out, self.subtree_quota(node, t) + limit)
+
+    def tree_fits(self, job: Job, holding: list[Job]) -> bool:
+        """Section 13's fit: the request is at most available(share) (the pool is checked apart)."""
+        return job.count <= self.tree_available(job.share, job.type, holding)
+
+    def node_height(self, node: str) -> int:
+        """Reading: a cohort's height as Kueue's getNodeHeight counts it, the distance to its furthest
+        leaf: 1 for a cohort of shares only, one more per level of cohorts below (not the number of
+        edges from the share up to it)."""
+        height = min(len(self.children(node)), 1)
+        for child in self.children(node):
+            if child not in self.shares:
+                height = max(height, self.node_height(child) + 1)
+        return height
+
+    def tree_borrowing_level(self, share: str, t: str, count: int, holding: list[Job]) -> int:
+        """0 within the share's quota, else the height of the lowest ancestor whose subtree quota covers
+        what spills up to it (Kueue's FindHeightOfLowestSubtreeThatFits: the request less each node's
+        free local quota on the way up); the root's height when none does."""
+        if self.usage(share, t, holding) + count <= self.quota(share, t):
+            return 0
+        remaining = count - self.local_available(share, t, holding)
+        for node in self.ancestors(share):
+            if self.node_usage(node, t, holding) + remaining <= self.subtree_quota(node, t):
+                return self.node_height(node)
+            remaining -= self.local_available(node, t, holding)
+        return self.node_height(ROOT)
+
+    def borrowing_level(self, job: Job, holding: list[Job]) -> int:
+        """Section 13's borrowing level of admitting ``job`` (its ``type``) on top of ``holding``."""
+        return self.tree_borrowing_level(job.share, job.type, job.count, holding)
+
+    # classical preemption over the tree
+
+    def tree_preemption_candidates(self, job: Job) -> list[tuple[Job, str | None]]:
+        """(victim, lowest common ancestor) pairs: the share's own jobs that in-share preemption allows
+        (no ancestor), then, walking from the parent to the root, the jobs that ``reclaim`` allows in
+        the other subtrees of each ancestor that are borrowing there (a cohort whose U > SQ is entered,
+        a share whose u > q gives its jobs), of the job's type.
+
+        Reading: a candidate is taken only with the hierarchical advantage, i.e. once the job fits
+        within the quota of the subtree below the ancestor being walked (at the parent: within its
+        share's quota, section 4's rule). Kueue keeps the others for a second search in which the job
+        must end within its share's quota; section 4 decides "within quota" once, before in-share
+        victims, so such a search finds nothing section 4 would take and is not modelled."""
+        holding = self.holding()
+        t, own = job.type, job.share
+        out: list[tuple[Job, str | None]] = [
+            (v, None)
+            for v in holding
+            if v.type == t and v.share == own and self.in_share_preemption_allows(job, v)
+        ]
+        advantage = self.usage(own, t, holding) + job.count <= self.quota(own, t)
+        remaining = max(0, job.count - self.local_available(own, t, holding))
+        below = own
+        for node in self.ancestors(own):
+            if advantage:
+                for share in self.borrowing_shares_under(node, below, t, holding):
+                    out += [(v, node) for v in holding
+                            if v.share == share and v.type == t and self.reclaim_allows(job, v)]  # fmt: skip
+            fits_here = self.node_usage(node, t, holding) + remaining <= self.subtree_quota(node, t)
+            remaining = max(0, remaining - self.local_available(node, t, holding))
+            advantage = advantage or fits_here
+            below = node
+        return out
+
+    def borrowing_shares_under(self, node: str, skip: str, t: str, holding: list[Job]) -> list[str]:
+        """Shares under ``node``, outside the child ``skip``, that borrow ``t`` (u > q), reached through
+        cohorts that borrow it (U > SQ) only."""
+        out = []
+        for child in self.children(node):
+            if child == skip or self.node_usage(child, t, holding) <= self.subtree_quota(child, t):
+                continue
+            out += [child] if child in self.shares else self.borrowing_shares_under(child, skip, t, holding)
+        return out
+
+    def still_a_candidate(self, v: Job, lca: str | None, holding: list[Job]) -> bool:
+        """A candidate of another share stops being one once its share, or one of its ancestors below
+        the lowest common ancestor, is back within quota (of the victim's type)."""
+        if lca is None:
+            return True
+        t = v.type
+        if self.usage(v.share, t, holding) <= self.quota(v.share, t):
+            return False
+        for node in self.ancestors(v.share):
+            if node == lca:
+                return True
+            if self.node_usage(node, t, holding) <= self.subtree_quota(node, t):
+                return False
+        return True
+
+    def tree_select_victims(self, job: Job) -> list[Job] | None:
+        """Section 4's search over section 13's candidates: in section 4's order, take each that is still
+        a candidate until the job fits, then walk the taken list backwards dropping those not needed."""
+        pairs = self.tree_preemption_candidates(job)
+        lca = {id(v): node for v, node in pairs}
+        taken: list[Job] = []
+        fitted = False
+        for v in self.victim_order(job, [v for v, _ in pairs]):
+            remaining = [h for h in self.holding() if h not in taken]
+            if not self.still_a_candidate(v, lca[id(v)], remaining):
+                continue
+            taken.append(v)
+            if self.fits(job, [h for h in remaining if h is not v]):
+                fitted = True
+                break
+        if not fitted:
+            return None
+        for v in reversed(list(taken)):
+            without_v = [x for x in taken if x is not v]
+            if self.fits(job, [h for h in self.holding() if h not in without_v]):
+                taken = without_v
+        return taken
+
+    # fair sharing over the tree
+
+    def weight_of(self, node: str) -> float:
+        return self.shares[node].fair_weight if node in self.shares else self.cohorts[node].fair_weight
+
+    def node_value(self, node: str, holding: list[Job]) -> tuple[int, Fraction]:
+        """A node's value: GPUs it holds above its subtree quota, over the lendable GPUs of its parent
+        (what the parent could give with nothing used: Kueue's potentialAvailable, for the root its
+        SQ, section 8's L), x 1000, over its weight; as section 8's comparable pair.
+
+        Reading: "the lendable capacity of its parent" is Kueue's calculateLendable of the parent,
+        the parent's potentialAvailable summed over types in GPUs."""
+        if node == ROOT:
+            return (0, Fraction(0))
+        types = self.types()
+        above = {t: max(0, self.node_usage(node, t, holding) - self.subtree_quota(node, t)) for t in types}
+        borrowed = sum((self.gpus_of(t) * above[t] for t in types), Fraction(0))
+        parent = self.parent(node)
+        lendable = sum((self.gpus_of(t) * Fraction(self.potential_available(parent, t)) for t in types),
+                       Fraction(0))  # fmt: skip
+        if borrowed == 0 or lendable == 0:
+            return (0, Fraction(0))
+        ratio = 1000 * borrowed / lendable
+        weight = self.weight_of(node)
+        return (1, ratio) if weight == 0 else (0, ratio / self.exact(weight))
+
+    def child_towards(self, ancestor: str, node: str) -> str:
+        """The child of ``ancestor`` on the way down to ``node`` (``node`` itself if it is a child)."""
+        while self.parent(node) != ancestor:
+            node = self.parent(node)
+        return node
+
+    def almost_lcas(self, own: str, target: str) -> tuple[str, str]:
+        """The children of the two shares' lowest common ancestor on the way to each (Kueue's
+        almost-LCAs): the nodes whose values a fair-sharing strategy compares."""
+        up = [own, *self.ancestors(own)]
+        lca = next(a for a in self.ancestors(target) if a in up)
+        return self.child_towards(lca, own), self.child_towards(lca, target)
+
+    def tree_admission_pick(self, candidates: list[Job]) -> Job:
+        """The round's next candidate with fair sharing over the tree: a tournament from the root down,
+        each cohort's child (a share, or a cohort with its own winner) compared by the value the child
+        would have with its candidate admitted, then priority, submit time, job_id (Kueue's
+        fair_sharing_iterator). At the root of a flat policy this is section 8's order.
+
+        Reading: a share offers every candidate it has in the round (best-effort FIFO lets several);
+        the one it sends up is the lowest by the same key. With several accepted types, the value is the
+        lowest over them, at each level (section 12's choice for one level)."""
+        holding = self.holding()
+
+        def key(node: str, job: Job) -> tuple:
+            was, values = job.type, []
+            for t in job.accepted:
+                job.type = t
+                values.append(self.node_value(node, holding + [job]))
+            job.type = was
+            return (min(values), -job.priority, job.submit, self.id_key(job))
+
+        def winner(node: str) -> Job | None:
+            best: tuple | None = None
+            for child in self.children(node):
+                if child in self.shares:
+                    mine = [j for j in candidates if j.share == child]
+                    nominee = min(mine, key=lambda j, c=child: key(c, j)) if mine else None
+                else:
+                    nominee = winner(child)
+                if nominee is not None and (best is None or key(child, nominee) < best[0]):
+                    best = (key(child, nominee), nominee)
+            return None if best is None else best[1]
+
+        return winner(ROOT)
+
+    def tree_target(self, job: Job, pool: dict[str, list[Job]], value: Any) -> str | None:
+        """Section 13's target share: from the root down, at each cohort the child with the highest
+        value among those still in play, a cohort winning a tie with a share (Kueue's nextTarget). A
+        share is in play with candidates left and, unless it is the job's own, a value above 0; a
+        cohort with a share in play below it and a value above 0 or on the path to the job's share.
+        Ties between shares: the next candidate first in section 4's whole victim order.
+
+        Reading: ties between two cohorts go the same way, to the cohort holding the candidate that
+        comes first in that order (Kueue takes whichever it visits last)."""
+        own = job.share
+        on_path = set(self.ancestors(own))
+        zero = (0, Fraction(0))
+
+        def in_play(node: str) -> bool:
+            if node in self.shares:
+                return bool(pool.get(node)) and (node == own or value(node) > zero)
+            return (value(node) > zero or node in on_path) and any(in_play(c) for c in self.children(node))
+
+        def first_candidate(node: str) -> tuple:
+            if node in self.shares:
+                v = pool[node][0]
+                return (v.share == own, self.victim_key(v))
+            return min(first_candidate(c) for c in self.children(node) if in_play(c))
+
+        node = ROOT
+        while True:
+            live = [c for c in self.children(node) if in_play(c)]
+            if not live:
+                return None
+            def rank(c: str) -> tuple:
+                return (_negated(value(c)), first_candidate(c))
+
+            share = min((c for c in live if c in self.shares), key=rank, default=None)
+            cohort = min((c for c in live if c not in self.shares), key=rank, default=None)
+            if cohort is not None and (share is None or value(cohort) >= value(share)):
+                node = cohort
+                continue
+            return share
+
+    def tree_fair_victims(self, job: Job) -> list[tuple[Job, str]] | None:
+        """Section 8's two-phase search with section 13's target walk: the strategies compare the
+        values of the two children of the lowest common ancestor (the job's side with the job
+        admitted), and the target is chosen anew after each victim.
+
+        Reading: the candidates are section 8's, from the whole tree: other shares' jobs wherever the
+        share sits, if the share borrows (B > 0 over its own quota, all types), as Kueue's
+        findCandidates takes every borrowing ClusterQueue under the root."""
+        holding = self.holding()
+        own = job.share
+        strategies = self.policy.fair_sharing.preemption_strategies
+        within_quota = self.usage(own, job.type, holding) + job.count <= self.quota(own, job.type)
+        taken: list[Job] = []
+
+        def remaining() -> list[Job]:
+            return [h for h in holding if h not in taken]
+
+        def value(node: str, without: Job | None = None) -> tuple:
+            return self.node_value(node, [h for h in remaining() if h is not without] + [job])
+
+        def fits() -> bool:
+            return self.fits(job, remaining())
+
+        set_aside: dict[str, list[Job]] = {}
+        pool = {share: list(jobs) for share, jobs in self.fair_candidates(job).items()}
+        while not fits():
+            y = self.tree_target(job, pool, value)
+            if y is None:
+                break
+            if y == own:
+                taken.append(pool[own].pop(0))
+                continue
+            mine, theirs = self.almost_lcas(own, y)
+            new, old = value(mine), value(theirs)
+            while pool[y]:
+                v = pool[y].pop(0)
+                if self.strategy_passes(strategies[0], new, old, value(theirs, without=v)):
+                    taken.append(v)
+                    break
+                set_aside.setdefault(y, []).append(v)
+        if not fits() and len(strategies) > 1:
+            pool = {share: list(jobs) for share, jobs in set_aside.items()}
+            while not fits():
+                y = self.tree_target(job, pool, value)
+                if y is None:
+                    break
+                mine, theirs = self.almost_lcas(own, y)
+                if value(mine) < value(theirs):  # LessThanInitialShare
+                    taken.append(pool[y][0])
+                del pool[y]
+        if not fits():
+            return None
+        for v in reversed(list(taken)):
+            without_v = [x for x in taken if x is not v]
+            if self.fits(job, [h for h in holding if h not in without_v]):
+                taken = without_v
+        return [(v, self.fair_cause(job, v, within_quota)) for v in taken]
+
+    # section 6 and section 9 with a tree
+
+    def tree_unschedulable_reason_now(self, job: Job) -> str | None:
+        """Reading: with a tree, a job needs more than its share could ever get when its request is above
+        the share's potentialAvailable (Kueue's "request > maximum capacity"); on one level this is
+        section 6's quota + min(borrow limit, everything borrowable), and q for RESERVE and LEND."""
+        if job.count > self.capacity(job.type):
+            return "SERVICE_ENVIRONMENT_MAX_RESOURCE"
+        if job.count > self.potential_available(job.share, job.type):
+            return "QUOTA_MANAGEMENT_LIMIT_EXCEEDED"
+        return None
+
+    def tree_invariant_broken(self, t: str, holding: list[Job]) -> bool:
+        """Reading: section 9's borrowing invariant with a tree is U(root) <= SQ(root) (on one level it
+        is exactly section 3's sum of b <= unassigned + sum of lendable). Borrowing limits, as a share's
+        borrow limit in section 9, bound admissions only, not jobs already running."""
+        return self.node_usage(ROOT, t, holding) > self.subtree_quota(ROOT, t)
+
     # -- section 9: preemptions when capacity or a quota goes down ------------------------------------
 
     def capacity_broken(self, t: str, holding: list[Job]) -> bool:
-        return self.pool_usage(t, holding) > self.capacity(t) or not self.borrowing_invariant(t, holding)
+        if self.pool_usage(t, holding) > self.capacity(t):
+            return True
+        if self.tree:
+            return self.tree_invariant_broken(t, holding)
+        return not self.borrowing_invariant(t, holding)
 
     def capacity_victim_key(self, v: Job, holding: list[Job]) -> tuple:
         """Jobs of borrowing shares (u > q of that type) first, then lowest priority, most recently
@@ -645,6 +1089,8 @@ class ReferenceReplay:
 
     def unschedulable_reason_now(self, job: Job) -> str | None:
         """Section 6 under the policy as it stands at the current instant."""
+        if self.tree:
+            return self.tree_unschedulable_reason_now(job)
         t, share = job.type, job.share
         if job.count > self.capacity(t):
             return "SERVICE_ENVIRONMENT_MAX_RESOURCE"
@@ -765,10 +1211,11 @@ class ReferenceReplay:
         }
 
 
-def reference_replay(policy: Policy, trace: Trace) -> dict[str, Any]:
+def reference_replay(policy: Policy, trace: Trace, tree: bool | None = None) -> dict[str, Any]:
     """Replay ``trace`` under ``policy``: {"jobs": [...], "events": [...], "ignored_priority_updates": n,
-    "preemption_loops": {count, instants, first}}."""
-    return ReferenceReplay(policy, trace).run()
+    "preemption_loops": {count, instants, first}}. ``tree=True`` replays a flat policy through section
+    13's formulas (one root cohort)."""
+    return ReferenceReplay(policy, trace, tree).run()
 
 
 class _Descending:

@@ -143,7 +143,7 @@ def test_notes_say_what_kueue_lacks():
     text = to_kueue_yaml(KUEUE_STYLE)
     comments = " ".join(line[1:].strip(" -") for line in text.splitlines() if line.startswith("#"))
     assert (
-        "Unassigned capacity (1 x ml.g5.xlarge, 1 x ml.p4d.24xlarge) is the Cohort's own nominalQuota"
+        "Unassigned capacity (1 x ml.g5.xlarge, 1 x ml.p4d.24xlarge) is the root Cohort's own nominalQuota"
         in comments
     )
     assert "startup_seconds 300 has no Kueue setting" in comments
@@ -309,11 +309,24 @@ def test_import_refuses_a_flavor_without_its_resource_flavor():
     assert failing(edited(edit)).field == "ClusterQueue/team-b.spec.resourceGroups[0].flavors[0].name"
 
 
-def test_import_refuses_mixed_queueing_and_several_cohorts():
+def test_import_refuses_mixed_queueing():
     mixed = edited(lambda d: d[("ClusterQueue", "team-b")]["spec"].update(queueingStrategy="BestEffortFIFO"))
     assert "mix StrictFIFO and BestEffortFIFO" in failing(mixed).reason
-    split = edited(lambda d: d[("ClusterQueue", "team-b")]["spec"].update(cohort="other"))
-    assert "several cohorts (kueue-style, other)" in failing(split).reason
+
+
+def test_queues_in_several_cohorts_become_trees_kept_apart():
+    split = from_kueue_yaml(edited(lambda d: d[("ClusterQueue", "team-b")]["spec"].update(cohort="other")))
+    assert "Imported from 2 Kueue cohort trees (kueue-style, other)" in split["description"]
+    policy = Policy.from_dict(split)
+    fence = {T: 0, P4: 0}
+    cohorts = [(c.name, dict(c.capacity), dict(c.borrowing_limit), dict(c.lending_limit))
+               for c in policy.cohorts]  # fmt: skip
+    assert cohorts == [("kueue-style", {T: 1, P4: 1}, fence, fence), ("other", {}, fence, fence)]
+    # The planner's settings stay with the root the export wrote.
+    assert (policy.name, policy.startup_seconds) == ("kueue-style", 300)
+    assert {s.name: s.cohort for s in policy.shares} == {
+        "team-a": "kueue-style", "team-b": "other", "Prod Serving": "kueue-style", "lender": "kueue-style"
+    }  # fmt: skip
 
 
 def test_import_refuses_unknown_preemption_and_quantities():

@@ -17,7 +17,7 @@ from planner.accounts.roles import ADMIN, FINANCE, VIEWER, apply_roles
 from planner.calibration.models import Calibration
 from planner.capacity.models import InstanceType, Policy, Pool, ShareSpec
 from planner.celery import app as celery_app
-from planner.studies.launch import launch_study
+from planner.studies.launch import StudyLaunch, launch_study
 from planner.traces.models import Trace, read_upload
 
 GPU_TYPE = "ml.g5.xlarge"
@@ -105,7 +105,7 @@ def world(db, django_capture_on_commit_callbacks) -> World:
     celery_app.conf.task_always_eager = True
     try:
         with django_capture_on_commit_callbacks(execute=True):
-            study = launch_study(name="lab study", trace=trace, policies=[policy])
+            study = launch_study(StudyLaunch(name="lab study", trace=trace, policies=[policy]))
     finally:
         celery_app.conf.task_always_eager = eager
     assert study.runs.get().status == "succeeded", study.runs.get().error

@@ -12,7 +12,7 @@ from django.test import Client
 
 from planner.capacity.models import InstanceType, Policy, Pool, ShareSpec
 from planner.celery import app as celery_app
-from planner.studies.launch import launch_study
+from planner.studies.launch import StudyLaunch, launch_study
 from planner.traces.models import Trace, read_upload
 
 pytestmark = pytest.mark.django_db
@@ -42,7 +42,7 @@ def formula_study(django_capture_on_commit_callbacks):
     celery_app.conf.task_always_eager = True
     try:
         with django_capture_on_commit_callbacks(execute=True):
-            study = launch_study(name="=study", trace=trace, policies=[policy])
+            study = launch_study(StudyLaunch(name="=study", trace=trace, policies=[policy]))
     finally:
         celery_app.conf.task_always_eager = eager
     assert study.runs.get().status == "succeeded", study.runs.get().error

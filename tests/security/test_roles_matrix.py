@@ -323,7 +323,7 @@ def test_the_study_page_and_csv_show_finance_its_dollar_figures(world):
 
 
 def test_the_advisor_page_and_api_give_a_viewer_no_dollar_figure(world, django_capture_on_commit_callbacks):
-    from planner.advisor.launch import start_sweep
+    from planner.advisor.launch import SweepLaunch, start_sweep
     from planner.celery import app as celery_app
 
     eager = celery_app.conf.task_always_eager
@@ -331,7 +331,12 @@ def test_the_advisor_page_and_api_give_a_viewer_no_dollar_figure(world, django_c
     try:
         with django_capture_on_commit_callbacks(execute=True):
             sweep = start_sweep(
-                trace=world.trace, base_policy=world.policy, size=2, knobs={"shares": ["train"]}
+                SweepLaunch(
+                    trace=world.trace,
+                    base_policy=world.policy,
+                    size=2,
+                    knobs={"shares": ["train"]},
+                ),
             )
     finally:
         celery_app.conf.task_always_eager = eager
@@ -346,13 +351,19 @@ def test_the_advisor_page_and_api_give_a_viewer_no_dollar_figure(world, django_c
 
 
 def test_a_curves_training_plan_gives_a_viewer_gpu_hours_and_no_dollar_figure(world):
-    from planner.curves.launch import start_curve
+    from planner.curves.launch import CurveLaunch, start_curve
     from planner.curves.tasks import replay_curve_point
     from scheduling.capacity_plans import TrainingPlan
 
     plan = TrainingPlan(world.instance_type.name, 1, "train", 0, 86400)  # a day
     curve = start_curve(
-        trace=world.trace, policies=[world.policy], sizes=[4], plans=[(None, plan)], enqueue=False
+        CurveLaunch(
+            trace=world.trace,
+            policies=[world.policy],
+            sizes=[4],
+            plans=[(None, plan)],
+        ),
+        enqueue=False,
     )
     for pk in curve.points.values_list("pk", flat=True):
         replay_curve_point.apply(args=[pk])

@@ -5,7 +5,7 @@ import pytest
 from django.test import Client
 from rest_framework.authtoken.models import Token
 
-from planner.studies.launch import launch_study
+from planner.studies.launch import StudyLaunch, launch_study
 from tests.pages.conftest import eager_celery, roles, small_policy, small_trace, users  # noqa: F401
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -13,7 +13,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture
 def study(small_policy, small_trace, eager_celery):  # noqa: F811
-    return launch_study(name="lab", trace=small_trace, policies=[small_policy])
+    return launch_study(StudyLaunch(name="lab", trace=small_trace, policies=[small_policy]))
 
 
 def _token(user) -> str:

@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from planner.calibration.launch import start_calibration
+from planner.calibration.launch import CalibrationLaunch, start_calibration
 from planner.calibration.models import Calibration
 from planner.calibration.tasks import calibrate_trace
 from planner.traces.models import Trace, read_upload
@@ -97,7 +97,7 @@ def test_a_policy_without_the_traces_shares_is_refused(admin_api, aws_policy, re
 
 
 def test_bad_input_at_replay_fails_the_calibration_with_the_reason(aws_policy, recorded_trace):
-    calibration = start_calibration(trace=recorded_trace, policy=aws_policy, enqueue=False)
+    calibration = start_calibration(CalibrationLaunch(trace=recorded_trace, policy=aws_policy), enqueue=False)
     snapshot = calibration.policy_snapshot
     snapshot["shares"] = [share for share in snapshot["shares"] if share["name"] != "QS3"]
     snapshot["capacity"] = {"ml.g5.xlarge": 2}
@@ -118,7 +118,7 @@ def test_the_task_is_idempotent(calibration):
 def test_a_calibration_whose_worker_died_is_redone_when_read(
     admin_api, aws_policy, recorded_trace, eager_celery, django_capture_on_commit_callbacks
 ):
-    calibration = start_calibration(trace=recorded_trace, policy=aws_policy, enqueue=False)
+    calibration = start_calibration(CalibrationLaunch(trace=recorded_trace, policy=aws_policy), enqueue=False)
     stale = timezone.now() - timedelta(hours=1)
     Calibration.objects.filter(pk=calibration.pk).update(status="running", attempts=1, heartbeat=stale)
     with django_capture_on_commit_callbacks(execute=True):

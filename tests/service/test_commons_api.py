@@ -14,7 +14,7 @@ from rest_framework.test import APIClient
 from planner.capacity.models import InstanceType, Policy, Pool
 from planner.commons.models import CommonsReport
 from planner.strict_json import strict_json
-from planner.studies.launch import launch_study
+from planner.studies.launch import StudyLaunch, launch_study
 from planner.studies.models import Run, RunStatus, Study
 from planner.traces.models import Trace, read_upload
 from scheduling.engine import replay
@@ -71,7 +71,7 @@ def commons_study(name: str, columns: TraceColumns, variants: int = 0) -> Study:
     for suffix, transform in VARIANTS[:variants]:
         policies.append(Policy.create_from_dict(transform(base), pool=pool, name=f"{name}-{suffix}"))
     trace = Trace.store(columns, name=f"{name}-trace")
-    study = launch_study(name=name, trace=trace, policies=policies, enqueue=False)
+    study = launch_study(StudyLaunch(name=name, trace=trace, policies=policies), enqueue=False)
     for run in study.runs.all():
         result = replay(EnginePolicy.from_dict(run.policy_snapshot), columns)
         Run.objects.filter(pk=run.pk).update(

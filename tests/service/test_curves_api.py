@@ -16,7 +16,7 @@ from django.test import Client
 from django.utils import timezone
 
 from planner.capacity.models import InstanceType, Policy, Pool, ShareSpec
-from planner.curves.launch import start_curve, start_search
+from planner.curves.launch import CurveLaunch, SearchLaunch, start_curve, start_search
 from planner.curves.models import CapacityCurve, CurvePoint, SearchPoint, WorthSearch
 from planner.curves.tasks import replay_curve_point
 from planner.traces.models import Trace, read_upload
@@ -175,7 +175,7 @@ def test_viewers_may_not_start_a_search(client_for, split, pooled, trace):
 def test_points_whose_worker_died_are_replayed_when_the_curve_is_read(
     admin_api, split, trace, eager_celery, django_capture_on_commit_callbacks
 ):
-    curve = start_curve(trace=trace, policies=[split], sizes=[4, 6], enqueue=False)
+    curve = start_curve(CurveLaunch(trace=trace, policies=[split], sizes=[4, 6]), enqueue=False)
     stale = timezone.now() - timedelta(hours=1)
     curve.points.update(status="running", attempts=1, heartbeat=stale)
     with django_capture_on_commit_callbacks(execute=True):
@@ -187,7 +187,9 @@ def test_a_search_whose_worker_died_goes_on_when_read(
     admin_api, split, pooled, trace, eager_celery, django_capture_on_commit_callbacks
 ):
     # The first step's replays were taken by a worker that died before recording anything.
-    search = start_search(trace=trace, policy_a=split, policy_b=pooled, parallel=2, enqueue=False)
+    search = start_search(
+        SearchLaunch(trace=trace, policy_a=split, policy_b=pooled, parallel=2), enqueue=False
+    )
     stale = timezone.now() - timedelta(hours=1)
     search.points.update(status="running", attempts=1, heartbeat=stale)
     with django_capture_on_commit_callbacks(execute=True):
@@ -198,7 +200,7 @@ def test_a_search_whose_worker_died_goes_on_when_read(
 
 def test_a_replay_task_is_idempotent(split, trace, eager_celery, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
-        curve = start_curve(trace=trace, policies=[split], sizes=[4])
+        curve = start_curve(CurveLaunch(trace=trace, policies=[split], sizes=[4]))
     point = curve.points.get()
     assert replay_curve_point.apply(args=[point.pk]).get() == "nothing to do"
     point.refresh_from_db()
@@ -206,7 +208,7 @@ def test_a_replay_task_is_idempotent(split, trace, eager_celery, django_capture_
 
 
 def test_a_failed_replay_fails_the_search_with_its_reason(split, pooled, trace):
-    search = start_search(trace=trace, policy_a=split, policy_b=pooled, enqueue=False)
+    search = start_search(SearchLaunch(trace=trace, policy_a=split, policy_b=pooled), enqueue=False)
     SearchPoint.objects.filter(search=search, role="target").update(
         status="failed", error="worker ran out of memory"
     )
@@ -381,7 +383,9 @@ def test_a_policy_with_a_calendar_is_replayed_at_its_own_size_only(admin_api, sp
 
 
 def test_an_admin_makes_a_plan_a_policy_and_is_sent_to_a_study_of_both(admin_page, client_for, split, trace):
-    curve = start_curve(trace=trace, policies=[split], sizes=[4], plans=[(None, _plan(PLAN))], enqueue=False)
+    curve = start_curve(
+        CurveLaunch(trace=trace, policies=[split], sizes=[4], plans=[(None, _plan(PLAN))]), enqueue=False
+    )
     url = f"/curves/{curve.pk}/plans/0/policy/"
     finance = Client()
     finance.force_login(client_for("finance").user)

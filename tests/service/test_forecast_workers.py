@@ -11,7 +11,7 @@ import pytest
 
 from planner.capacity.models import InstanceType, Policy, Pool, ShareSpec
 from planner.celery import app as celery_app
-from planner.forecasts.launch import start_forecast
+from planner.forecasts.launch import ForecastLaunch, start_forecast
 from planner.forecasts.models import Forecast
 from planner.forecasts.tasks import sample_chunk
 from planner.traces.models import Trace, read_upload
@@ -83,7 +83,7 @@ def test_two_workers_replay_the_chunks_and_the_last_merges(start_worker, setting
     settings.PLANNER_FORECAST_CHUNK_SAMPLES = 3
     first, second = start_worker("f1"), start_worker("f2")
     given = inputs()
-    forecast = start_forecast(**given)  # 8 chunks, sent when the transaction commits
+    forecast = start_forecast(ForecastLaunch(**given))  # 8 chunks, sent when the transaction commits
     assert forecast.chunks == 8
     try:
         wait_for(lambda: Forecast.objects.get(pk=forecast.pk).finished, 200, "the forecast", poll=0.5)
@@ -100,7 +100,7 @@ def test_two_workers_replay_the_chunks_and_the_last_merges(start_worker, setting
 
     # the same inputs in this process, in one chunk: the same forecast
     settings.PLANNER_FORECAST_CHUNK_SAMPLES = 24
-    alone = start_forecast(**given, enqueue=False)
+    alone = start_forecast(ForecastLaunch(**given), enqueue=False)
     sample_chunk.apply(args=[alone.chunk_rows.get().pk])
     alone.refresh_from_db()
     assert alone.result == forecast.result

@@ -21,7 +21,7 @@ from rest_framework.test import APIClient
 
 from planner.capacity.models import InstanceType, Policy, Pool, ShareSpec
 from planner.forecasts import bounds
-from planner.forecasts.launch import conclude, start_forecast
+from planner.forecasts.launch import ForecastLaunch, conclude, start_forecast
 from planner.forecasts.models import Forecast, ForecastChunk, ForecastJob
 from planner.forecasts.tasks import sample_chunk
 from planner.traces.models import Trace, read_upload
@@ -286,8 +286,15 @@ def forecast_with_history(policy, history, samples: int) -> Forecast:
         "pending": [{k: v for k, v in job.items() if k != "duration"} for job in SNAPSHOT["pending"]],
     }
     return start_forecast(
-        snapshot=pending_without_durations, policy=policy, history=history, samples=samples, seed=7,
-        arrivals="none", enqueue=False,
+        ForecastLaunch(
+            snapshot=pending_without_durations,
+            policy=policy,
+            history=history,
+            samples=samples,
+            seed=7,
+            arrivals="none",
+        ),
+        enqueue=False,
     )  # fmt: skip
 
 
@@ -370,7 +377,7 @@ def test_a_merge_that_breaks_fails_the_forecast_once_with_the_reason(policy, mon
         raise KeyError("p9")
 
     monkeypatch.setattr(launch, "merge_samples", broken)
-    forecast = start_forecast(snapshot=SNAPSHOT, policy=policy, samples=2, enqueue=False)
+    forecast = start_forecast(ForecastLaunch(snapshot=SNAPSHOT, policy=policy, samples=2), enqueue=False)
     run_chunks(forecast)
     forecast.refresh_from_db()
     assert (forecast.status, forecast.error) == ("failed", "merging the samples: KeyError: 'p9'")
@@ -403,7 +410,7 @@ def test_the_forecast_page_shows_finance_dollars_and_a_viewer_none(
 ):
     from django.test import Client
 
-    forecast = start_forecast(snapshot=SNAPSHOT, policy=policy, samples=2, enqueue=False)
+    forecast = start_forecast(ForecastLaunch(snapshot=SNAPSHOT, policy=policy, samples=2), enqueue=False)
     run_chunks(forecast)
     pages = {}
     for role in ("viewer", "finance"):
@@ -479,7 +486,7 @@ def test_the_django_admin_lists_a_forecast_and_its_chunks(policy, db):
     from django.contrib.auth.models import User
     from django.test import Client
 
-    forecast = start_forecast(snapshot=SNAPSHOT, policy=policy, samples=2, enqueue=False)
+    forecast = start_forecast(ForecastLaunch(snapshot=SNAPSHOT, policy=policy, samples=2), enqueue=False)
     run_chunks(forecast)
     client = Client()
     client.force_login(User.objects.create_superuser("root", password="root-password-123"))

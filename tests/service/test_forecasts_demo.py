@@ -121,13 +121,20 @@ def test_without_the_demo_the_page_says_how_to_load_it(user_with_role, db):
 
 
 def test_the_page_shows_progress_while_the_chunks_replay(user_with_role, db, demo_loaded, settings):
-    from planner.forecasts.launch import start_forecast
+    from planner.forecasts.launch import ForecastLaunch, start_forecast
     from planner.forecasts.tasks import sample_chunk
 
     settings.PLANNER_FORECAST_CHUNK_SAMPLES = 2
     pool = demo.demo_pool()
-    forecast = start_forecast(snapshot=pool.snapshot, policy=pool.policy, history=pool.history, samples=6,
-                              enqueue=False)  # fmt: skip
+    forecast = start_forecast(
+        ForecastLaunch(
+            snapshot=pool.snapshot,
+            policy=pool.policy,
+            history=pool.history,
+            samples=6,
+        ),
+        enqueue=False,
+    )  # fmt: skip
     sample_chunk.apply(args=[forecast.chunk_rows.order_by("index").first().pk])
     client = Client()
     client.force_login(user_with_role("waiting-viewer", "viewer"))

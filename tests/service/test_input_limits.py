@@ -12,7 +12,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import DataError
 
 from planner.studies import tasks as study_tasks
-from planner.studies.launch import launch_study
+from planner.studies.launch import StudyLaunch, launch_study
 from planner.studies.tasks import replay_run
 from planner.traces import models as trace_models
 from planner.traces.models import ParseStatus, Trace
@@ -83,7 +83,7 @@ def test_a_result_the_database_refuses_fails_the_run_at_once(
 ):
     settings.PLANNER_RUN_MAX_ATTEMPTS = 3
     with django_capture_on_commit_callbacks(execute=False):
-        run = launch_study(name="s", trace=aws_trace, policies=[aws_policy]).runs.get()
+        run = launch_study(StudyLaunch(name="s", trace=aws_trace, policies=[aws_policy])).runs.get()
     calls = []
 
     def refused(*args, **kwargs):

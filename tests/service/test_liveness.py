@@ -16,7 +16,7 @@ from contextlib import contextmanager
 import pytest
 
 from planner.studies import attempts, tasks
-from planner.studies.launch import launch_study
+from planner.studies.launch import StudyLaunch, launch_study
 from planner.studies.models import Run
 from planner.studies.tasks import replay_run
 from planner.traces.models import ParseStatus, Trace
@@ -55,7 +55,7 @@ def beats(monkeypatch) -> list[tuple[float, str]]:
 def run(aws_policy, aws_trace, django_capture_on_commit_callbacks, settings) -> Run:
     settings.PLANNER_HEARTBEAT_SECONDS = 0.05
     with django_capture_on_commit_callbacks(execute=False):
-        study = launch_study(name="s", trace=aws_trace, policies=[aws_policy])
+        study = launch_study(StudyLaunch(name="s", trace=aws_trace, policies=[aws_policy]))
     return study.runs.get()
 
 

@@ -11,7 +11,7 @@ from django.urls import reverse
 from planner.advisor.models import Sweep
 from planner.capacity.models import InstanceType, Policy, Pool
 from planner.reports.loops import KUEUE_WORDS, loop_warning
-from planner.studies.launch import launch_study
+from planner.studies.launch import StudyLaunch, launch_study
 from planner.studies.models import RunStatus
 from planner.traces.models import Trace
 from scheduling.advisor import point_from_metrics
@@ -66,7 +66,7 @@ def looping_study(eager_celery, django_capture_on_commit_callbacks):
         policies.append(Policy.create_from_dict(spec, pool=pool, name=f"loops-{name}"))
     trace = Trace.store(columns, name="loops-trace")
     with django_capture_on_commit_callbacks(execute=True):
-        study = launch_study(name="loops", trace=trace, policies=policies)
+        study = launch_study(StudyLaunch(name="loops", trace=trace, policies=policies))
     return study
 
 

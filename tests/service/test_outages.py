@@ -116,9 +116,9 @@ def test_the_reaper_path_leaves_runs_as_they_were_when_the_broker_refuses(aws_po
     # for the next sweep to send again (a short outage must not fail work already running).
     from django.db import transaction
 
-    from planner.studies.launch import enqueue_runs, launch_study
+    from planner.studies.launch import StudyLaunch, enqueue_runs, launch_study
 
-    study = launch_study(name="queued", trace=aws_trace, policies=[aws_policy], enqueue=False)
+    study = launch_study(StudyLaunch(name="queued", trace=aws_trace, policies=[aws_policy]), enqueue=False)
     run = study.runs.get()
     with broker_down(), pytest.raises(OperationalError), transaction.atomic():
         enqueue_runs([run.pk])

@@ -240,7 +240,7 @@ def test_lowering_the_pool_below_a_planned_quota_is_refused_on_the_row_that_tips
 def test_a_replayed_run_stores_the_steps_counts_cancellations_and_explains_them(
     aws_policy, aws_trace, eager_celery, django_capture_on_commit_callbacks
 ):
-    from planner.studies.launch import launch_study
+    from planner.studies.launch import StudyLaunch, launch_study
     from planner.studies.timeline import run_job_timeline
 
     # The AWS example (p3 on quota, p2 borrowing, q2 reclaims p2 at 10, p1 raised at 20 preempts
@@ -257,7 +257,7 @@ def test_a_replayed_run_stores_the_steps_counts_cancellations_and_explains_them(
     aws_policy.runnable_timeout_seconds = 100
     aws_policy.save()
     with django_capture_on_commit_callbacks(execute=True):
-        study = launch_study(name="shrinking", trace=aws_trace, policies=[aws_policy])
+        study = launch_study(StudyLaunch(name="shrinking", trace=aws_trace, policies=[aws_policy]))
     run = study.runs.get()
     run.refresh_from_db()
     summary = run.metrics["summary"]

@@ -13,7 +13,7 @@ from planner.capacity.models import InstanceType, Policy, Pool
 from planner.reports.comparison import RunColumn
 from planner.reports.variant_effects import Effect, ShareChange, variant_effects
 from planner.strict_json import strict_json
-from planner.studies.launch import launch_study
+from planner.studies.launch import StudyLaunch, launch_study
 from planner.studies.models import Run, RunStatus
 from planner.traces.models import Trace, read_upload
 from planner.web.variants import PRESETS, make_variant, presets_for, study_presets
@@ -148,7 +148,7 @@ def test_the_study_page_says_what_the_fallback_changes_for_each_team(db):
     variant = make_variant(policy, PRESETS["no-fallback"])
     columns = read_upload(io.BytesIO(TRACE_CSV), format="planner-csv")
     trace = Trace.store(columns, name="week")
-    study = launch_study(name="fallback", trace=trace, policies=[policy, variant], enqueue=False)
+    study = launch_study(StudyLaunch(name="fallback", trace=trace, policies=[policy, variant]), enqueue=False)
     for run in study.runs.all():
         result = replay(EnginePolicy.from_dict(run.policy_snapshot), columns)
         Run.objects.filter(pk=run.pk).update(status=RunStatus.SUCCEEDED, progress=1.0,

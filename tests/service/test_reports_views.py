@@ -17,7 +17,7 @@ from django.utils import timezone
 from planner.capacity.models import InstanceType, Policy, Pool
 from planner.demo.loader import full_pooling, no_preemption, static_split
 from planner.strict_json import strict_json
-from planner.studies.launch import launch_study
+from planner.studies.launch import StudyLaunch, launch_study
 from planner.studies.models import Run, RunStatus, Study
 from planner.traces.models import Trace
 from scheduling.engine import replay
@@ -46,7 +46,7 @@ def replayed_study(name: str = "demo", jobs: int = 2000, variants: int = 3) -> S
     for suffix, transform in VARIANTS[:variants]:
         policies.append(Policy.create_from_dict(transform(base), pool=pool, name=f"{name}-{suffix}"))
     trace = Trace.store(columns, name=f"{name}-trace")
-    study = launch_study(name=name, trace=trace, policies=policies, enqueue=False)
+    study = launch_study(StudyLaunch(name=name, trace=trace, policies=policies), enqueue=False)
     for run in study.runs.all():
         result = replay(EnginePolicy.from_dict(run.policy_snapshot), columns)
         Run.objects.filter(pk=run.pk).update(

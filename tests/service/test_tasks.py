@@ -7,7 +7,7 @@ import pytest
 from django.utils import timezone
 
 from planner.studies import tasks
-from planner.studies.launch import launch_study
+from planner.studies.launch import StudyLaunch, launch_study
 from planner.studies.models import Run
 from planner.studies.reaper import reap_stale_runs
 from planner.studies.tasks import claim_run, execute, replay_run
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.django_db
 def run(aws_policy, aws_trace, django_capture_on_commit_callbacks) -> Run:
     """A queued run whose task was not sent."""
     with django_capture_on_commit_callbacks(execute=False):
-        study = launch_study(name="s", trace=aws_trace, policies=[aws_policy])
+        study = launch_study(StudyLaunch(name="s", trace=aws_trace, policies=[aws_policy]))
     return study.runs.get()
 
 

@@ -18,7 +18,7 @@ from django.db import connection
 
 from planner.capacity.models import InstanceType, Policy, Pool, ShareSpec
 from planner.celery import app as celery_app
-from planner.studies.launch import launch_study
+from planner.studies.launch import StudyLaunch, launch_study
 from planner.studies.models import Run, Study
 from planner.studies.reaper import reap_stale_runs
 from planner.traces.models import Trace
@@ -145,7 +145,7 @@ def synthetic_study(jobs: int, variants: int) -> Study:
     )  # fmt: skip
     policies = [first] + [first.duplicate(f"demo-{tag}-{i}") for i in range(1, variants)]
     trace = Trace.store(columns, name=f"synthetic-{jobs}-{tag}")
-    return launch_study(name="spread", trace=trace, policies=policies)
+    return launch_study(StudyLaunch(name="spread", trace=trace, policies=policies))
 
 
 def wait_for(condition, timeout: float, what: str, poll: float = 0.1):

@@ -13,7 +13,7 @@ from rest_framework.response import Response
 
 from planner.advisor.api.serializers import KeepSerializer, SweepDetailSerializer, SweepSerializer
 from planner.advisor.front import sweep_rows
-from planner.advisor.launch import delete_sweep, keep_variant, start_sweep
+from planner.advisor.launch import SweepLaunch, delete_sweep, keep_variant, start_sweep
 from planner.advisor.models import Sweep
 from planner.studies.limits import HeavyTaskLimit
 
@@ -47,18 +47,8 @@ class SweepViewSet(
     def perform_create(self, serializer: SweepSerializer) -> None:
         data = serializer.validated_data
         try:
-            serializer.instance = start_sweep(
-                trace=data["trace"],
-                base_policy=data["base_policy"],
-                name=data.get("name", ""),
-                knobs=data.get("knobs") or {},
-                mode=data.get("mode", "grid"),
-                size=data.get("size", 50),
-                seed=data.get("seed", 0),
-                constraints=data.get("constraints") or [],
-                urgent_shares=data.get("urgent_shares") or [],
-                created_by=self.request.user,
-            )
+            launch = SweepLaunch.from_data(data, created_by=self.request.user)
+            serializer.instance = start_sweep(launch)
         except HeavyTaskLimit:
             raise  # 429 (planner.api.errors)
         except ValidationError as error:

@@ -16,7 +16,7 @@ from planner.calibration.api.serializers import (
     CalibrationSerializer,
     QuotaTableUploadSerializer,
 )
-from planner.calibration.launch import reap_stale_calibrations, start_calibration
+from planner.calibration.launch import CalibrationLaunch, reap_stale_calibrations, start_calibration
 from planner.calibration.models import Calibration
 from planner.calibration.quota_import import import_quota_table
 from planner.capacity.api.serializers import PolicySerializer
@@ -53,13 +53,8 @@ class CalibrationViewSet(
         return calibration
 
     def perform_create(self, serializer: CalibrationSerializer) -> None:
-        data = serializer.validated_data
-        serializer.instance = start_calibration(
-            trace=data["trace"],
-            policy=data["policy"],
-            note=data.get("note", ""),
-            created_by=self.request.user,
-        )
+        launch = CalibrationLaunch.from_data(serializer.validated_data, created_by=self.request.user)
+        serializer.instance = start_calibration(launch)
 
 
 class QuotaTableView(APIView):

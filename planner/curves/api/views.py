@@ -19,7 +19,14 @@ from planner.curves.api.serializers import (
     WorthSearchSerializer,
 )
 from planner.curves.figures import search_view
-from planner.curves.launch import reap_curves, reap_searches, start_curve, start_search
+from planner.curves.launch import (
+    CurveLaunch,
+    SearchLaunch,
+    reap_curves,
+    reap_searches,
+    start_curve,
+    start_search,
+)
 from planner.curves.models import CapacityCurve, WorthSearch
 from planner.studies.limits import HeavyTaskLimit
 
@@ -54,18 +61,9 @@ class CurveViewSet(_Base):
     def perform_create(self, serializer: CurveSerializer) -> None:
         data = serializer.validated_data
         try:
-            serializer.instance = start_curve(
-                trace=data["trace"],
-                policies=data["policies"],
-                name=data.get("name", ""),
-                mode=data.get("mode", "proportional"),
-                instance_type=data.get("instance_type", ""),
-                factors=data.get("factors") or [],
-                sizes=data.get("sizes") or [],
-                urgent_shares=data.get("urgent_shares") or [],
-                plans=_plans(data.get("plans") or [], data["policies"]),
-                created_by=self.request.user,
-            )
+            plans = _plans(data.get("plans") or [], data["policies"])
+            launch = CurveLaunch.from_data(data, plans=plans, created_by=self.request.user)
+            serializer.instance = start_curve(launch)
         except HeavyTaskLimit:
             raise  # 429 (planner.api.errors)
         except ValidationError as error:
@@ -117,21 +115,8 @@ class WorthSearchViewSet(_Base):
     def perform_create(self, serializer: WorthSearchSerializer) -> None:
         data = serializer.validated_data
         try:
-            serializer.instance = start_search(
-                trace=data["trace"],
-                policy_a=data["policy_a"],
-                policy_b=data["policy_b"],
-                name=data.get("name", ""),
-                metric=data.get("metric", "share_p95"),
-                urgent_shares=data.get("urgent_shares") or [],
-                tolerance_seconds=data.get("tolerance_seconds", 60),
-                tolerance_percent=data.get("tolerance_percent", 2),
-                mode=data.get("mode", "proportional"),
-                instance_type=data.get("instance_type", ""),
-                upper=data.get("upper", 0),
-                parallel=data.get("parallel", 3),
-                created_by=self.request.user,
-            )
+            launch = SearchLaunch.from_data(data, created_by=self.request.user)
+            serializer.instance = start_search(launch)
         except HeavyTaskLimit:
             raise  # 429 (planner.api.errors)
         except ValidationError as error:

@@ -21,7 +21,7 @@ from planner.forecasts.api.serializers import (
     ForecastJobSerializer,
     ForecastSerializer,
 )
-from planner.forecasts.launch import reap_forecasts, start_forecast
+from planner.forecasts.launch import ForecastLaunch, reap_forecasts, start_forecast
 from planner.forecasts.models import Forecast, ForecastJob, Source
 from planner.studies.models import RunStatus
 
@@ -69,19 +69,8 @@ class ForecastViewSet(
     def perform_create(self, serializer: ForecastSerializer) -> None:
         data = serializer.validated_data
         try:
-            serializer.instance = start_forecast(
-                snapshot=data["snapshot"],
-                snapshot_format=data.get("snapshot_format", "auto"),
-                policy=data["policy"],
-                history=data.get("history"),
-                samples=data.get("samples", 200),
-                seed=data.get("seed", 0),
-                arrivals=data.get("arrivals"),
-                horizon_days=data.get("horizon_days", 30.0),
-                name=data.get("name", ""),
-                source=Source.API,
-                created_by=self.request.user,
-            )
+            launch = ForecastLaunch.from_data(data, source=Source.API, created_by=self.request.user)
+            serializer.instance = start_forecast(launch)
         except ValidationError as error:
             raise ApiValidationError(
                 {("non_field_errors" if k == "__all__" else k): v for k, v in error.message_dict.items()}

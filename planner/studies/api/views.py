@@ -18,7 +18,7 @@ from planner.accounts.permissions import IsFinanceReader
 from planner.reports.jobs import search_payload
 from planner.studies.api.serializers import RunDetailSerializer, RunSerializer, StudySerializer
 from planner.studies.jobs import NoJobIndex, job_finder
-from planner.studies.launch import launch_study
+from planner.studies.launch import StudyLaunch, launch_study
 from planner.studies.models import Run, RunStatus, Study
 from planner.studies.reaper import reap_stale_runs
 from planner.studies.timeline import NoTimeline, run_job_timeline
@@ -106,15 +106,8 @@ class StudyViewSet(
         return Response({"study": study.pk, "run": run.pk, "policy": run.policy_name, **payload})
 
     def perform_create(self, serializer: StudySerializer) -> None:
-        data = serializer.validated_data
-        serializer.instance = launch_study(
-            name=data["name"],
-            description=data.get("description", ""),
-            trace=data["trace"],
-            policies=data["policies"],
-            baseline=data.get("baseline"),
-            created_by=self.request.user,
-        )
+        launch = StudyLaunch.from_data(serializer.validated_data, created_by=self.request.user)
+        serializer.instance = launch_study(launch)
 
 
 def finished_metrics(run: Run) -> dict:

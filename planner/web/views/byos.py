@@ -24,11 +24,11 @@ from django.core.exceptions import RequestDataTooBig, ValidationError
 from django.shortcuts import redirect, render
 from django.urls import reverse
 
-from planner.calibration.launch import start_calibration
+from planner.calibration.launch import CalibrationLaunch, start_calibration
 from planner.calibration.models import Calibration
 from planner.capacity.models import Policy
 from planner.exports.importing import store_imported_policy
-from planner.studies.launch import launch_study
+from planner.studies.launch import StudyLaunch, launch_study
 from planner.studies.models import Study
 from planner.traces.models import Trace
 from planner.web.access import editor_required
@@ -378,10 +378,12 @@ def _calibrate(request, state: dict, forms_by_step: dict):
         return flow_url(state)
     try:
         calibration = start_calibration(
-            trace=state["trace"],
-            policy=state["policy"],
-            created_by=request.user,
-            note=f"The configuration imported from {SCHEDULERS[state['scheduler']]['label']}.",
+            CalibrationLaunch(
+                trace=state["trace"],
+                policy=state["policy"],
+                created_by=request.user,
+                note=f"The configuration imported from {SCHEDULERS[state['scheduler']]['label']}.",
+            ),
         )
     except ValidationError as error:
         messages.error(request, " ".join(error.messages))
@@ -398,14 +400,16 @@ def _study(request, state: dict, forms_by_step: dict):
         presets = study_presets(base, state["trace"])
         variants = [make_variant(base, preset) for preset in presets]
         study = launch_study(
-            name=f"{base.name}: as configured and its presets",
-            trace=state["trace"],
-            policies=[base, *variants],
-            baseline=base,
-            description=f"The policy imported from {SCHEDULERS[state['scheduler']]['label']} against "
-            + ", ".join(preset.label for preset in presets)
-            + ".",
-            created_by=request.user,
+            StudyLaunch(
+                name=f"{base.name}: as configured and its presets",
+                trace=state["trace"],
+                policies=[base, *variants],
+                baseline=base,
+                description=f"The policy imported from {SCHEDULERS[state['scheduler']]['label']} against "
+                + ", ".join(preset.label for preset in presets)
+                + ".",
+                created_by=request.user,
+            ),
         )
     except ValidationError as error:
         messages.error(request, " ".join(error.messages))

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from django.urls import Resolver404, resolve
 
 from planner.studies.models import Run, RunStatus, Study
-from planner.web.views.find_job import searchable_studies
+from planner.web.listing import searchable_studies
 
 STUDIES_LOOKED_AT = 20  # the newest studies searched for one with prices
 FORECASTS_PATH = "/forecasts/"

@@ -10,8 +10,7 @@ from planner.capacity.models import Pool, PoolCapacity
 from planner.studies.models import Study
 from planner.traces.models import Trace
 from planner.web.access import reader_required
-from planner.web.listing import listed_policy_count, listed_studies
-from planner.web.views.find_job import searchable_studies
+from planner.web.listing import listed_policy_count, listed_studies, searchable_studies
 from planner.web.views.first_screens import forecasts_url, newest_priced_study
 from planner.web.views.headline import headlines
 

@@ -1,24 +1,28 @@
-"""Studies: the list with each run's progress (refreshed while runs are going), and the form that
-launches one through ``planner.studies.launch`` (the API's path); the comparison page itself is
-``planner.reports`` at /studies/<id>/."""
+"""Studies: the list with each run's progress (refreshed while runs are going), the form that
+launches one through ``planner.studies.launch`` (the API's path), and the menu's "Find a job". The
+comparison page itself is ``planner.reports`` at /studies/<id>/."""
 
 from __future__ import annotations
+
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
+from django.urls import reverse
 
 from planner.capacity.models import Policy
-from planner.studies.launch import launch_study
+from planner.studies.forms import StudyForm
+from planner.studies.launch import StudyLaunch, launch_study
 from planner.studies.models import FINISHED, Study
 from planner.web.access import editor_required, reader_required
-from planner.web.forms import StudyForm
-from planner.web.listing import listed_studies
+from planner.web.listing import listed_studies, searchable_studies
 from planner.web.query import query_id, query_ids
 from planner.web.views.headline import headlines, study_url
 
 STUDIES_PER_PAGE = 25
+STUDIES_OFFERED = 50  # by Find a job
 
 
 @reader_required
@@ -27,7 +31,7 @@ def study_list(request):
     page = Paginator(studies, STUDIES_PER_PAGE).get_page(request.GET.get("page"))
     rows = headlines(page.object_list)
     working = any(policy.status not in FINISHED for item, _ in rows for policy in item.policies)
-    return render(request, "web/study_list.html", {"rows": rows, "working": working, "page": page})
+    return render(request, "studies/list.html", {"rows": rows, "working": working, "page": page})
 
 
 @editor_required
@@ -35,23 +39,16 @@ def study_new(request):
     if request.method == "POST":
         form = StudyForm(request.POST)
         if form.is_valid():
-            data = form.cleaned_data
-            chosen = list(data["policies"])
+            chosen = list(form.cleaned_data["policies"])
+            launch = StudyLaunch.from_data(form.cleaned_data, policies=chosen, created_by=request.user)
             try:
-                study = launch_study(
-                    name=data["name"].strip(),
-                    description=data["description"],
-                    trace=data["trace"],
-                    policies=chosen,
-                    baseline=data["baseline"],
-                    created_by=request.user,
-                )
+                study = launch_study(launch)
             except ValidationError as error:
                 form.place(error)
             else:
                 messages.success(request, f"Study {study.name} started: {len(chosen)} replays queued.")
                 return redirect(study_url(study.pk))
-        return render(request, "web/study_new.html", {"form": form}, status=400)
+        return render(request, "studies/new.html", {"form": form}, status=400)
     initial: dict = {}
     if query_id(request.GET, "trace"):
         initial["trace"] = query_id(request.GET, "trace")
@@ -66,4 +63,22 @@ def study_new(request):
             Policy.objects.filter(parent_id__in=related).values_list("pk", flat=True)
         )
         initial["baseline"] = chosen[0]
-    return render(request, "web/study_new.html", {"form": StudyForm(initial=initial)})
+    return render(request, "studies/new.html", {"form": StudyForm(initial=initial)})
+
+
+
+# -- find a job --------------------------------------------------------------------------------
+# Pick the study (the newest one with a finished replay is chosen) and type a job id, user or name;
+# the study's own job finder (``reports:study-jobs``) answers. Without a study yet, the page says
+# what to do instead of being a dead end.
+
+
+@reader_required
+def find_job(request):
+    studies = list(searchable_studies()[:STUDIES_OFFERED])
+    chosen = request.GET.get("study", "")
+    query = request.GET.get("q", "").strip()[:200]
+    if chosen.isdigit() and any(study.pk == int(chosen) for study in studies):
+        target = reverse("reports:study-jobs", args=[int(chosen)])
+        return redirect(f"{target}?{urlencode({'q': query})}" if query else target)
+    return render(request, "studies/find_job.html", {"studies": studies, "q": query})

@@ -14,11 +14,11 @@ from django.urls import reverse
 
 from planner.accounts.permissions import can_edit
 from planner.studies.models import Study
+from planner.traces.forms import MAPPING_FIELDS, TraceUploadForm
 from planner.traces.models import ParseStatus, Trace, check_options, read_upload, receive_upload
 from planner.traces.tasks import reap_stale_parses
 from planner.web import charts
 from planner.web.access import editor_required, reader_required
-from planner.web.forms import MAPPING_FIELDS, TraceUploadForm
 from planner.web.views.headline import study_url
 from scheduling.errors import InputError
 from scheduling.traces.mapping import IMPORTERS, columns, importer, preview, trace_rows
@@ -35,7 +35,7 @@ def trace_list(request):
     uploads = Trace.objects.exclude(status=ParseStatus.SUCCEEDED).defer("summary")
     if not can_edit(request.user):
         uploads = uploads.none()
-    return render(request, "web/trace_list.html", {"traces": traces, "uploads": uploads})
+    return render(request, "traces/list.html", {"traces": traces, "uploads": uploads})
 
 
 def error_field(error: InputError) -> str:
@@ -90,18 +90,18 @@ def trace_upload(request):
     preview_result = None
     if request.method != "POST":
         form = TraceUploadForm()
-        return render(request, "web/trace_upload.html", {"form": form, "importers": IMPORTERS})
+        return render(request, "traces/upload.html", {"form": form, "importers": IMPORTERS})
     limit = settings.PLANNER_MAX_UPLOAD_BYTES
     declared = int(request.META.get("CONTENT_LENGTH") or 0)
     if declared > limit + 64 * 1024:  # refused before reading the body
         form = refused_form(f"the upload is {declared:,} bytes: the limit is {limit:,}", 413)
-        return render(request, "web/trace_upload.html", {"form": form, "importers": IMPORTERS}, status=413)
+        return render(request, "traces/upload.html", {"form": form, "importers": IMPORTERS}, status=413)
     try:
         wants_preview = request.POST.get("action") == "preview"
         form = TraceUploadForm(request.POST, request.FILES, preview=wants_preview)
     except RequestDataTooBig as error:  # stopped while streaming in (planner.traces.uploads)
         form = refused_form(str(error), 413)
-        return render(request, "web/trace_upload.html", {"form": form, "importers": IMPORTERS}, status=413)
+        return render(request, "traces/upload.html", {"form": form, "importers": IMPORTERS}, status=413)
     too_large = False
     if form.is_valid():
         upload = form.cleaned_data["file"]
@@ -133,7 +133,7 @@ def trace_upload(request):
     status = 200 if form.is_valid() else (413 if too_large else 400)
     return render(
         request,
-        "web/trace_upload.html",
+        "traces/upload.html",
         {"form": form, "importers": IMPORTERS, "preview": preview_result, "previewed": wants_preview},
         status=status,
     )
@@ -273,7 +273,7 @@ def trace_detail(request, pk: int):
     if not trace.ready:
         return render(
             request,
-            "web/trace_parsing.html",
+            "traces/parsing.html",
             {"trace": trace, "api_url": reverse("trace-detail", args=[trace.pk])},
         )
     summary = trace.summary or {}
@@ -286,7 +286,7 @@ def trace_detail(request, pk: int):
         share["color"] = colors[share["name"]]
     return render(
         request,
-        "web/trace_detail.html",
+        "traces/detail.html",
         {
             "trace": trace,
             "summary": summary,

@@ -1,0 +1,1 @@
+"""REST API of the commons app: serializers, views and routes."""
