@@ -15,7 +15,7 @@ target into one change.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
@@ -41,6 +41,7 @@ from scheduling.model import (
     parse_policy,
     share_dict,
 )
+from scheduling.model import Cohort as EngineCohort
 from scheduling.model import Policy as EnginePolicy
 from scheduling.model import Share as EngineShare
 
@@ -160,6 +161,7 @@ class ShareSpec:
     # as the policy JSON writes it (None: Kueue's defaults).
     flavor_order: list[str] | None = None
     flavor_fungibility: dict[str, str] | None = None
+    cohort: str | None = None  # section 13: the cohort it is in (None: the root)
 
     @classmethod
     def from_engine(cls, share: EngineShare, type_order: list[str] | None = None) -> ShareSpec:
@@ -180,6 +182,7 @@ class ShareSpec:
             fair_weight=share.fair_weight,
             flavor_order=order,
             flavor_fungibility=engine_dict.get("flavor_fungibility"),
+            cohort=share.cohort,
         )
 
     def type_names(self) -> set[str]:
@@ -206,7 +209,63 @@ class ShareSpec:
             out["flavor_order"] = list(self.flavor_order)
         if self.flavor_fungibility:
             out["flavor_fungibility"] = dict(self.flavor_fungibility)
+        if self.cohort:
+            out["cohort"] = self.cohort
         return out
+
+
+@dataclass
+class CohortSpec:
+    """A cohort as the engine sees it (SEMANTICS.md section 13): the proposed state of one cohort
+    during an edit. ``parent`` None is the root."""
+
+    name: str
+    parent: str | None = None
+    capacity: dict[str, int] = field(default_factory=dict)
+    borrowing_limit: dict[str, int] | None = None
+    lending_limit: dict[str, int] | None = None
+    fair_weight: float = 1.0
+
+    @classmethod
+    def from_engine(cls, cohort: EngineCohort) -> CohortSpec:
+        return cls(
+            name=cohort.name,
+            parent=cohort.parent,
+            capacity=dict(cohort.capacity),
+            borrowing_limit=dict(cohort.borrowing_limit) if cohort.borrowing_limit else None,
+            lending_limit=dict(cohort.lending_limit) if cohort.lending_limit else None,
+            fair_weight=cohort.fair_weight,
+        )
+
+    def type_names(self) -> set[str]:
+        """Every instance type this cohort has a quota or a limit of."""
+        return set(self.capacity) | set(self.borrowing_limit or {}) | set(self.lending_limit or {})
+
+    def to_dict(self) -> dict:
+        out: dict = {"name": self.name}
+        if self.parent:
+            out["parent"] = self.parent
+        out["capacity"] = dict(self.capacity)
+        if self.borrowing_limit:
+            out["borrowing_limit"] = dict(self.borrowing_limit)
+        if self.lending_limit:
+            out["lending_limit"] = dict(self.lending_limit)
+        if self.fair_weight != 1:
+            out["fair_weight"] = self.fair_weight
+        return out
+
+
+def renamed_in_tree(
+    cohorts: list[CohortSpec], shares: list[ShareSpec], old: str, new: str
+) -> tuple[list[CohortSpec], list[ShareSpec]]:
+    """The tree with cohort ``old`` called ``new`` wherever a cohort or share names it as parent
+    (what a rename in the editor means: its children follow it)."""
+    if old == new:
+        return cohorts, shares
+    return (
+        [replace(c, parent=new) if c.parent == old else c for c in cohorts],
+        [replace(s, cohort=new) if s.cohort == old else s for s in shares],
+    )
 
 
 @dataclass(frozen=True)
@@ -298,6 +357,16 @@ SHARE_FIELD_OF = {
     "fair_weight": "fair_weight",
     "flavor_order": "flavor_order",
     "flavor_fungibility": "flavor_fungibility",
+    "cohort": "cohort",
+}
+# Which cohort form field an engine field path points at (after ``cohorts[i].``).
+COHORT_FIELD_OF = {
+    "name": "name",
+    "parent": "parent",
+    "capacity": "capacity",
+    "borrowing_limit": "borrowing_limit",
+    "lending_limit": "lending_limit",
+    "fair_weight": "fair_weight",
 }
 # The policy's own fields an engine field path can name (the rest go to the whole policy).
 POLICY_FIELD_OF = {
@@ -371,8 +440,21 @@ class Policy(models.Model):
     # -- the engine's view --------------------------------------------------------------
 
     def share_specs(self) -> list[ShareSpec]:
-        shares = self.shares.prefetch_related("limits__instance_type").order_by("position", "id")
+        shares = (
+            self.shares.select_related("cohort")
+            .prefetch_related("limits__instance_type")
+            .order_by("position", "id")
+        )
         return [share.spec() for share in shares]
+
+    def cohort_specs(self) -> list[CohortSpec]:
+        """The stored tree of cohorts (section 13), in their order; empty for a flat policy."""
+        if self.pk is None:
+            return []
+        cohorts = Cohort.objects.filter(policy_id=self.pk).select_related("parent").prefetch_related(
+            "limits__instance_type"
+        )
+        return [cohort.spec() for cohort in cohorts]
 
     def change_specs(self, renamed: Mapping[str, str] | None = None) -> list[ChangeSpec]:
         """The stored calendar rows in their order; ``renamed`` maps a share's stored name to the
@@ -408,10 +490,13 @@ class Policy(models.Model):
         shares: Iterable[ShareSpec] | None = None,
         capacity: Mapping[str, int] | None = None,
         changes: Iterable[ChangeSpec] | None = None,
+        cohorts: Iterable[CohortSpec] | None = None,
     ) -> dict:
-        """The SEMANTICS.md policy JSON (sections 7-10), optionally with proposed shares, capacity
-        or calendar."""
-        return self._policy_dict_and_origins(shares=shares, capacity=capacity, changes=changes)[0]
+        """The SEMANTICS.md policy JSON (sections 7-10 and 13), optionally with proposed shares,
+        capacity, calendar or tree of cohorts."""
+        return self._policy_dict_and_origins(
+            shares=shares, capacity=capacity, changes=changes, cohorts=cohorts
+        )[0]
 
     def _policy_dict_and_origins(
         self,
@@ -419,14 +504,17 @@ class Policy(models.Model):
         shares: Iterable[ShareSpec] | None = None,
         capacity: Mapping[str, int] | None = None,
         changes: Iterable[ChangeSpec] | None = None,
+        cohorts: Iterable[CohortSpec] | None = None,
     ) -> tuple[dict, list[dict[str, int]]]:
         capacity = dict(capacity) if capacity is not None else self.pool.capacity_dict()
         specs = list(shares) if shares is not None else self.share_specs()
         calendar = list(changes) if changes is not None else self.change_specs()
+        tree = list(cohorts) if cohorts is not None else self.cohort_specs()
         type_names = set(capacity) | {row.instance_type for row in calendar}
         for spec in specs:
-            type_names |= set(spec.capacity) | set(spec.borrowing_limit or {}) | set(spec.lending_limit or {})
-            type_names |= set(spec.flavor_order or ())
+            type_names |= spec.type_names() | set(spec.flavor_order or ())
+        for cohort in tree:
+            type_names |= cohort.type_names()
         known = {t.name: t for t in InstanceType.objects.filter(name__in=type_names)}
         change_dicts, origins = changes_to_dicts(calendar)
         data = {
@@ -443,6 +531,8 @@ class Policy(models.Model):
         }
         if change_dicts:
             data["changes"] = change_dicts
+        if tree:
+            data["cohorts"] = [cohort.to_dict() for cohort in tree]
         return data, origins
 
     def validate_with(
@@ -451,21 +541,26 @@ class Policy(models.Model):
         shares: list[ShareSpec] | None = None,
         capacity: Mapping[str, int] | None = None,
         changes: list[ChangeSpec] | None = None,
+        cohorts: list[CohortSpec] | None = None,
         overrides: Mapping | None = None,
         edited_share: int | None = None,
+        edited_cohort: int | None = None,
         error_field: str | None = None,
     ) -> EnginePolicy:
         """Validate the policy as it would be after an edit; the engine's parser decides.
 
         ``edited_share`` is the index (in ``shares``) of the share being edited: errors about
-        it are reported on its own fields. An error about the calendar is a CalendarError naming
+        it are reported on its own fields, and so are those about ``edited_cohort`` (its index in
+        ``cohorts``). An error about the calendar is a CalendarError naming
         the row (in ``changes``, or the stored rows). Other errors go to ``error_field`` (or the
         whole object when None). ``overrides`` replaces top-level keys of the policy JSON with what
         a caller sent as is (the API's ``fair_sharing`` or ``changes``): the engine parses them.
         Raises django ValidationError.
         """
         calendar = list(changes) if changes is not None else self.change_specs()
-        data, origins = self._policy_dict_and_origins(shares=shares, capacity=capacity, changes=calendar)
+        data, origins = self._policy_dict_and_origins(
+            shares=shares, capacity=capacity, changes=calendar, cohorts=cohorts
+        )
         for key, value in (overrides or {}).items():
             if value is None:
                 data.pop(key, None)
@@ -476,7 +571,9 @@ class Policy(models.Model):
         except InputError as error:
             if (error.field or "").startswith("changes[") and "changes" not in (overrides or {}):
                 raise calendar_error(error, calendar, origins, error_field=error_field) from None
-            raise validation_error(error, data, edited_share=edited_share, error_field=error_field) from None
+            raise validation_error(
+                error, data, edited_share=edited_share, edited_cohort=edited_cohort, error_field=error_field
+            ) from None
 
     @transaction.atomic
     def add_training_plan(self, plan: TrainingPlan) -> list[ChangeSpec]:
@@ -534,10 +631,11 @@ class Policy(models.Model):
             parent=parent,
         )
         specs = [ShareSpec.from_engine(share, engine.types_in_order(share.name)) for share in engine.shares]
+        tree = [CohortSpec.from_engine(cohort) for cohort in engine.cohorts]
         calendar = change_specs_of(engine)
-        policy.validate_with(shares=specs, changes=calendar)
+        policy.validate_with(shares=specs, changes=calendar, cohorts=tree)
         policy.save()
-        policy.replace_shares(specs)
+        policy.replace_shares(specs, cohorts=tree)
         policy.replace_changes(calendar)
         return policy
 
@@ -545,9 +643,8 @@ class Policy(models.Model):
 
     @transaction.atomic
     def duplicate(self, name: str, description: str | None = None) -> Policy:
-        """A copy with every share and limit, remembering this policy as its parent."""
-        """A copy with every share, limit, setting and calendar row, remembering this policy as
-        its parent. A stored policy the engine now refuses (a calendar stored before a rule held:
+        """A copy with every share, limit, cohort, setting and calendar row, remembering this
+        policy as its parent. A stored policy the engine now refuses (a calendar stored before a rule held:
         a change before 1970) is not copied: ValidationError saying why."""
         try:
             self.engine_policy()
@@ -562,28 +659,23 @@ class Policy(models.Model):
             parent=self,
             **{key: getattr(self, key) for key in POLICY_SETTINGS},
         )
-        calendar = self.change_specs()
-        for share in self.shares.prefetch_related("limits").order_by("position", "id"):
-            limits = list(share.limits.all())
-            share.pk = None
-            share.policy = copy
-            share.save()
-            for limit in limits:
-                limit.pk = None
-                limit.share = share
-                limit.save()
-        copy.replace_changes(calendar)
+        copy.replace_shares(self.share_specs(), cohorts=self.cohort_specs())
+        copy.replace_changes(self.change_specs())
         return copy
 
     @transaction.atomic
-    def replace_shares(self, specs: list[ShareSpec]) -> None:
-        """Store ``specs`` as this policy's shares (call ``validate_with(shares=specs)`` first).
+    def replace_shares(self, specs: list[ShareSpec], cohorts: list[CohortSpec] | None = None) -> None:
+        """Store ``specs`` as this policy's shares, and ``cohorts`` (when given) as its tree (call
+        ``validate_with(shares=specs, cohorts=cohorts)`` first).
 
         In two bulk inserts (shares, then their per-type rows): a policy of hundreds of shares is
         stored in a few queries, not three per share. Calendar rows of shares that keep their name
         stay; those of shares gone go with them."""
         calendar = self.change_specs()
         self.shares.all().delete()
+        if cohorts is not None:
+            self.replace_cohorts(cohorts)
+        stored = {cohort.name: cohort for cohort in self.cohorts.all()}
         shares = Share.objects.bulk_create(
             [
                 Share(
@@ -596,6 +688,7 @@ class Policy(models.Model):
                     fair_weight=spec.fair_weight,
                     flavor_order=spec.flavor_order,
                     flavor_fungibility=spec.flavor_fungibility,
+                    cohort=stored[spec.cohort] if spec.cohort else None,
                     position=position,
                 )
                 for position, spec in enumerate(specs)
@@ -608,6 +701,33 @@ class Policy(models.Model):
         )
         kept = {spec.name for spec in specs}
         self.replace_changes([row for row in calendar if row.share is None or row.share in kept])
+
+    @transaction.atomic
+    def replace_cohorts(self, specs: list[CohortSpec]) -> None:
+        """Store ``specs`` as this policy's tree of cohorts (call ``validate_with(cohorts=specs)``
+        first). Shares stay in the cohort of their name; a share whose cohort is gone is at the root."""
+        members = dict(self.shares.filter(cohort__isnull=False).values_list("pk", "cohort__name"))
+        self.cohorts.all().delete()
+        cohorts = Cohort.objects.bulk_create(
+            Cohort(policy=self, name=spec.name, fair_weight=spec.fair_weight, position=position)
+            for position, spec in enumerate(specs)
+        )
+        by_name = {cohort.name: cohort for cohort in cohorts}
+        for cohort, spec in zip(cohorts, specs, strict=True):
+            cohort.parent = by_name.get(spec.parent) if spec.parent else None
+        Cohort.objects.bulk_update(cohorts, ["parent"])
+        names = {name for spec in specs for name in spec.type_names()}
+        types = {t.name: t for t in InstanceType.objects.filter(name__in=names)}
+        CohortLimit.objects.bulk_create(
+            [
+                row
+                for cohort, spec in zip(cohorts, specs, strict=True)
+                for row in cohort.limit_rows(spec, types)
+            ]
+        )
+        for share_pk, name in members.items():
+            if name in by_name:
+                Share.objects.filter(pk=share_pk).update(cohort=by_name[name])
 
     @transaction.atomic
     def replace_changes(self, specs: list[ChangeSpec]) -> None:
@@ -628,28 +748,47 @@ class Policy(models.Model):
 
 
 def validation_error(
-    error: InputError, data: Mapping, *, edited_share: int | None, error_field: str | None
+    error: InputError,
+    data: Mapping,
+    *,
+    edited_share: int | None,
+    error_field: str | None,
+    edited_cohort: int | None = None,
 ) -> ValidationError:
-    """Map an engine field path (``shares[1].capacity.gpu``, ``capacity.gpu``) to a form field."""
+    """Map an engine field path (``shares[1].capacity.gpu``, ``cohorts[0].parent``,
+    ``capacity.gpu``) to a form field: the edited share's or cohort's own field, else a message
+    naming the share or cohort and its field (under ``cohorts`` for a cohort)."""
     path = error.field or ""
     message = error.reason
-    if path.startswith("shares[") and "]" in path:
-        index = int(path[len("shares[") : path.index("]")])
+    nodes = (("share", edited_share, SHARE_FIELD_OF), ("cohort", edited_cohort, COHORT_FIELD_OF))
+    for kind, edited, fields in nodes:
+        prefix = f"{kind}s["
+        if not (path.startswith(prefix) and "]" in path):
+            continue
+        index = int(path[len(prefix) : path.index("]")])
         rest = path[path.index("]") + 1 :].lstrip(".")
         top, _, type_name = rest.partition(".")
-        if index == edited_share:
+        items = data.get(f"{kind}s") or []
+        name = items[index].get("name", f"#{index + 1}") if index < len(items) else f"#{index + 1}"
+        # The tree's validator says whose problem it is ("cohort b: ..."): the field says it here.
+        message = message.removeprefix(f"{kind} {name}: ").removeprefix(f"{kind} {name!r}: ")
+        if index == edited:
             detail = f"{type_name}: {message}" if type_name else message
-            return ValidationError({SHARE_FIELD_OF.get(top, error_field or "__all__"): detail})
-        shares = data.get("shares") or []
-        name = shares[index].get("name", f"#{index + 1}") if index < len(shares) else f"#{index + 1}"
-        message = f"share {name}, {rest}: {message}" if rest else f"share {name}: {message}"
-    elif path.startswith("capacity") and edited_share is not None and error_field is None:
-        # Quotas adding up to more than the pool: the edited share's quota is what tipped it.
-        return ValidationError({"capacity": message})
-    elif path.split(".")[0] in POLICY_FIELD_OF and edited_share is None:
-        return ValidationError({POLICY_FIELD_OF[path.split(".")[0]]: message})
-    elif path:
-        message = f"{path}: {message}"
+            return ValidationError({fields.get(top.split("[")[0], error_field or "__all__"): detail})
+        message = f"{kind} {name}, {rest}: {message}" if rest else f"{kind} {name}: {message}"
+        if kind == "cohort":
+            return ValidationError({"cohorts": message})
+        break
+    else:
+        if path.startswith("capacity") and edited_share is not None and error_field is None:
+            # Quotas adding up to more than the pool: the edited share's quota is what tipped it.
+            return ValidationError({"capacity": message})
+        if path.startswith("capacity") and edited_cohort is not None:
+            return ValidationError({"capacity": message})  # the same, for the edited cohort
+        if path.split(".")[0] in POLICY_FIELD_OF and edited_share is None:
+            return ValidationError({POLICY_FIELD_OF[path.split(".")[0]]: message})
+        if path:
+            message = f"{path}: {message}"
     if error_field:
         return ValidationError({error_field: message})
     return ValidationError(message)
@@ -721,6 +860,14 @@ class Share(models.Model):
         null=True, blank=True,
         help_text="Kueue flavorFungibility: when_can_borrow, when_can_preempt, preference",
     )
+    cohort = models.ForeignKey(
+        "Cohort",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="shares",
+        help_text="the cohort it is in (section 13); empty: the root",
+    )
     position = models.PositiveIntegerField(default=0, help_text="order of the share in the policy")
 
     class Meta:
@@ -749,6 +896,7 @@ class Share(models.Model):
             fair_weight=self.fair_weight,
             flavor_order=self.flavor_order,
             flavor_fungibility=self.flavor_fungibility,
+            cohort=self.cohort.name if self.cohort_id else None,
         )
 
     def check_in_policy(self, spec: ShareSpec) -> EnginePolicy:
@@ -771,6 +919,8 @@ class Share(models.Model):
     def clean(self) -> None:
         if self.policy_id is None:
             return
+        if self.cohort_id is not None and self.cohort.policy_id != self.policy_id:
+            raise ValidationError({"cohort": "a share's cohort must be a cohort of its own policy"})
         self.check_in_policy(self.spec())
 
     def limit_rows(self, spec: ShareSpec, types: Mapping[str, InstanceType]) -> list[ShareLimit]:
@@ -785,6 +935,19 @@ class Share(models.Model):
             )
             for type_name in sorted(spec.type_names())
         ]
+
+    def apply(self, spec: ShareSpec) -> None:
+        """Set this share's own fields (not its per-type rows: ``set_limits``) from ``spec``, its
+        cohort found by name in its policy; not saved, not validated here."""
+        self.name = spec.name
+        self.strategy = spec.strategy
+        self.borrow_limit_percent = spec.borrow_limit_percent
+        self.in_share_preemption = spec.in_share_preemption
+        self.reclaim = spec.reclaim
+        self.fair_weight = spec.fair_weight
+        self.flavor_order = spec.flavor_order
+        self.flavor_fungibility = spec.flavor_fungibility
+        self.cohort = Cohort.objects.get(policy_id=self.policy_id, name=spec.cohort) if spec.cohort else None
 
     def set_limits(self, spec: ShareSpec) -> None:
         """Store the per-type quota and limits of ``spec`` (instance types by name)."""
@@ -835,6 +998,94 @@ class ShareLimit(models.Model):
 
     def __str__(self) -> str:
         return f"{self.share}: {self.quota} x {self.instance_type}"
+
+
+class Cohort(models.Model):
+    """A Kueue Cohort in a policy's tree (SEMANTICS.md section 13): its own quota and limits per
+    type in ``CohortLimit`` rows, a parent cohort of the same policy (empty: the root), and a fair
+    weight. The tree is checked as a whole, with the policy, by ``Policy.validate_with(cohorts=...)``."""
+
+    policy = models.ForeignKey(Policy, on_delete=models.CASCADE, related_name="cohorts")
+    name = models.CharField(max_length=100, validators=[validate_name])
+    parent = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="children",
+        help_text="the cohort it is in (same policy); empty: the root",
+    )
+    fair_weight = models.FloatField(
+        default=1, help_text="Kueue fairSharing.weight of its subtree (only used with fair sharing on)"
+    )
+    position = models.PositiveIntegerField(default=0, help_text="order of the cohort in the policy")
+
+    class Meta:
+        ordering = ["policy", "position", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["policy", "name"], name="unique_cohort_name_per_policy")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.policy} / cohort {self.name}"
+
+    def spec(self) -> CohortSpec:
+        rows = list(self.limits.all()) if self.pk else []
+        borrowing = {r.instance_type.name: r.borrowing_limit for r in rows if r.borrowing_limit is not None}
+        lending = {r.instance_type.name: r.lending_limit for r in rows if r.lending_limit is not None}
+        return CohortSpec(
+            name=self.name,
+            parent=self.parent.name if self.parent_id else None,
+            capacity={r.instance_type.name: r.quota for r in rows},
+            borrowing_limit=borrowing or None,
+            lending_limit=lending or None,
+            fair_weight=self.fair_weight,
+        )
+
+    def clean(self) -> None:
+        if self.parent_id is not None and self.parent.policy_id != self.policy_id:
+            raise ValidationError({"parent": "a cohort's parent must be a cohort of the same policy"})
+
+    def limit_rows(self, spec: CohortSpec, types: Mapping[str, InstanceType]) -> list[CohortLimit]:
+        """The unsaved CohortLimit rows of ``spec`` for this (saved) cohort."""
+        return [
+            CohortLimit(
+                cohort=self,
+                instance_type=types[type_name],
+                quota=spec.capacity.get(type_name, 0),
+                borrowing_limit=(spec.borrowing_limit or {}).get(type_name),
+                lending_limit=(spec.lending_limit or {}).get(type_name),
+            )
+            for type_name in sorted(spec.type_names())
+        ]
+
+
+class CohortLimit(models.Model):
+    """A cohort's numbers for one instance type: its own quota, and optional limits on what its
+    subtree borrows from its parent and lends to it."""
+
+    cohort = models.ForeignKey(Cohort, on_delete=models.CASCADE, related_name="limits")
+    instance_type = models.ForeignKey(InstanceType, on_delete=models.PROTECT, related_name="cohort_limits")
+    quota = models.PositiveIntegerField(
+        default=0, validators=[validate_instance_count], help_text="the cohort's own nominal quota"
+    )
+    borrowing_limit = models.PositiveIntegerField(
+        null=True, blank=True, validators=[validate_instance_count],
+        help_text="at most this many instances its subtree borrows above its subtree quota; empty = no limit",
+    )
+    lending_limit = models.PositiveIntegerField(
+        null=True, blank=True, validators=[validate_instance_count],
+        help_text="at most this many of its subtree's quota lent to its parent; empty = all",
+    )
+
+    class Meta:
+        ordering = ["cohort", "instance_type__name"]
+        constraints = [
+            models.UniqueConstraint(fields=["cohort", "instance_type"], name="unique_cohort_limit_per_type")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.cohort}: {self.quota} x {self.instance_type}"
 
 
 class CalendarChange(models.Model):

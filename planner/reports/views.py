@@ -37,6 +37,7 @@ from planner.reports.finance import (
     finance_report,
 )
 from planner.reports.loops import loop_warnings
+from planner.reports.variant_effects import variant_effects
 from planner.reports.window import window_note
 from planner.studies.attempts import silence_note
 from planner.studies.models import Run, RunStatus, Study
@@ -150,8 +151,10 @@ def study_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "failed": [run for run in runs if run.status == RunStatus.FAILED],
     }
     if finished:
-        columns = run_columns(study, first_screen_runs(study), request.user)
+        screen = first_screen_runs(study)
+        columns = run_columns(study, screen, request.user)
         context.update(_comparison_context(request, study, columns, context["failed"]))
+        context["variant_effects"] = variant_effects(columns, {run.pk: run.policy_snapshot for run in screen})
         context["loop_warnings"] = loop_warnings((c.name, c.metrics.get("summary")) for c in columns)
     return render(request, "reports/study.html", context)
 

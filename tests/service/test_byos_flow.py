@@ -15,6 +15,7 @@ from planner.calibration.models import Calibration
 from planner.capacity.models import Policy, Pool
 from planner.studies.models import Study
 from planner.traces.models import Trace
+from planner.web.variants import study_presets
 from tests.service.conftest import make_user
 from tests.uploads import upload_trace
 
@@ -197,8 +198,14 @@ def test_the_page_walks_a_sample_pair(
     with django_capture_on_commit_callbacks(execute=True):
         response = admin_browser.post(here, {"step": "study"})
     study = Study.objects.get()
-    # the policy as configured and its three presets, each replayed
-    assert study.runs.count() == 4
+    # the policy as configured and its presets, each replayed: the usual three, flattened for a policy
+    # with a tree, and not "no fallback": each job of the samples ran on one type, so it changes nothing
+    labels = [preset.label for preset in study_presets(policy, trace)]
+    assert labels[:3] == ["static split", "full pooling", "preemption off"]
+    assert "no fallback" not in labels and ("flattened" in labels) == policy.cohorts.exists()
+    assert sorted(run.policy_name for run in study.runs.all()) == sorted(
+        [policy.name] + [f"{policy.name} ({label})" for label in labels]
+    )
     page = admin_browser.get(response["Location"])
     assert page.status_code == 200
     text = page.content.decode()

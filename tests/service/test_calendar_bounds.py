@@ -11,7 +11,7 @@ import pytest
 from django.test import Client
 
 from planner.capacity.models import CalendarChange, ChangeSpec, Policy
-from planner.web.views.policies import CALENDAR_ROWS_SHOWN
+from planner.capacity.views.context import CALENDAR_ROWS_SHOWN
 from scheduling.export.kueue import ANNOTATION_CHANGES
 from scheduling.model import MAX_CHANGES
 from tests.service.conftest import AWS_TYPE, make_user

@@ -1,7 +1,9 @@
 """Instance types, pools, policies and shares as JSON. Per-type numbers are objects keyed by
 instance type name (``{"ml.g5.xlarge": 2}``), as in the policy JSON of SEMANTICS.md; so are a
-policy's ``fair_sharing``, ``changes`` and ``runnable_timeout_seconds`` (sections 8-10). Every
-write is checked by the engine's validator through the models (``Policy.validate_with``)."""
+policy's ``fair_sharing``, ``changes``, ``runnable_timeout_seconds`` and ``cohorts`` (sections
+8-10 and 13) and a share's ``flavor_order``, ``flavor_fungibility`` and ``cohort`` (sections 12
+and 13). Every write is checked by the engine's validator through the models
+(``Policy.validate_with``): nothing is stored unless the whole policy is valid."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from rest_framework import serializers
 from planner.api.errors import as_drf
 from planner.capacity.models import (
     DEFAULT_FAIR_STRATEGIES,
+    CohortSpec,
     InstanceType,
     Policy,
     Pool,
@@ -134,6 +137,21 @@ class ShareFieldsSerializer(serializers.Serializer):
         help_text=f"Kueue fairSharing.weight: 0, or {MIN_FAIR_WEIGHT:g} to {MAX_FAIR_WEIGHT:,g}; "
         "only used with the policy's fair sharing on",
     )
+    # Sections 12 and 13, as the policy JSON has them: the engine's parser checks them.
+    flavor_order = serializers.JSONField(
+        required=False, allow_null=True, default=None,
+        help_text="instance types in the order its jobs of several types try them (docs/semantics.md "
+        "section 12); null: the policy's order",
+    )
+    flavor_fungibility = serializers.JSONField(
+        required=False, allow_null=True, default=None,
+        help_text='Kueue flavorFungibility: {"when_can_borrow", "when_can_preempt", "preference"}; null: '
+        "Kueue's defaults",
+    )
+    cohort = serializers.CharField(
+        required=False, allow_null=True, default=None, max_length=100,
+        help_text="the cohort it is in (docs/semantics.md section 13); null: the root",
+    )
 
 
 def share_representation(share: Share) -> dict:
@@ -142,6 +160,9 @@ def share_representation(share: Share) -> dict:
         "capacity": spec.capacity,
         "borrowing_limit": spec.borrowing_limit,
         "lending_limit": spec.lending_limit,
+        "flavor_order": spec.flavor_order,
+        "flavor_fungibility": spec.flavor_fungibility,
+        "cohort": spec.cohort,
     }
 
 
@@ -171,8 +192,8 @@ class PolicyShareSerializer(ShareFieldsSerializer):
         }
 
 
-# The keys of sections 8 and 9 the API takes as in the policy JSON; the engine parses them.
-RAW_POLICY_KEYS = ("fair_sharing", "changes")
+# The keys of sections 8, 9 and 13 the API takes as in the policy JSON; the engine parses them.
+RAW_POLICY_KEYS = ("fair_sharing", "changes", "cohorts")
 
 
 class PolicySerializer(serializers.ModelSerializer):
@@ -189,6 +210,11 @@ class PolicySerializer(serializers.ModelSerializer):
         help_text="the calendar (docs/semantics.md section 9): [{time, capacity}, {time, share, capacity}]; "
         "times in seconds or ISO-8601; replaces every change when given",
     )
+    cohorts = serializers.JSONField(
+        required=False,
+        help_text="the tree of cohorts (docs/semantics.md section 13): [{name, parent, capacity, "
+        "borrowing_limit, lending_limit, fair_weight}]; replaces the tree when given ([]: flat)",
+    )
 
     class Meta:
         model = Policy
@@ -203,6 +229,7 @@ class PolicySerializer(serializers.ModelSerializer):
             "runnable_timeout_seconds",
             "parent",
             "shares",
+            "cohorts",
             "changes",
             "created_at",
             "updated_at",
@@ -213,11 +240,14 @@ class PolicySerializer(serializers.ModelSerializer):
         data = super().to_representation(policy)
         data["shares"] = [
             PolicyShareSerializer().to_representation(share)
-            for share in policy.shares.order_by("position", "id").prefetch_related("limits__instance_type")
+            for share in policy.shares.order_by("position", "id")
+            .select_related("cohort")
+            .prefetch_related("limits__instance_type")
         ]
         exported = policy.to_policy_dict()
         data["fair_sharing"] = exported.get("fair_sharing")
         data["changes"] = exported.get("changes", [])
+        data["cohorts"] = exported.get("cohorts", [])
         return data
 
     def validate(self, attrs: dict) -> dict:
@@ -238,6 +268,8 @@ class PolicySerializer(serializers.ModelSerializer):
                      f"{MAX_CHANGES:,}"}
                 )
             check_type_names(_change_type_names(raw["changes"]), "changes")
+        if raw.get("cohorts") is not None:
+            check_type_names(_cohort_type_names(raw["cohorts"]), "cohorts")
         policy = Policy(pk=self.instance.pk if self.instance else None)
         if self.instance is not None:
             for field in (
@@ -271,14 +303,17 @@ class PolicySerializer(serializers.ModelSerializer):
             )
         if "changes" in raw:
             attrs["calendar"] = change_specs_of(engine)
+        if "cohorts" in raw:
+            attrs["tree"] = [CohortSpec.from_engine(cohort) for cohort in engine.cohorts]
         return attrs
 
     @transaction.atomic
     def create(self, validated: dict) -> Policy:
         shares = validated.pop("shares")
         calendar = validated.pop("calendar", [])
+        tree = validated.pop("tree", [])
         policy = Policy.objects.create(**validated)
-        policy.replace_shares([spec_of(share) for share in shares])
+        policy.replace_shares([spec_of(share) for share in shares], cohorts=tree)
         policy.replace_changes(calendar)
         return policy
 
@@ -286,9 +321,12 @@ class PolicySerializer(serializers.ModelSerializer):
     def update(self, policy: Policy, validated: dict) -> Policy:
         shares = validated.pop("shares", None)
         calendar = validated.pop("calendar", None)
+        tree = validated.pop("tree", None)
         policy = super().update(policy, validated)
         if shares is not None:
-            policy.replace_shares([spec_of(share) for share in shares])
+            policy.replace_shares([spec_of(share) for share in shares], cohorts=tree)
+        elif tree is not None:
+            policy.replace_cohorts(tree)
         if calendar is not None:
             policy.replace_changes(calendar)
         return policy
@@ -331,6 +369,17 @@ def _change_type_names(changes) -> set[str]:
         capacity = change.get("capacity") if isinstance(change, dict) else None
         if isinstance(capacity, dict):
             names |= {name for name in capacity if isinstance(name, str)}
+    return names
+
+
+def _cohort_type_names(cohorts) -> set[str]:
+    """The instance types a raw ``cohorts`` list names (the engine says what else is wrong)."""
+    names: set[str] = set()
+    for cohort in cohorts if isinstance(cohorts, list) else []:
+        for key in ("capacity", "borrowing_limit", "lending_limit"):
+            table = cohort.get(key) if isinstance(cohort, dict) else None
+            if isinstance(table, dict):
+                names |= {name for name in table if isinstance(name, str)}
     return names
 
 
@@ -407,6 +456,9 @@ class ShareSerializer(ShareFieldsSerializer, serializers.ModelSerializer):
             "borrowing_limit",
             "lending_limit",
             "fair_weight",
+            "flavor_order",
+            "flavor_fungibility",
+            "cohort",
         ]
 
     def to_representation(self, share: Share) -> dict:
@@ -456,28 +508,18 @@ class ShareSerializer(ShareFieldsSerializer, serializers.ModelSerializer):
     @transaction.atomic
     def create(self, validated: dict) -> Share:
         spec = validated.pop("spec")
-        share = Share.objects.create(
-            policy=validated["policy"],
-            position=validated.get("position", validated["policy"].shares.count()),
-            name=spec.name,
-            strategy=spec.strategy,
-            borrow_limit_percent=spec.borrow_limit_percent,
-            in_share_preemption=spec.in_share_preemption,
-            reclaim=spec.reclaim,
-            fair_weight=spec.fair_weight,
+        share = Share(
+            policy=validated["policy"], position=validated.get("position", validated["policy"].shares.count())
         )
+        share.apply(spec)
+        share.save()
         share.set_limits(spec)
         return share
 
     @transaction.atomic
     def update(self, share: Share, validated: dict) -> Share:
         spec = validated.pop("spec")
-        share.name = spec.name
-        share.strategy = spec.strategy
-        share.borrow_limit_percent = spec.borrow_limit_percent
-        share.in_share_preemption = spec.in_share_preemption
-        share.reclaim = spec.reclaim
-        share.fair_weight = spec.fair_weight
+        share.apply(spec)
         share.position = validated.get("position", share.position)
         share.save()
         share.set_limits(spec)

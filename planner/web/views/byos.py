@@ -33,7 +33,7 @@ from planner.studies.models import Study
 from planner.traces.models import Trace
 from planner.web.access import editor_required
 from planner.web.query import query_id
-from planner.web.variants import PRESETS, make_variant
+from planner.web.variants import make_variant, study_presets
 from planner.web.views.headline import study_url
 from scheduling.errors import InputError
 from scheduling.export.configuration import read_configuration_files
@@ -66,7 +66,6 @@ SCHEDULERS = {
         "sample_history": "samples/kueue/workloads.json",
     },
 }
-STUDY_PRESETS = ("static-split", "full-pooling", "preemption-off")
 PREVIEW_ROWS = 10
 
 
@@ -233,7 +232,7 @@ def _context(request, state: dict, forms_by_step: dict, preview: dict | None) ->
         "calibration_blocks": _calibration_blocks(calibration),
         "runs": runs,
         "study_link": study_url(study.pk) if study else None,
-        "presets": [PRESETS[key] for key in STUDY_PRESETS],
+        "presets": study_presets(state["policy"], state["trace"]),
         "here": flow_url(state),
         "working": (calibration is not None and not calibration.finished)
         or any(run.status not in ("succeeded", "failed") for run in runs),
@@ -398,7 +397,8 @@ def _study(request, state: dict, forms_by_step: dict):
         return flow_url(state)
     base = state["policy"]
     try:
-        variants = [make_variant(base, PRESETS[key]) for key in STUDY_PRESETS]
+        presets = study_presets(base, state["trace"])
+        variants = [make_variant(base, preset) for preset in presets]
         study = launch_study(
             StudyLaunch(
                 name=f"{base.name}: as configured and its presets",
@@ -406,7 +406,7 @@ def _study(request, state: dict, forms_by_step: dict):
                 policies=[base, *variants],
                 baseline=base,
                 description=f"The policy imported from {SCHEDULERS[state['scheduler']]['label']} against "
-                + ", ".join(PRESETS[key].label for key in STUDY_PRESETS)
+                + ", ".join(preset.label for preset in presets)
                 + ".",
                 created_by=request.user,
             ),
