@@ -34,9 +34,6 @@ SHELL_APPS = {"web", "reports", "api", "accounts", "exports", "demo"}
 API_MODULES = ("__init__.py", "serializers.py", "views.py", "urls.py")
 # What the site shell keeps in planner/web/views: it routes no app's own pages.
 SHELL_PAGES = {"__init__", "overview", "first_screens", "headline", "docs", "byos"}
-# Pages not moved into their app yet: app -> its module still in planner/web/views. The entry goes
-# once the module has moved (test_pages_still_in_web_are_still_there says when).
-PAGES_STILL_IN_WEB = {"capacity": "policies"}
 
 
 def apps() -> list[str]:
@@ -70,7 +67,7 @@ def test_a_domain_app_has_its_api_package(name):
     assert not missing, f"planner/{name}/api/ lacks {', '.join(missing)}"
 
 
-@pytest.mark.parametrize("name", [name for name in domain_apps() if name not in PAGES_STILL_IN_WEB])
+@pytest.mark.parametrize("name", domain_apps())
 def test_a_domain_app_holds_its_pages_and_their_routes(name):
     app = PLANNER / name
     assert has_pages(app), f"planner/{name} has no views.py: its pages belong in the app"
@@ -79,16 +76,9 @@ def test_a_domain_app_holds_its_pages_and_their_routes(name):
         assert (app / "forms.py").exists(), f"planner/{name}'s pages take input but it has no forms.py"
 
 
-@pytest.mark.parametrize(("name", "module"), sorted(PAGES_STILL_IN_WEB.items()))
-def test_pages_still_in_web_are_still_there(name, module):
-    # Once the pages have moved, the exemption above must go so the app is checked like the others.
-    assert (PLANNER / "web" / "views" / f"{module}.py").exists(), f"drop {name} from PAGES_STILL_IN_WEB"
-    assert not has_pages(PLANNER / name), f"planner/{name} has its pages now: drop it from PAGES_STILL_IN_WEB"
-
-
 def test_the_site_shell_routes_no_app_pages():
     kept = {path.stem for path in (PLANNER / "web" / "views").glob("*.py")}
-    strays = kept - SHELL_PAGES - set(PAGES_STILL_IN_WEB.values())
+    strays = kept - SHELL_PAGES
     assert not strays, f"planner/web/views holds app pages: {sorted(strays)}; move them into their apps"
 
 
