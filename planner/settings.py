@@ -352,6 +352,9 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # the stale limit has lost its worker and is re-enqueued (or failed after the last attempt).
 PLANNER_HEARTBEAT_SECONDS = env_float("PLANNER_HEARTBEAT_SECONDS", 2.0)
 PLANNER_HEARTBEAT_STALE_SECONDS = env_float("PLANNER_HEARTBEAT_STALE_SECONDS", 120.0)
+# A stale attempt is only started again once its process is gone: one on another host is asked
+# through Celery's remote control, and no answer within this many seconds counts as dead.
+PLANNER_WORKER_PING_SECONDS = env_float("PLANNER_WORKER_PING_SECONDS", 1.0)
 PLANNER_RUN_MAX_ATTEMPTS = env_int("PLANNER_RUN_MAX_ATTEMPTS", 3)
 PLANNER_RETRY_DELAY_SECONDS = env_float("PLANNER_RETRY_DELAY_SECONDS", 10.0)
 # Studies (and sweeps), curves, worth searches and calibrations a user may have queued or running

@@ -43,6 +43,9 @@ class Calibration(models.Model):
     error = models.TextField(blank=True)
     attempts = models.PositiveIntegerField(default=0)
     worker = models.CharField(max_length=255, blank=True)
+    worker_process = models.JSONField(
+        null=True, blank=True, help_text="the process computing the attempt (planner.studies.liveness)"
+    )
     heartbeat = models.DateTimeField(null=True, blank=True)
     metrics = models.JSONField(null=True, blank=True)
     summary = models.JSONField(null=True, blank=True, help_text="see calibration_summary")

@@ -115,6 +115,9 @@ class ForecastChunk(models.Model):
     error = models.TextField(blank=True)
     attempts = models.PositiveIntegerField(default=0)
     worker = models.CharField(max_length=255, blank=True)
+    worker_process = models.JSONField(
+        null=True, blank=True, help_text="the process computing the attempt (planner.studies.liveness)"
+    )
     heartbeat = models.DateTimeField(null=True, blank=True)
     starts = models.JSONField(null=True, blank=True, help_text="SampleStarts.to_json()")
     created_at = models.DateTimeField(auto_now_add=True)

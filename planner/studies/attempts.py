@@ -21,6 +21,7 @@ from django.db import DatabaseError, DataError, close_old_connections, connectio
 from django.db.models import Q
 from django.utils import timezone
 
+from planner.studies.liveness import Liveness, WorkerProcess
 from planner.studies.models import RunStatus
 from scheduling.errors import InputError
 
@@ -31,15 +32,26 @@ class Superseded(Exception):
     """Another attempt took the row over (this one was presumed dead): stop computing."""
 
 
-def claim(model: type[models.Model], pk: int, worker: str) -> tuple[int | None, bool]:
-    """Take a row for this worker. Returns ``(attempt, busy)``: ``attempt`` is None when there is
-    nothing to do, and ``busy`` says another live attempt is computing it right now."""
+def claim(
+    model: type[models.Model], pk: int, worker: str, process: WorkerProcess | None = None
+) -> tuple[int | None, bool]:
+    """Take a row for this worker (``process`` is the one that will compute it). Returns
+    ``(attempt, busy)``: ``attempt`` is None when there is nothing to do, and ``busy`` says another
+    live attempt is computing it right now (it beats, or its process still runs)."""
     now = timezone.now()
+    seen = model.objects.filter(pk=pk).only("status", "heartbeat", "attempts", "worker_process").first()
+    # Judged before the lock: asking another host's worker takes up to a second.
+    live_attempt = None
+    stale = seen is not None and seen.heartbeat_is_stale(now)
+    if stale and Liveness().judge(seen.worker_process).alive is not False:
+        live_attempt = seen.attempts
     with transaction.atomic():
         row = model.objects.select_for_update().filter(pk=pk).first()
         if row is None or row.finished:
             return None, False
-        if row.status == RunStatus.RUNNING and not row.heartbeat_is_stale(now):
+        if row.status == RunStatus.RUNNING and (
+            not row.heartbeat_is_stale(now) or row.attempts == live_attempt
+        ):
             return None, True
         if row.attempts >= settings.PLANNER_RUN_MAX_ATTEMPTS:
             last = f" (last: {row.error})" if row.error else ""
@@ -51,10 +63,15 @@ def claim(model: type[models.Model], pk: int, worker: str) -> tuple[int | None, 
         row.status = RunStatus.RUNNING
         row.attempts += 1
         row.worker = worker
+        row.worker_process = process.record() if process else None
         row.heartbeat = now
         row.started_at = now
         row.progress = 0
-        row.save(update_fields=["status", "attempts", "worker", "heartbeat", "started_at", "progress"])
+        row.save(
+            update_fields=[
+                "status", "attempts", "worker", "worker_process", "heartbeat", "started_at", "progress"
+            ]
+        )  # fmt: skip
         return row.attempts, False
 
 
@@ -81,9 +98,11 @@ class Heartbeat:
     The heartbeat and the latest progress are written every ``interval`` seconds, from two places:
     the computing thread itself, whenever the engine's progress callback (``report``) or the code
     between phases (``check``) calls in and a beat is due, and a background thread for the phases
-    that call nothing (reading files, numpy, I/O). The first is what liveness rests on: compiled
-    code (the replay engine) never lets another thread take the GIL, so the background thread
-    alone went silent for minutes and a live run was reaped beside its own second attempt.
+    that call nothing (reading files, numpy, I/O). The first is what the heartbeat rests on:
+    compiled code (the replay engine) never lets another thread take the GIL, so the background
+    thread alone went silent for minutes. A pass that calls nothing back for longer than the stale
+    limit still goes silent: the reaper then asks whether the attempt's process lives
+    (``planner.studies.liveness``) before it starts another.
 
     A beat that finds the row gone from this attempt (another attempt took it over, or the row was
     deleted with its study, curve or trace) marks it superseded, and the next ``report`` or
@@ -162,7 +181,9 @@ def run_attempt(task, model: type[models.Model], pk: int, execute: Callable[[int
     name = model._meta.model_name
     if not task.request.is_eager:
         close_old_connections()
-    attempt, busy = claim(model, pk, worker=task.request.hostname or "eager")
+    node = task.request.hostname or ""
+    process = WorkerProcess.current(node=node, task=task.request.id or "")
+    attempt, busy = claim(model, pk, worker=node or "eager", process=process)
     if attempt is None:
         if busy and not task.request.is_eager:
             # A redelivery while another attempt still beats: look again once it could be stale.
@@ -195,8 +216,8 @@ def run_attempt(task, model: type[models.Model], pk: int, execute: Callable[[int
 def silence_note(row, now=None) -> str:
     """Words for a row still "running" whose worker has not beaten for several heartbeats: since
     when, and when the reaper will send it again (or fail it, after the last attempt) if the
-    silence goes on. Empty while the worker answers. Pages show it so that a killed worker is not
-    two minutes of a plain "running"."""
+    silence goes on and its process has ended (a live one is waited for). Empty while the worker
+    answers. Pages show it so that a killed worker is not two minutes of a plain "running"."""
     if row.status != RunStatus.RUNNING or row.heartbeat is None:
         return ""
     now = now or timezone.now()
@@ -213,27 +234,40 @@ def silence_note(row, now=None) -> str:
         else f"it goes back to the queue at {at:%H:%M:%S} UTC for attempt {row.attempts + 1} of "
         f"{settings.PLANNER_RUN_MAX_ATTEMPTS}"
     )
-    return f"{worker} stopped answering {silent:.0f} s ago; unless it answers again, {then}."
+    return (
+        f"{worker} stopped answering {silent:.0f} s ago; unless it answers again, {then}, "
+        "if its process has ended by then."
+    )
 
 
 def reap_stale(
     rows: models.QuerySet, enqueue: Callable[[Iterable[int]], None], now=None
 ) -> dict[str, list[int]]:
-    """Rows among ``rows`` still "running" whose heartbeat is stale (their worker died) are sent
-    again with ``enqueue``, or failed with the reason once their attempts are used up. A row that
-    beat or changed meanwhile is left alone (every update is conditional on what was read)."""
+    """Rows among ``rows`` still "running" whose heartbeat is stale and whose process is gone (their
+    worker died) are sent again with ``enqueue``, or failed with the reason once their attempts are
+    used up. A stale row whose process still runs (one long compiled pass calls nothing back) is
+    left alone: an attempt is never started while the previous one lives. A row that beat or
+    changed meanwhile is left alone too (every update is conditional on what was read)."""
     now = now or timezone.now()
     stale_before = now - timedelta(seconds=settings.PLANNER_HEARTBEAT_STALE_SECONDS)
     candidates = rows.filter(status=RunStatus.RUNNING).filter(
         Q(heartbeat__lt=stale_before) | Q(heartbeat__isnull=True)
     )
+    liveness = Liveness()
     outcome: dict[str, list[int]] = {"requeued": [], "failed": []}
     for row in candidates:
+        verdict = liveness.judge(row.worker_process)
+        if verdict.alive is not False:
+            name = rows.model._meta.model_name
+            logger.info("%s %s: heartbeat stale, not reaped: %s", name, row.pk, verdict.words)
+            continue
         silent = (
             f"no heartbeat from {row.worker or 'its worker'} since {row.heartbeat:%Y-%m-%d %H:%M:%S} UTC"
             if row.heartbeat
             else "its worker never reported"
         )
+        if verdict.words:
+            silent += f" and {verdict.words}"
         same = rows.model.objects.filter(
             pk=row.pk, status=RunStatus.RUNNING, attempts=row.attempts, heartbeat=row.heartbeat
         )

@@ -119,6 +119,9 @@ class Run(models.Model):
     error = models.TextField(blank=True)
     attempts = models.PositiveIntegerField(default=0)
     worker = models.CharField(max_length=255, blank=True, help_text="the worker that ran the last attempt")
+    worker_process = models.JSONField(
+        null=True, blank=True, help_text="the process computing the attempt (planner.studies.liveness)"
+    )
     heartbeat = models.DateTimeField(null=True, blank=True)
     metrics = models.JSONField(null=True, blank=True)
     summary = models.JSONField(

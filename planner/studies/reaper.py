@@ -1,5 +1,6 @@
-"""Runs whose worker died: a running run whose heartbeat is stale is re-enqueued, or failed
-with the reason once its attempts are used up. Never stuck "running" forever.
+"""Runs whose worker died: a running run whose heartbeat is stale and whose process is gone is
+re-enqueued, or failed with the reason once its attempts are used up. Never stuck "running" while
+nothing computes it, and never started again while its process lives (``attempts.reap_stale``).
 
 Called by ``manage.py reap_runs``, by every worker when it starts, and when a study is read.
 """

@@ -128,6 +128,9 @@ class Trace(models.Model):
     error_field = models.CharField(max_length=200, blank=True)
     attempts = models.PositiveIntegerField(default=0)
     worker = models.CharField(max_length=255, blank=True)
+    worker_process = models.JSONField(
+        null=True, blank=True, help_text="the process computing the attempt (planner.studies.liveness)"
+    )
     heartbeat = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

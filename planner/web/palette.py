@@ -33,7 +33,7 @@ from planner.web.charts import PALETTE, name_slot
 RECHECK_SECONDS = 5.0  # outside requests (workers, shells), how long an assignment is trusted
 
 _lock = threading.Lock()
-_state: dict = {"groups": None, "checked": 0.0}
+_state: dict = {"groups": None, "colors": None, "checked": 0.0}
 
 
 @lru_cache(maxsize=8)
@@ -81,11 +81,21 @@ def _read_groups() -> tuple[tuple[str, ...], ...]:
 
 def site_groups() -> tuple[tuple[str, ...], ...]:
     """The groups of names the site knows, re-read when the last read is stale."""
+    return _known()[0]
+
+
+def _known() -> tuple[tuple[tuple[str, ...], ...], dict[str, str]]:
+    """The site's groups and their colours, read again when forgotten or stale. The state is read
+    once, into locals: another thread's request may forget it meanwhile (``forget`` takes no lock),
+    and returning ``_state`` afterwards gave None (a 500 under load)."""
     with _lock:
-        if _state["groups"] is None or time.monotonic() - _state["checked"] > RECHECK_SECONDS:
-            _state["groups"] = _read_groups()
+        known = _state["groups"], _state["colors"]
+        if known[0] is None or known[1] is None or time.monotonic() - _state["checked"] > RECHECK_SECONDS:
+            groups = _read_groups()
+            known = groups, assign(groups)
+            _state["groups"], _state["colors"] = known
             _state["checked"] = time.monotonic()
-        return _state["groups"]
+        return known
 
 
 def forget(*args, **kwargs) -> None:
@@ -96,7 +106,7 @@ def forget(*args, **kwargs) -> None:
 def share_colors(names: Iterable[str]) -> dict[str, str]:
     """The site's colour of each name; names it does not know get colours the others lack."""
     wanted = sorted({str(name) for name in names})
-    known = assign(site_groups())
+    known = _known()[1]  # assigned once per read of the groups, not once per name coloured
     colors = {name: known[name] for name in wanted if name in known}
     unknown = [name for name in wanted if name not in known]
     if unknown:

@@ -71,20 +71,45 @@
     return Plotly.relayout(element, update).then(function () { return clearTitle(element, pass + 1); });
   }
 
-  function drawCharts(root) {
-    var elements = (root || document).querySelectorAll("[data-plotly]");
-    elements.forEach(function (element) {
-      if (element.dataset.drawn === "yes") return;
-      var source = document.getElementById(element.dataset.plotly);
-      if (!source || typeof Plotly === "undefined") return;
-      var figure = JSON.parse(source.textContent);
-      figure.layout._entries = figure.data.filter(function (t) { return t.showlegend !== false; }).length;
-      fitNarrow(figure.layout, element.clientWidth || window.innerWidth);
-      delete figure.layout._entries;
-      Plotly.newPlot(element, figure.data, figure.layout, PLOT_CONFIG).then(function (gd) { return clearTitle(gd); }).then(function () {
-        element.dataset.drawn = "yes";
+  // Plotly (4.8 MB) is fetched only by a page that has a chart to draw, once: the page names its
+  // address (<meta name="planner-plotly">, base.html), so pages without charts never load it.
+  var plotlyReady = null;
+
+  function withPlotly(then) {
+    if (typeof Plotly !== "undefined") { then(); return; }
+    if (!plotlyReady) {
+      var meta = document.querySelector('meta[name="planner-plotly"]');
+      plotlyReady = new Promise(function (resolve, reject) {
+        if (!meta) { reject(new Error("no Plotly address")); return; }
+        var script = document.createElement("script");
+        script.src = meta.content;
+        script.onload = resolve;
+        script.onerror = function () { plotlyReady = null; reject(new Error("Plotly did not load")); };
+        document.head.appendChild(script);
       });
+    }
+    plotlyReady.then(then, function () {});
+  }
+
+  function drawChart(element) {
+    var source = document.getElementById(element.dataset.plotly);
+    var figure = JSON.parse(source.textContent);
+    figure.layout._entries = figure.data.filter(function (t) { return t.showlegend !== false; }).length;
+    fitNarrow(figure.layout, element.clientWidth || window.innerWidth);
+    delete figure.layout._entries;
+    Plotly.newPlot(element, figure.data, figure.layout, PLOT_CONFIG).then(function (gd) { return clearTitle(gd); }).then(function () {
+      element.dataset.drawn = "yes";
     });
+  }
+
+  function drawCharts(root) {
+    var waiting = Array.prototype.filter.call((root || document).querySelectorAll("[data-plotly]"), function (element) {
+      // A folded chart's figure (reports.js) is in the page only once its section was opened.
+      return !element.dataset.drawn && document.getElementById(element.dataset.plotly);
+    });
+    if (!waiting.length) return;
+    waiting.forEach(function (element) { element.dataset.drawn = "waiting"; });
+    withPlotly(function () { waiting.forEach(drawChart); });
   }
 
   // -- tables ------------------------------------------------------------------------------

@@ -70,3 +70,24 @@ def test_time_axes_are_dates_for_real_times_and_hours_otherwise():
     hours, title = charts.time_axis([100.0, 3700.0, 7300.0], epoch_times=False)
     assert hours == [0.0, 1.0, 2.0] and title == "hours since the trace's start"
     assert charts.gpus_text(1) == "1 GPU" and charts.gpus_text(1560) == "1,560 GPUs"
+
+
+def test_a_request_that_forgets_the_colours_meanwhile_leaves_none_to_another(monkeypatch):
+    """Every request forgets the site's groups as it begins, without the lock. A thread that had just
+    read them returned what the other had forgotten: None, and the job finder answered 500 under the
+    load test (50 users)."""
+    import time
+
+    real = time.monotonic
+
+    def another_request_begins() -> float:  # called between storing the groups and returning them
+        palette.forget()
+        return real()
+
+    palette.forget()
+    monkeypatch.setattr(palette, "_read_groups", lambda: (("a", "b"),))
+    monkeypatch.setattr(time, "monotonic", another_request_begins)
+    assert palette.site_groups() == (("a", "b"),)
+    assert palette.share_color("a") != palette.share_color("b")
+    monkeypatch.setattr(time, "monotonic", real)
+    palette.forget()

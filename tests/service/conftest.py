@@ -4,6 +4,7 @@ SEMANTICS.md section 4, users of each role with API clients, and Celery in eager
 from __future__ import annotations
 
 import io
+import subprocess
 
 import pytest
 from django.contrib.auth.models import Group, User
@@ -11,6 +12,7 @@ from rest_framework.test import APIClient
 
 from planner.capacity.models import InstanceType, Policy, Pool, ShareSpec
 from planner.celery import app as celery_app
+from planner.studies.liveness import WorkerProcess, start_time
 from planner.traces.models import Trace, read_upload
 
 AWS_TYPE = "ml.g5.xlarge"
@@ -98,3 +100,30 @@ def admin_api(client_for) -> APIClient:
 @pytest.fixture
 def viewer_api(client_for) -> APIClient:
     return client_for("viewer")
+
+
+
+@pytest.fixture
+def live_process():
+    """The record of a process computing an attempt that still runs, on this host."""
+    child = subprocess.Popen(["sleep", "600"])
+    yield process_record(child.pid)
+    child.kill()
+    child.wait()
+
+
+@pytest.fixture
+def dead_process():
+    """The record of a process on this host that has ended (its worker was killed)."""
+    child = subprocess.Popen(["sleep", "600"])
+    record = process_record(child.pid)
+    child.kill()
+    child.wait()
+    return record
+
+
+def process_record(pid: int) -> dict:
+    """What a claim records for the process ``pid`` of this host, in worker celery@w1."""
+    mine = WorkerProcess.current()
+    started = start_time(pid) or ""
+    return WorkerProcess(mine.host, mine.namespace, pid, started, "celery@w1", "task-1").record()

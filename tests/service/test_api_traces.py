@@ -195,6 +195,22 @@ def test_a_parse_whose_worker_died_is_sent_again_by_the_reaper(admin_api, settin
     assert Trace.objects.get(pk=trace_id).attempts == 2
 
 
+def test_a_parse_whose_process_still_runs_is_not_sent_again(admin_api, settings, live_process):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    trace_id = upload(admin_api, GOOD_CSV, wait=False).json()["id"]
+    long_ago = timezone.now() - timedelta(seconds=settings.PLANNER_HEARTBEAT_STALE_SECONDS + 5)
+    Trace.objects.filter(pk=trace_id).update(
+        status=ParseStatus.RUNNING, attempts=1, heartbeat=long_ago, worker_process=live_process
+    )
+    with eager_worker():
+        admin_api.get(f"/api/traces/{trace_id}/")
+    trace = Trace.objects.get(pk=trace_id)
+    assert (trace.status, trace.attempts) == (ParseStatus.RUNNING, 1)
+
+
 ITP_CSV = (
     b"job_id,submission_time,duration,num_gpu,cluster\n"
     b"a,0,100,1,cluster07\nb,5,50,2,cluster01\nc,9,20,1,cluster07\n"

@@ -127,6 +127,20 @@ def test_a_calibration_whose_worker_died_is_redone_when_read(
     assert calibration.status == "succeeded" and calibration.attempts == 2
 
 
+def test_a_calibration_whose_process_still_runs_is_not_redone_when_read(
+    admin_api, aws_policy, recorded_trace, live_process, eager_celery, django_capture_on_commit_callbacks
+):
+    calibration = start_calibration(trace=recorded_trace, policy=aws_policy, enqueue=False)
+    stale = timezone.now() - timedelta(hours=1)
+    Calibration.objects.filter(pk=calibration.pk).update(
+        status="running", attempts=1, heartbeat=stale, worker_process=live_process
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        admin_api.get(f"/api/calibrations/{calibration.pk}/")
+    calibration.refresh_from_db()
+    assert (calibration.status, calibration.attempts) == ("running", 1)
+
+
 def test_the_django_admin_lists_calibrations_and_computes_one_again(
     calibration, eager_celery, django_capture_on_commit_callbacks
 ):

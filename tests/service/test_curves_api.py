@@ -198,6 +198,22 @@ def test_a_search_whose_worker_died_goes_on_when_read(
     assert search.status == "succeeded" and search.answer_size == 7
 
 
+def test_points_whose_process_still_runs_are_not_replayed_again_when_read(
+    admin_api, split, pooled, trace, live_process, eager_celery, django_capture_on_commit_callbacks
+):
+    """A stale heartbeat alone (one long compiled pass) reaps no curve or search point."""
+    curve = start_curve(trace=trace, policies=[split], sizes=[4, 6], enqueue=False)
+    search = start_search(trace=trace, policy_a=split, policy_b=pooled, parallel=2, enqueue=False)
+    stale = timezone.now() - timedelta(hours=1)
+    for points in (curve.points, search.points):
+        points.update(status="running", attempts=1, heartbeat=stale, worker_process=live_process)
+    with django_capture_on_commit_callbacks(execute=True):
+        admin_api.get(f"/api/curves/{curve.pk}/")
+        admin_api.get(f"/api/worth-searches/{search.pk}/")
+    assert set(curve.points.values_list("status", "attempts")) == {("running", 1)}
+    assert set(search.points.values_list("status", "attempts")) == {("running", 1)}
+
+
 def test_a_replay_task_is_idempotent(split, trace, eager_celery, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
         curve = start_curve(CurveLaunch(trace=trace, policies=[split], sizes=[4]))

@@ -324,6 +324,28 @@ def test_chunks_merged_give_the_forecast_of_one_chunk(policy, history, settings)
     )
 
 
+@pytest.mark.parametrize("alive", [True, False])
+def test_a_stale_chunk_is_sent_again_only_once_its_process_ended(
+    policy, history, live_process, dead_process, alive, django_capture_on_commit_callbacks
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from planner.forecasts.launch import reap_forecasts
+
+    forecast = forecast_with_history(policy, history, samples=4)
+    chunk = forecast.chunk_rows.first()
+    ForecastChunk.objects.filter(pk=chunk.pk).update(
+        status="running", attempts=1, heartbeat=timezone.now() - timedelta(hours=1),
+        worker_process=live_process if alive else dead_process,
+    )  # fmt: skip
+    with django_capture_on_commit_callbacks(execute=False):
+        outcome = reap_forecasts(Forecast.objects.filter(pk=forecast.pk))
+    assert outcome["requeued"] == ([] if alive else [chunk.pk])
+    assert ForecastChunk.objects.get(pk=chunk.pk).status == ("running" if alive else "queued")
+
+
 def test_progress_is_chunks_done_over_chunks_and_the_last_chunk_merges(policy, history, settings):
     settings.PLANNER_FORECAST_CHUNK_SAMPLES = 2
     forecast = forecast_with_history(policy, history, 6)

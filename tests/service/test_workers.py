@@ -63,7 +63,7 @@ def queue():
 class Worker:
     """One ``celery -A planner worker`` process (and its pool child) in its own process group."""
 
-    def __init__(self, name: str, queue: str, log: Path, media_root: Path):
+    def __init__(self, name: str, queue: str, log: Path, media_root: Path, env: dict[str, str] | None = None):
         self.name = f"{name}-{uuid.uuid4().hex[:6]}@test"
         self.log = log
         env = {
@@ -74,6 +74,7 @@ class Worker:
             "PLANNER_HEARTBEAT_STALE_SECONDS": str(STALE),
             "PLANNER_VISIBILITY_TIMEOUT": str(VISIBILITY),
             "PLANNER_CELERY_EAGER": "0",
+            **(env or {}),
         }
         command = [
             sys.executable, "-m", "celery", "-A", "planner", "worker", "-Q", queue, "-n", self.name,
@@ -115,8 +116,8 @@ class Worker:
 def start_worker(queue, tmp_path, media_root):
     workers: list[Worker] = []
 
-    def start(name: str) -> Worker:
-        worker = Worker(name, queue, tmp_path / f"{name}.log", media_root)
+    def start(name: str, **env: str) -> Worker:
+        worker = Worker(name, queue, tmp_path / f"{name}.log", media_root, env)
         workers.append(worker)
         worker.wait_ready()
         return worker
@@ -211,3 +212,27 @@ def test_a_killed_worker_does_not_lose_its_run(start_worker, settings):
     run.refresh_from_db()
     assert run.status == "succeeded", run.error
     assert (run.attempts, run.worker) == (2, rescuer.name)
+
+
+def test_a_live_worker_that_stops_beating_is_not_reaped(start_worker, settings):
+    """Issue 25, item 1: a worker silent for longer than the stale limit (as in one long compiled
+    pass that calls nothing back; here its heartbeat is every ten minutes) but alive keeps its run:
+    the reaper, called every half second, finds its process running and starts no second attempt."""
+    settings.PLANNER_HEARTBEAT_STALE_SECONDS = STALE
+    # Pure Python: some 60,000 jobs last well past the stale limit whatever is built.
+    start_worker("silent", PLANNER_HEARTBEAT_SECONDS="600", SCHEDULING_ENGINE="python")
+    study = synthetic_study(jobs=60_000, variants=1)
+    run = study.runs.get()
+    wait_for(lambda: Run.objects.filter(pk=run.pk, status="running").exists(), 60, "the replay to start")
+    claimed, began = Run.objects.get(pk=run.pk), time.monotonic()
+    reaped, judged_stale = [], False
+    while not Run.objects.get(pk=run.pk).finished:
+        judged_stale = judged_stale or Run.objects.get(pk=run.pk).heartbeat_is_stale()
+        reaped += reap_stale_runs(Run.objects.filter(pk=run.pk))["requeued"]
+        time.sleep(0.5)
+        assert time.monotonic() - began < 200, "the run did not finish"
+    run.refresh_from_db()
+    assert judged_stale, "the replay ended before its heartbeat went stale: nothing was tested"
+    assert reaped == []
+    assert (run.status, run.attempts) == ("succeeded", 1), run.error
+    assert claimed.worker_process["pid"] != os.getpid() and claimed.worker_process["task"]
