@@ -130,7 +130,7 @@ def test_a_calibration_whose_worker_died_is_redone_when_read(
 def test_a_calibration_whose_process_still_runs_is_not_redone_when_read(
     admin_api, aws_policy, recorded_trace, live_process, eager_celery, django_capture_on_commit_callbacks
 ):
-    calibration = start_calibration(trace=recorded_trace, policy=aws_policy, enqueue=False)
+    calibration = start_calibration(CalibrationLaunch(trace=recorded_trace, policy=aws_policy), enqueue=False)
     stale = timezone.now() - timedelta(hours=1)
     Calibration.objects.filter(pk=calibration.pk).update(
         status="running", attempts=1, heartbeat=stale, worker_process=live_process

@@ -202,8 +202,10 @@ def test_points_whose_process_still_runs_are_not_replayed_again_when_read(
     admin_api, split, pooled, trace, live_process, eager_celery, django_capture_on_commit_callbacks
 ):
     """A stale heartbeat alone (one long compiled pass) reaps no curve or search point."""
-    curve = start_curve(trace=trace, policies=[split], sizes=[4, 6], enqueue=False)
-    search = start_search(trace=trace, policy_a=split, policy_b=pooled, parallel=2, enqueue=False)
+    curve = start_curve(CurveLaunch(trace=trace, policies=[split], sizes=[4, 6]), enqueue=False)
+    search = start_search(
+        SearchLaunch(trace=trace, policy_a=split, policy_b=pooled, parallel=2), enqueue=False
+    )
     stale = timezone.now() - timedelta(hours=1)
     for points in (curve.points, search.points):
         points.update(status="running", attempts=1, heartbeat=stale, worker_process=live_process)

@@ -15,7 +15,7 @@ import pytest
 from django.utils import timezone
 
 from planner.studies import liveness
-from planner.studies.launch import launch_study
+from planner.studies.launch import StudyLaunch, launch_study
 from planner.studies.liveness import Liveness, WorkerProcess
 from planner.studies.models import Run
 from planner.studies.reaper import reap_stale_runs
@@ -27,7 +27,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def run(aws_policy, aws_trace, django_capture_on_commit_callbacks) -> Run:
     with django_capture_on_commit_callbacks(execute=False):
-        study = launch_study(name="s", trace=aws_trace, policies=[aws_policy])
+        study = launch_study(StudyLaunch(name="s", trace=aws_trace, policies=[aws_policy]))
     return study.runs.get()
 
 
@@ -183,7 +183,9 @@ def test_each_worker_is_asked_once_per_pass(
 ):
     answers({})
     with django_capture_on_commit_callbacks(execute=False):
-        study = launch_study(name="s", trace=aws_trace, policies=[aws_policy, aws_policy.duplicate("b")])
+        study = launch_study(
+            StudyLaunch(name="s", trace=aws_trace, policies=[aws_policy, aws_policy.duplicate("b")])
+        )
     for run in study.runs.all():
         silent_for_an_hour(run, remote)
     with django_capture_on_commit_callbacks(execute=False):
