@@ -182,14 +182,14 @@ def round_pick(values: TreeValues, groups: list[Group]) -> Group | None:
             nominee[s], best_value[s], best_queue[s] = g, value, queue
     # Children before parents: a cohort's nominee is settled before it is offered to its parent.
     for node in tree.bottom_up:
-        g = nominee[node]
+        up = nominee[node]
         parent = tree.parent[node]
-        if g is None or parent < 0:
+        if up is None or parent < 0:
             continue
-        value = best_value[node] if node < tree.n_shares else _lowest_value_at(values, node, g)
-        queue = g.jobs[g.ptr]
+        value = best_value[node] if node < tree.n_shares else _lowest_value_at(values, node, up)
+        queue = up.jobs[up.ptr]
         if nominee[parent] is None or fair_round_before(value, queue, best_value[parent], best_queue[parent]):
-            nominee[parent], best_value[parent], best_queue[parent] = g, value, queue
+            nominee[parent], best_value[parent], best_queue[parent] = up, value, queue
     return nominee[tree.root]
 
 
@@ -235,10 +235,10 @@ def _target(pools: list[_Candidates], own: ShareState, values: TreeValues) -> _C
         parent = tree.parent[node]
         if play[node] and parent >= 0:
             below[parent] = True
-            pool = first[node]
-            assert pool is not None
-            if _first_before(pool, first[parent], own):
-                first[parent] = pool
+            offered = first[node]
+            assert offered is not None
+            if _first_before(offered, first[parent], own):
+                first[parent] = offered
     node = tree.root
     while True:
         share = -1
