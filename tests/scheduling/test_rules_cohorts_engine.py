@@ -348,17 +348,22 @@ def test_aws_example_in_one_cohort_replays_as_without(engine_run):
     assert engine_run(wrapped, jobs, updates).events == engine_run(flat, jobs, updates).events
 
 
+@pytest.mark.parametrize("fair", [False, True])
 @pytest.mark.parametrize("queueing", ["best_effort_fifo", "strict_fifo"])
-def test_shares_at_the_root_of_a_tree_replay_as_without_cohorts(queueing):
+def test_shares_at_the_root_of_a_tree_replay_as_without_cohorts(queueing, fair):
     # an empty cohort beside the shares makes the policy a tree, the shares still children of the root:
-    # section 13 reduces to sections 3-4, event for event (a lending limit and a lower_priority reclaim
-    # too), on a synthetic trace of the demo pool
+    # section 13 reduces to sections 3-4 (and 8, with fair sharing: the root's potential is section 8's
+    # L), event for event (a lending limit and a lower_priority reclaim too), on a synthetic trace of the
+    # demo pool
     from scheduling.engine import replay
     from scheduling.synthetic import demo_policy_dict, demo_pool_gpus, generate
 
     trace = generate(1500, seed=1)
     flat = demo_policy_dict(demo_pool_gpus(trace))
     flat["queueing"] = queueing
+    if fair:
+        flat["fair_sharing"] = {}
+        flat["shares"][1]["fair_weight"] = 2
     flat["shares"][2]["lending_limit"] = {"gpu": flat["shares"][2]["capacity"]["gpu"] // 2}
     flat["shares"][0]["reclaim"] = "lower_priority"
     tree = {**flat, "cohorts": [{"name": "empty", "capacity": {}}]}
