@@ -947,7 +947,7 @@ class _Replay:
             # Over a tree the order is a tournament (values of every node change with any share's
             # usage): no group sleeps, each job behind a refusal is picked and passed over in turn.
             if fair_tree is not None:
-                best = round_pick(fair_tree, groups)
+                best = round_pick(fair_tree, groups, version)
             else:
                 for g in groups:
                     if g.ptr >= g.end or g.asleep_at == version:

@@ -162,11 +162,22 @@ def _lowest_value_at(values: TreeValues, node: int, g: Group) -> tuple[bool, int
     return best
 
 
-def round_pick(values: TreeValues, groups: list[Group]) -> Group | None:
+def _values_on_path(values: TreeValues, g: Group, version: int) -> list[tuple[bool, int, int]]:
+    """The group's ``tree_values``: they change only with usage or the calendar (``version``), so a
+    round passing over job after job behind a refusal computes them once."""
+    if g.tree_valued_at != version:
+        path = values.tree.paths[g.account.share.index]
+        g.tree_values = [_lowest_value_at(values, path[place], g) for place in range(len(path) - 1)]
+        g.tree_valued_at = version
+    return g.tree_values
+
+
+def round_pick(values: TreeValues, groups: list[Group], version: int) -> Group | None:
     """The round's next candidate (Kueue's fair_sharing_iterator): a tournament from the leaves up,
     each share sending up its best next job by the value the share would have with it admitted,
     then queue order; each cohort its children's nominees compared by the value the child would
-    have with its nominee admitted. Groups from ``ptr`` to ``end`` only."""
+    have with its nominee admitted. Groups from ``ptr`` to ``end`` only; ``version``: the engine's
+    state version (the groups' values are kept while it stands)."""
     tree = values.tree
     n = tree.n_nodes
     nominee: list[Group | None] = [None] * n
@@ -176,17 +187,19 @@ def round_pick(values: TreeValues, groups: list[Group]) -> Group | None:
         if g.ptr >= g.end:
             continue
         s = g.account.share.index
-        value = _lowest_value_at(values, s, g)
+        value = _values_on_path(values, g, version)[0]
         queue = g.jobs[g.ptr]
         if nominee[s] is None or fair_round_before(value, queue, best_value[s], best_queue[s]):
             nominee[s], best_value[s], best_queue[s] = g, value, queue
     # Children before parents: a cohort's nominee is settled before it is offered to its parent.
+    depth = tree.depth
     for node in tree.bottom_up:
         up = nominee[node]
         parent = tree.parent[node]
         if up is None or parent < 0:
             continue
-        value = best_value[node] if node < tree.n_shares else _lowest_value_at(values, node, up)
+        # (the node's place on the nominee's share's path)
+        value = up.tree_values[depth[up.account.share.index] - depth[node]]
         queue = up.jobs[up.ptr]
         if nominee[parent] is None or fair_round_before(value, queue, best_value[parent], best_queue[parent]):
             nominee[parent], best_value[parent], best_queue[parent] = up, value, queue
