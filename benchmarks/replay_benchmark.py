@@ -37,9 +37,11 @@ SYNTHETIC = {"10k": 10_000, "100k": 100_000, "1m": 1_000_000}
 # training-plan calendar (see _with_training_plan).
 # And section 12: the pool split into two types that every job accepts ("flavors"), beside the same
 # trace on the one-type pool ("flat"): what the fallback scan costs. And section 13: the same shares
-# in a three-level tree of cohorts ("tree", see _with_three_level_tree).
+# in a three-level tree of cohorts ("tree", see _with_three_level_tree), and that tree with fair
+# sharing ("fairtree": section 8 over 13, beside "fair" on one level).
 VARIANTS = (
     "100k-fair", "1m-fair", "100k-plan", "1m-plan", "100k-flavors", "1m-flavors", "100k-tree", "1m-tree",
+    "100k-fairtree", "1m-fairtree",
 )  # fmt: skip
 REAL = ("itp", "openb")
 
@@ -48,18 +50,18 @@ def load_case(case: str):
     from scheduling.model import Policy
 
     size, _, variant = case.partition("-")
-    if size in SYNTHETIC and variant in ("", "fair", "plan", "flavors", "tree"):
+    if size in SYNTHETIC and variant in ("", "fair", "plan", "flavors", "tree", "fairtree"):
         from scheduling.synthetic import demo_policy_dict, demo_pool_gpus, generate
 
         trace = generate(SYNTHETIC[size], seed=1)
         policy = demo_policy_dict(demo_pool_gpus(trace))
-        if variant == "fair":
+        if variant in ("fair", "fairtree"):
             policy["fair_sharing"] = {}
         elif variant == "plan":
             _with_training_plan(policy, trace)
         elif variant == "flavors":
             _with_two_flavors(policy, trace)
-        elif variant == "tree":
+        if variant in ("tree", "fairtree"):
             _with_three_level_tree(policy)
         return Policy.from_dict(policy), trace
     from scheduling.traces import read_trace

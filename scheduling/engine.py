@@ -44,6 +44,7 @@ from scheduling.fair import (
     refusal_before_search,
     value_with,
 )
+from scheduling.fair_tree import TreeValues, round_pick, tree_fair_victims, tree_values
 from scheduling.indexes import Group, job_id_order, victim_order
 from scheduling.metrics import UsageLog, compute_metrics
 from scheduling.model import Cause, Change, FairStrategy, Policy, Queueing, UnschedulableReason
@@ -314,8 +315,9 @@ class _Replay:
         # (bools: the compiled engine would look the enum members up on every try)
         self.final_strategy = FairStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE in self.strategies
         self.initial_strategy = FairStrategy.LESS_THAN_INITIAL_SHARE in self.strategies
-        final = FairStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE
-        self.final_first = bool(self.strategies) and self.strategies[0] is final  # (else initial)
+        self.final_first = (  # (else initial)
+            bool(self.strategies) and self.strategies[0] is FairStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE
+        )
         self.version = 0
         # The version of the last change that could turn any refusal into an admission (a job's
         # refusal holds while no such change, for all shares or for its own, came after it).
@@ -329,6 +331,8 @@ class _Replay:
         # shares that could add the room it lacked (``TypePool.released``, ``Account.released``).
         self.passing_reopened_all_at = 0
         count_gpus_exactly(self.pools)  # (share values compare exactly: GPUs in whole units)
+        # Section 8 over section 13's tree: a value for every node (None: one cohort, section 8 as is).
+        self.fair_tree: TreeValues | None = tree_values(policy, tree, self.pools)
         # Section 8's preemption loops: the jobs preempted twice at the instant ``twice_at`` (left
         # out of the searches there), those of them a search has left out so far (one finding
         # each), and the findings: their number, the instants they were at, the first ones.
@@ -760,6 +764,8 @@ class _Replay:
     def _calendar_changed(self) -> None:
         """What depends on capacity and quotas beyond the pools: fair sharing's L."""
         self.lendable_gpus = lendable_gpus(self.pools)
+        if self.fair_tree is not None:
+            self.fair_tree.refresh()
         self.version += 1
         self.reopened_all_at = self.version
         self.calendar_changed_at = self.version
@@ -932,25 +938,32 @@ class _Replay:
         # (kept on the groups rather than in lists: the compiled engine keeps fields unboxed)
         for g in groups:
             g.asleep_at = -1
+        fair_tree = self.fair_tree
         while True:
             best: Group | None = None
             best_value = ZERO_VALUE
             best_queue = 0
             version = self.version
-            for g in groups:
-                if g.ptr >= g.end or g.asleep_at == version:
-                    continue  # (an asleep group's value is as it was when it was picked)
-                # Its value changes only with its share's usage and with the calendar.
-                if g.valued_at < g.account.share.usage_changed_at or g.valued_at < self.calendar_changed_at:
-                    g.value = (
-                        self._lowest_value(g.flavors, g.count, lendable)
-                        if g.flavors
-                        else value_with(g.account, g.count, lendable)
-                    )
-                    g.valued_at = version
-                queue = g.jobs[g.ptr]
-                if best is None or fair_round_before(g.value, queue, best_value, best_queue):
-                    best, best_value, best_queue = g, g.value, queue
+            # Over a tree the order is a tournament (values of every node change with any share's
+            # usage): no group sleeps, each job behind a refusal is picked and passed over in turn.
+            if fair_tree is not None:
+                best = round_pick(fair_tree, groups, version)
+            else:
+                for g in groups:
+                    if g.ptr >= g.end or g.asleep_at == version:
+                        continue  # (an asleep group's value is as it was when it was picked)
+                    # Its value changes only with its share's usage and with the calendar.
+                    valued_at = g.valued_at
+                    if valued_at < g.account.share.usage_changed_at or valued_at < self.calendar_changed_at:
+                        g.value = (
+                            self._lowest_value(g.flavors, g.count, lendable)
+                            if g.flavors
+                            else value_with(g.account, g.count, lendable)
+                        )
+                        g.valued_at = version
+                    queue = g.jobs[g.ptr]
+                    if best is None or fair_round_before(g.value, queue, best_value, best_queue):
+                        best, best_value, best_queue = g, g.value, queue
             if best is None:
                 break
             g = best
@@ -972,7 +985,8 @@ class _Replay:
                 job.passing_released_at = account.pool.released - account.released
             if outcome == ADMITTED:
                 admitted = True
-                _wake_asleep(groups, version, best_value, best_queue)
+                if fair_tree is None:
+                    _wake_asleep(groups, version, best_value, best_queue)
                 if not self.strict:  # (strict: _start took it out of its queues already)
                     self._add_waiting_time(g, now)
                     del g.jobs[g.ptr]
@@ -983,7 +997,7 @@ class _Replay:
             g.refused_at = version
             g.refused_key = key
             job.refused_at = version
-            g.asleep_at = version
+            g.asleep_at = version  # (over a tree no group sleeps: round_pick does not read it)
             if self.strict:
                 share = job.account.share
                 self._add_share_waiting_time(share, now)
@@ -1016,8 +1030,10 @@ class _Replay:
         """Fair sharing: the job was refused before, and nothing since could change that (a try
         depends only on usage, running jobs, priorities and L: see _change_usage), or nothing
         could give it room (see _fair_room_changed). It would be refused again."""
-        if job.flavored:
-            return False  # (the bookkeeping below follows one account)
+        if job.flavored or self.fair_tree is not None:
+            # (the bookkeeping below follows one account, and one cohort's values: over a tree a
+            # start within quota may raise a cohort's value)
+            return False
         refused_at = job.refused_at
         account = job.account
         if refused_at >= self.reopened_all_at and refused_at >= account.share.reopened_at:
@@ -1331,6 +1347,17 @@ class _Replay:
         if self.fair:
             if self.twice:
                 self._note_loops(job, now)
+            if self.fair_tree is not None:
+                chosen = tree_fair_victims(
+                    job, self.fair_tree, self.final_first, len(self.strategies) > 1,
+                    now if self.twice else math.nan,
+                )  # fmt: skip
+                if chosen is None:
+                    return REFUSED
+                for victim, cause in chosen:
+                    self._preempt(victim, job, now, preempted, cause)
+                self._start(job, now)
+                return ADMITTED
             # Refusals the search would give, told without it; NO_ROOM holds longer (see
             # _fair_room_changed).
             refusal = refusal_before_search(
@@ -1436,6 +1463,11 @@ class _Replay:
         if self.fair:
             if self.twice:
                 self._note_loops(job, now)
+            if self.fair_tree is not None:
+                return tree_fair_victims(
+                    job, self.fair_tree, self.final_first, len(self.strategies) > 1,
+                    now if self.twice else math.nan,
+                )  # fmt: skip
             lendable = self.lendable_gpus
             refusal = refusal_before_search(job, self.final_strategy, self.initial_strategy, lendable)
             if refusal in (NO_ROOM_AT_ALL, NO_ROOM_PASSING):

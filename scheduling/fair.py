@@ -420,6 +420,17 @@ def fair_victims(
                 victim.account.shift(-victim.count)
                 taken.append(victim)
             second.remove(target)
+    return victims_needed(job, taken, within_quota)
+
+
+def victims_needed(job: Job, taken: list[Job], within_quota: bool) -> list[tuple[Job, int]] | None:
+    """The end of a fair search, the job still counted as admitted and ``taken`` shifted out: None
+    (every shift undone) when the job does not fit; else the backward walk dropping every victim
+    not needed, and each victim kept with its cause (``within_quota``: the job was within its
+    share's quota once admitted when the search started)."""
+    account = job.account
+    own = account.share
+    n = job.count
     fits = _fits(account, n)
     account.shift(-n)
     if not fits:

@@ -178,6 +178,10 @@ class Group:
         self.asleep_at = -1
         self.value: tuple[bool, int, int] = (False, 0, 1)
         self.valued_at = -1
+        # Fair sharing over a tree: the values each node of its share's path (the root aside) would
+        # have with its job admitted, and the version they were computed at (``fair_tree.round_pick``).
+        self.tree_values: list[tuple[bool, int, int]] = []
+        self.tree_valued_at = -1
         self.since = 0.0  # when its waiting time was last added up
         self.waited = 0.0  # job-seconds waited for ``reason`` not yet added to its share's totals
         # Section 12: for jobs that accept several types, their share's accounts of those types in

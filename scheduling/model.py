@@ -472,14 +472,6 @@ def validate_policy(policy: Policy) -> None:
     make sense, a tree of cohorts without cycles or unknown parents."""
     if policy.cohorts or any(s.cohort is not None for s in policy.shares):
         _validate_tree(policy)
-        if policy.fair_sharing is not None:
-            # The replay follows section 13's classical rules; fair sharing over the tree (values per
-            # node, targets by walking down from the root) is not built yet: refused, not replayed wrong.
-            raise InputError(
-                "fair sharing over a tree of cohorts is not replayed yet: remove fair_sharing, or the "
-                "cohorts (and the shares' cohort)",
-                field="fair_sharing",
-            )
     for type_name, pool_capacity in policy.capacity.items():
         total = sum(s.quota(type_name) for s in policy.shares)
         if total > pool_capacity:

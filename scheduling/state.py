@@ -262,6 +262,14 @@ class TreeAccount(Account):
         available = self.tree.available(self.node, self.type)
         return free if free < available else available
 
+    def headroom_with(self, delta: int) -> int:
+        """``headroom`` were its usage ``delta`` more: the shift made and undone (the tree's usage
+        climbs past local quotas, so there is no pool sum to adjust on the side)."""
+        self.shift(delta)
+        out = self.headroom()
+        self.shift(-delta)
+        return out
+
     def still_reclaimable_by(self, preemptor: Account) -> bool:
         """Section 13: while its share, and each of its ancestors below the lowest common ancestor
         with the preemptor's share, borrow."""

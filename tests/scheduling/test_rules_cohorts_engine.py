@@ -8,7 +8,6 @@ from __future__ import annotations
 import pytest
 
 from scheduling.cohorts import CohortTree
-from scheduling.errors import InputError
 from scheduling.model import Policy
 from scheduling.quota_tree import quota_tree
 
@@ -279,13 +278,58 @@ j      0           s     10       3
     assert r.job("j")["first_start"] == 500
 
 
-# --- policies the engine refuses rather than replays wrong ---------------------------------------------
+# --- fair sharing over the tree (section 8 with 13) -------------------------------------------------------
+
+# Cohort x holds p (1) and q (5), cohort y holds t (6); the pool has 12. t runs t1 (6) and t2 (3, lowest
+# priority): y stores 9 of its 6, value 3 / 12 (root's potential 12); p's job of 4 would make p borrow 3
+# (3 / 12) but x stays within its 6 (value 0). The target walk enters y (x has no candidate), and
+# LessThanOrEqualToFinalShare compares the lowest common ancestor's children, x (0) with y without t2 (0):
+# it passes. Between the shares (section 8 on one level) p's 3 / 12 against t's 0 would fail.
+FAIR_TREE = policy(
+    12,
+    [cohort("x"), cohort("y")],
+    [share("p", 1, "x"), share("q", 5, "x"), share("t", 6, "y")],
+    fair_sharing={"preemption_strategies": ["LessThanOrEqualToFinalShare"]},
+)
+FAIR_TREE_JOBS = """
+job_id submit_time share duration priority instance_count
+t1     0           t     100      5        6
+t2     0           t     100      0        3
+p1     10          p     10       1        4
+"""
 
 
-def test_fair_sharing_over_a_tree_is_refused_naming_the_field():
-    with pytest.raises(InputError) as error:
-        Policy.from_dict({**policy(2, [cohort("c")], [share("s", 1, "c")]), "fair_sharing": {}})
-    assert error.value.field == "fair_sharing"
+def test_fair_strategy_compares_the_children_of_the_common_ancestor(engine_run):
+    r = engine_run(FAIR_TREE, FAIR_TREE_JOBS)
+    assert r.at(10) == [(10, "t2", "preempt", "fair_sharing", "p1"), (10, "p1", "start", None, None)]
+
+
+def test_fair_sharing_without_the_tree_keeps_section_8(engine_run):
+    # The same shares at the root: p's value with its job (3 borrowed) is above t's without t2 (0).
+    flat = {**FAIR_TREE, "cohorts": [], "shares": [share("p", 1), share("q", 5), share("t", 6)]}
+    r = engine_run(flat, FAIR_TREE_JOBS)
+    assert r.at(10) == [] and r.job("p1")["first_start"] == 100
+
+
+def test_fair_round_compares_subtrees_by_the_value_the_job_would_give_them(engine_run):
+    # Cohort x holds a (6), y holds b (6); the root keeps 3 of the pool's 15. At 10 the pool has 1 free
+    # and y already borrows 2. a1 would take x to 1 over its 6 (value 1 / 15, root's potential), b1 y
+    # to 3 over (3 / 15): a1 goes first despite its lower priority, and b1 no longer fits.
+    pol = policy(
+        15,
+        [cohort("x"), cohort("y")],
+        [share("a", 6, "x"), share("b", 6, "y")],
+        fair_sharing={},
+    )
+    r = engine_run(pol, """
+job_id submit_time share duration priority instance_count
+a0     0           a     100      0        6
+b0     0           b     100      0        6
+b2     0           b     100      0        2
+a1     10          a     10       0        1
+b1     10          b     10       9        1
+""")
+    assert r.at(10) == [(10, "a1", "start", None, None)]
 
 
 # --- one level: the tree gives section 4's outcomes -----------------------------------------------------
@@ -304,17 +348,22 @@ def test_aws_example_in_one_cohort_replays_as_without(engine_run):
     assert engine_run(wrapped, jobs, updates).events == engine_run(flat, jobs, updates).events
 
 
+@pytest.mark.parametrize("fair", [False, True])
 @pytest.mark.parametrize("queueing", ["best_effort_fifo", "strict_fifo"])
-def test_shares_at_the_root_of_a_tree_replay_as_without_cohorts(queueing):
+def test_shares_at_the_root_of_a_tree_replay_as_without_cohorts(queueing, fair):
     # an empty cohort beside the shares makes the policy a tree, the shares still children of the root:
-    # section 13 reduces to sections 3-4, event for event (a lending limit and a lower_priority reclaim
-    # too), on a synthetic trace of the demo pool
+    # section 13 reduces to sections 3-4 (and 8, with fair sharing: the root's potential is section 8's
+    # L), event for event (a lending limit and a lower_priority reclaim too), on a synthetic trace of the
+    # demo pool
     from scheduling.engine import replay
     from scheduling.synthetic import demo_policy_dict, demo_pool_gpus, generate
 
     trace = generate(1500, seed=1)
     flat = demo_policy_dict(demo_pool_gpus(trace))
     flat["queueing"] = queueing
+    if fair:
+        flat["fair_sharing"] = {}
+        flat["shares"][1]["fair_weight"] = 2
     flat["shares"][2]["lending_limit"] = {"gpu": flat["shares"][2]["capacity"]["gpu"] // 2}
     flat["shares"][0]["reclaim"] = "lower_priority"
     tree = {**flat, "cohorts": [{"name": "empty", "capacity": {}}]}

@@ -1,0 +1,376 @@
+"""Section 8 over section 13's tree (Kueue ``pkg/scheduler/preemption/fairsharing``): a value for
+every node, the round's tournament from the root down, and the victim search whose target is
+found by walking down from the root and whose strategies compare the two children of the lowest
+common ancestor. ``scheduling.fair`` is the one-cohort case; a policy without cohorts never comes
+here (its replay stays section 8's, byte for byte).
+
+Values are exact triples, as ``rules.share_value``'s, compared by ``rules.value_below``; unlike one
+cohort, each node has its own denominator, so it is carried in the triple.
+"""
+
+from __future__ import annotations
+
+from scheduling.fair import (
+    _Candidates,
+    _fits,
+    _own_candidates,
+    _reclaim_candidates,
+    _set_aside,
+    borrowed_gpus,
+    victims_needed,
+)
+from scheduling.indexes import Group
+from scheduling.model import Policy
+from scheduling.quota_tree import QuotaTree
+from scheduling.rules import (
+    NO_LIMIT,
+    ZERO_VALUE,
+    exact_number,
+    fair_round_before,
+    final_share_passes,
+    initial_share_passes,
+    target_tie_before,
+    value_below,
+    victim_key,
+)
+from scheduling.state import Account, Job, ShareState, TypePool
+
+
+def node_value(
+    borrowed_units: int, lendable_units: int, weight_num: int, weight_den: int
+) -> tuple[bool, int, int]:
+    """A node's value, 1000 x B / L / weight, as a triple ``value_below`` compares: B the GPU units it
+    holds above its subtree quota, L the lendable GPU units of its parent (the factor 1000 is common
+    to all and left out); 0 when B or L is 0; infinite for weight 0 (compared by B / L)."""
+    if borrowed_units <= 0 or lendable_units <= 0:
+        return ZERO_VALUE
+    if weight_num == 0:
+        return (True, borrowed_units, lendable_units)
+    return (False, borrowed_units * weight_den, lendable_units * weight_num)
+
+
+class TreeValues:
+    """The tree's node values, read from the ``QuotaTree``'s usage as it is (a search's tentative
+    shifts included). ``lendable[n]``: the GPU units n's parent could lend with nothing used, its
+    potential available summed over types (Kueue's calculateLendable of the parent); it changes only
+    with the calendar (``refresh``)."""
+
+    __slots__ = ("tree", "units", "weight_num", "weight_den", "lendable", "children")
+
+    def __init__(self, tree: QuotaTree, weights: list[float], units: list[int]) -> None:
+        self.tree = tree
+        self.units = units  # GPU units per instance of each type (``fair.count_gpus_exactly``)
+        self.weight_num: list[int] = []
+        self.weight_den: list[int] = []
+        for weight in weights:
+            num, den = exact_number(weight)
+            self.weight_num.append(num)
+            self.weight_den.append(den)
+        self.children: list[list[int]] = [[] for _ in range(tree.n_nodes)]
+        for node in range(tree.n_nodes):
+            if tree.parent[node] >= 0:
+                self.children[tree.parent[node]].append(node)
+        self.lendable: list[int] = [0] * tree.n_nodes
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Each node's denominator, after the quotas or the capacity changed (the root has none)."""
+        tree = self.tree
+        for node in range(tree.n_nodes):
+            parent = tree.parent[node]
+            total = 0
+            if parent >= 0:
+                for t in range(tree.n_types):
+                    total += self.units[t] * tree.potential(parent, t)
+            self.lendable[node] = total
+
+    def value(self, node: int) -> tuple[bool, int, int]:
+        return self.value_with(node, 0, 0, 0)
+
+    def value_with(self, node: int, share: int, t: int, count: int) -> tuple[bool, int, int]:
+        """The node's value were ``count`` more instances of type ``t`` used in ``share`` (a share at
+        or below the node; count 0: as it is)."""
+        tree = self.tree
+        n_types = tree.n_types
+        borrowed = 0
+        for u in range(n_types):
+            k = node * n_types + u
+            used = self.usage_with(node, share, t, count) if u == t and count != 0 else tree.usage[k]
+            if used > tree.sq[k]:
+                borrowed += self.units[u] * (used - tree.sq[k])
+        return node_value(borrowed, self.lendable[node], self.weight_num[node], self.weight_den[node])
+
+    def usage_with(self, node: int, share: int, t: int, count: int) -> int:
+        """U(node) of type t were ``count`` more used in ``share`` below it: the change climbs past
+        each node's local quota, as ``QuotaTree.add`` and ``remove`` store it."""
+        tree = self.tree
+        n_types = tree.n_types
+        delta = count
+        i = share
+        while True:
+            k = i * n_types + t
+            before = tree.usage[k]
+            after = before + delta
+            if i == node:
+                return after
+            lq = tree.lq[k]
+            delta = (after - lq if after > lq else 0) - (before - lq if before > lq else 0)
+            if delta == 0:
+                return tree.usage[node * n_types + t]
+            i = tree.parent[i]
+
+    def almost_lcas(self, own: int, other: int) -> tuple[int, int]:
+        """The children of two shares' lowest common ancestor on the way to each (Kueue's almost
+        LCAs): the nodes whose values a strategy compares."""
+        tree = self.tree
+        lca = tree.lca[own * tree.n_shares + other]
+        below = tree.depth[lca] + 1
+        return (
+            tree.paths[own][tree.depth[own] - below],
+            tree.paths[other][tree.depth[other] - below],
+        )
+
+
+def tree_values(policy: Policy, tree: QuotaTree | None, pools: list[TypePool]) -> TreeValues | None:
+    """The policy's node values when it has fair sharing and a tree (else None: section 8 as is):
+    shares' and cohorts' fair weights by the tree's numbering (the root has no value), GPU units per
+    type from the pools (after ``fair.count_gpus_exactly``)."""
+    if policy.fair_sharing is None or tree is None:
+        return None
+    weights: dict[str, float] = {share.name: share.fair_weight for share in policy.shares}
+    weights.update({cohort.name: cohort.fair_weight for cohort in policy.cohorts})
+    units = [pool.gpu_units for pool in pools]
+    return TreeValues(tree, [weights.get(name, 1.0) for name in tree.names], units)
+
+
+# --- the round -----------------------------------------------------------------------------------
+
+
+def _lowest_value_at(values: TreeValues, node: int, g: Group) -> tuple[bool, int, int]:
+    """The value ``node`` would have with the group's next job admitted; section 12 **(choice)**:
+    for a job that accepts several types, the lowest over them, at each level."""
+    if not g.flavors:
+        account = g.account
+        return values.value_with(node, account.share.index, account.type, g.count)
+    best = ZERO_VALUE
+    first = True
+    for account in g.flavors:
+        value = values.value_with(node, account.share.index, account.type, g.count)
+        if first or value_below(value, best):
+            best = value
+            first = False
+    return best
+
+
+def _values_on_path(values: TreeValues, g: Group, version: int) -> list[tuple[bool, int, int]]:
+    """The group's ``tree_values``: they change only with usage or the calendar (``version``), so a
+    round passing over job after job behind a refusal computes them once."""
+    if g.tree_valued_at != version:
+        path = values.tree.paths[g.account.share.index]
+        g.tree_values = [_lowest_value_at(values, path[place], g) for place in range(len(path) - 1)]
+        g.tree_valued_at = version
+    return g.tree_values
+
+
+def round_pick(values: TreeValues, groups: list[Group], version: int) -> Group | None:
+    """The round's next candidate (Kueue's fair_sharing_iterator): a tournament from the leaves up,
+    each share sending up its best next job by the value the share would have with it admitted,
+    then queue order; each cohort its children's nominees compared by the value the child would
+    have with its nominee admitted. Groups from ``ptr`` to ``end`` only; ``version``: the engine's
+    state version (the groups' values are kept while it stands)."""
+    tree = values.tree
+    n = tree.n_nodes
+    nominee: list[Group | None] = [None] * n
+    best_value: list[tuple[bool, int, int]] = [ZERO_VALUE] * n
+    best_queue: list[int] = [0] * n
+    for g in groups:
+        if g.ptr >= g.end:
+            continue
+        s = g.account.share.index
+        value = _values_on_path(values, g, version)[0]
+        queue = g.jobs[g.ptr]
+        if nominee[s] is None or fair_round_before(value, queue, best_value[s], best_queue[s]):
+            nominee[s], best_value[s], best_queue[s] = g, value, queue
+    # Children before parents: a cohort's nominee is settled before it is offered to its parent.
+    depth = tree.depth
+    for node in tree.bottom_up:
+        up = nominee[node]
+        parent = tree.parent[node]
+        if up is None or parent < 0:
+            continue
+        # (the node's place on the nominee's share's path)
+        value = up.tree_values[depth[up.account.share.index] - depth[node]]
+        queue = up.jobs[up.ptr]
+        if nominee[parent] is None or fair_round_before(value, queue, best_value[parent], best_queue[parent]):
+            nominee[parent], best_value[parent], best_queue[parent] = up, value, queue
+    return nominee[tree.root]
+
+
+# --- the victim search ---------------------------------------------------------------------------
+
+
+def _first_before(pool: _Candidates, other: _Candidates | None, own: ShareState) -> bool:
+    """``pool``'s next candidate comes before ``other``'s in section 4's whole victim order."""
+    if other is None:
+        return True
+    a, b = pool.next, other.next
+    assert a is not None and b is not None
+    return target_tie_before(
+        pool.share is own, victim_key(a.priority, a.start_time, a.rank),
+        other.share is own, victim_key(b.priority, b.start_time, b.rank),
+    )  # fmt: skip
+
+
+def _target(pools: list[_Candidates], own: ShareState, values: TreeValues) -> _Candidates | None:
+    """Section 13's target (Kueue's target.go nextTarget): from the root down, at each cohort the
+    child with the highest value among those in play, a cohort winning a tie with a share, between
+    two shares or two cohorts the one whose next candidate comes first in section 4's whole victim
+    order. A share is in play with candidates left and, unless it is the job's own, a value above
+    0; a cohort with a share in play below it and a value above 0 or on the job's share's path."""
+    tree = values.tree
+    n = tree.n_nodes
+    value = [values.value(node) for node in range(n)]
+    play = [False] * n
+    below = [False] * n  # a child in play
+    first: list[_Candidates | None] = [None] * n  # the pool in play below whose next comes first
+    for pool in pools:
+        if pool.next is None:
+            continue
+        s = pool.share.index
+        if pool.share is own or value_below(ZERO_VALUE, value[s]):
+            play[s] = True
+            first[s] = pool
+    on_path = tree.on_path
+    row = own.index * n
+    for node in tree.bottom_up:
+        if node >= tree.n_shares:
+            play[node] = below[node] and (value_below(ZERO_VALUE, value[node]) or on_path[row + node])
+        parent = tree.parent[node]
+        if play[node] and parent >= 0:
+            below[parent] = True
+            offered = first[node]
+            assert offered is not None
+            if _first_before(offered, first[parent], own):
+                first[parent] = offered
+    node = tree.root
+    while True:
+        share = -1
+        cohort = -1
+        for child in values.children[node]:
+            if not play[child]:
+                continue
+            if child < tree.n_shares:
+                if share < 0 or _ranks_before(child, share, value, first, own):
+                    share = child
+            elif cohort < 0 or _ranks_before(child, cohort, value, first, own):
+                cohort = child
+        if cohort >= 0 and (share < 0 or not value_below(value[cohort], value[share])):
+            node = cohort
+            continue
+        return first[share] if share >= 0 else None
+
+
+def _ranks_before(
+    a: int, b: int, value: list[tuple[bool, int, int]], first: list[_Candidates | None], own: ShareState
+) -> bool:
+    """Node a before node b as a target: the higher value, then the first next candidate."""
+    if value_below(value[b], value[a]):
+        return True
+    if value_below(value[a], value[b]):
+        return False
+    pool = first[a]
+    assert pool is not None
+    return _first_before(pool, first[b], own)
+
+
+def _passes(
+    final_first: bool, new: tuple[bool, int, int], old: tuple[bool, int, int], values: TreeValues,
+    theirs: int, account: Account, count: int,
+) -> bool:
+    """Whether a candidate of ``count`` instances of ``account`` passes the first strategy, ``new``
+    and ``old`` the values of the two children of the lowest common ancestor (the job's side, the
+    target's side), ``theirs`` the target's side, whose value without the candidate is compared."""
+    if not final_first:
+        return initial_share_passes(new, old)
+    return final_share_passes(new, values.value_with(theirs, account.share.index, account.type, -count))
+
+
+def tree_fair_victims(
+    job: Job, values: TreeValues, final_first: bool, initial_second: bool, exclude_at: float
+) -> list[tuple[Job, int]] | None:
+    """``fair.fair_victims`` over the tree: the same candidates (other shares borrowing over their
+    own quota, wherever they sit, as Kueue's findCandidates; the own share's in-share ones), the
+    target from ``_target``, the strategies on the values of the two children of the lowest common
+    ancestor; None when no choice makes the job fit."""
+    account = job.account
+    own = account.share
+    n = job.count
+    within_quota = account.usage + n <= account.quota
+    pools: list[_Candidates] = []
+    if own.preempts_in_share:
+        pools.append(_own_candidates(job, account, exclude_at))
+    if own.may_reclaim:
+        for other in account.pool.accounts:
+            if other.share is not own and other.running and borrowed_gpus(other.share) > 0:
+                pools.append(_reclaim_candidates(job, other, exclude_at))
+    if not pools:
+        return None
+
+    account.shift(n)  # the job counts as admitted in its share throughout the search
+    taken: list[Job] = []
+    set_aside: list[ShareState] = []
+    aside: dict[int, list[Job]] = {}
+    while not _fits(account, n):
+        target = _target(pools, own, values)
+        if target is None:
+            break
+        if target.share is own:
+            victim = target.pop()
+            victim.account.shift(-victim.count)
+            taken.append(victim)
+            continue
+        mine, theirs = values.almost_lcas(own.index, target.share.index)
+        new, old = values.value(mine), values.value(theirs)
+        # As in one cohort: nothing changes until a candidate passes, and whether one passes
+        # depends only on its size (the target's side's value without it falls as it grows).
+        head = target.next
+        assert head is not None
+        target_account = head.account
+        if not _passes(final_first, new, old, values, theirs, target_account, 1):
+            _set_aside(target.pop(), target.share, aside, set_aside)
+            target.next = None
+            continue
+        passes_up_to = 1
+        fails_from = NO_LIMIT
+        while target.next is not None:
+            victim = target.pop()
+            count = victim.count
+            if count <= passes_up_to:
+                passes = True
+            elif count >= fails_from:
+                passes = False
+            else:
+                passes = _passes(final_first, new, old, values, theirs, target_account, count)
+                if passes:
+                    passes_up_to = count
+                else:
+                    fails_from = count
+            if passes:
+                victim.account.shift(-count)
+                taken.append(victim)
+                break
+            _set_aside(victim, target.share, aside, set_aside)
+    if not _fits(account, n) and initial_second:
+        # LessThanInitialShare over the set-aside candidates: at most one per share.
+        second = [_Candidates(share, job, None, 0, aside[share.index], exclude_at) for share in set_aside]
+        while not _fits(account, n):
+            target = _target(second, own, values)
+            if target is None:
+                break
+            mine, theirs = values.almost_lcas(own.index, target.share.index)
+            if initial_share_passes(values.value(mine), values.value(theirs)):
+                victim = target.pop()
+                victim.account.shift(-victim.count)
+                taken.append(victim)
+            second.remove(target)
+    return victims_needed(job, taken, within_quota)
