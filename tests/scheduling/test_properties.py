@@ -188,10 +188,15 @@ def note_scenario(scenario: tuple[dict, list[dict], list[dict]]) -> None:
 
 def property_settings(examples: int) -> settings:
     """Derandomized, so that CI replays the same examples every time; PROPERTY_EXAMPLES=n runs n random
-    examples per test instead, for a long hunt."""
+    examples per test instead, for a long hunt. PROPERTY_SHARE=f (0 < f <= 1) runs that share of each
+    test's derandomized examples: the test command's pure-Python lane checks that the engine's source
+    behaves as its build, which the compiled lane has checked against the reference on every example."""
     hunt = os.environ.get("PROPERTY_EXAMPLES")
+    share = float(os.environ.get("PROPERTY_SHARE") or 1)
+    if not 0 < share <= 1:
+        raise ValueError(f"PROPERTY_SHARE={share}: give a share between 0 (excluded) and 1")
     return settings(
-        max_examples=int(hunt) if hunt else examples,
+        max_examples=int(hunt) if hunt else max(10, round(examples * share)),
         derandomize=not hunt,
         deadline=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
