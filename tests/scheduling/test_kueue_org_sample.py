@@ -74,3 +74,33 @@ def test_the_committed_configuration_is_what_the_generator_writes():
     assert yaml.safe_load((SAMPLE / "configuration.yaml").read_text()) == module.configuration()
     manager = yaml.safe_load((SAMPLE / "kueue-manager-config.yaml").read_text())
     assert manager == module.manager_configuration()
+
+
+def test_the_readme_table_is_what_the_tree_and_its_flattened_version_give(tmp_path):
+    # The README's worked example ("Flavors and cohorts"): p95 waits in whole minutes per queue, the
+    # whole org's p95 and preemptions, and the jobs that fell back to spot. A changed engine or sample
+    # that changes them must change the README too.
+    from scheduling.engine import replay
+
+    tree = Policy.from_dict(imported(tmp_path))
+    flat_dict = imported(tmp_path)
+    flat_dict.pop("cohorts")
+    for share in flat_dict["shares"]:
+        share.pop("cohort", None)
+    flat = Policy.from_dict(flat_dict)
+    trace = read_trace(SAMPLE / "workloads.json", format="kueue-workloads")
+
+    def figures(policy: Policy) -> dict:
+        result = replay(policy, trace).to_dict()
+        p95 = {s["name"]: round(s["wait_seconds"]["p95"] / 60) for s in result["shares"]}
+        summary = result["summary"]
+        return {
+            "p95": {q: p95[q] for q in ("llm-pretrain", "vision", "eval-gate")},
+            "all": (round(summary["wait_seconds"]["p95"] / 60), sum(summary["preemptions"].values())),
+            "spot": sum(job["instance_type"] == "spot" for job in result["jobs"]),
+        }
+
+    assert figures(tree) == {"p95": {"llm-pretrain": 206, "vision": 1719, "eval-gate": 59}, "all": (163, 186),
+                             "spot": 41}  # fmt: skip
+    assert figures(flat) == {"p95": {"llm-pretrain": 299, "vision": 1323, "eval-gate": 59}, "all": (80, 118),
+                             "spot": 32}  # fmt: skip

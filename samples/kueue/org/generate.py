@@ -12,8 +12,7 @@ Workloads.
 
 The workloads' timelines are the planner's own replay of a synthetic workload under the imported policy,
 with the helpers of ``samples/generate.py`` (seeded: running it again writes the same files, with the same
-engine). Until the replay uses the cohort tree (SEMANTICS.md section 13), the committed history was
-replayed as section 3 reads the policy: every share lends to and borrows from every other.
+engine), which applies the cohort tree (SEMANTICS.md section 13) and fair sharing over it.
 
     .venv/bin/python samples/kueue/org/generate.py
 """
