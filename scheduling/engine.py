@@ -44,7 +44,7 @@ from scheduling.fair import (
     refusal_before_search,
     value_with,
 )
-from scheduling.fair_tree import TreeValues, round_pick, tree_fair_victims, tree_values
+from scheduling.fair_tree import TreeValues, round_lead, round_pick, tree_fair_victims, tree_values
 from scheduling.indexes import Group, job_id_order, victim_order
 from scheduling.metrics import UsageLog, compute_metrics
 from scheduling.model import Cause, Change, FairStrategy, Policy, Queueing, UnschedulableReason
@@ -382,7 +382,7 @@ class _Replay:
         share.usage_changed_at = self.version
         if self.fair:  # (the versions serve fair rounds only)
             borrowed_after = borrowed_gpus(share) > 0
-            if delta > 0 and not borrowed_after:
+            if delta > 0 and not borrowed_after and self._start_stays_in_share(account):
                 # A start after which its share borrows no GPUs (B = 0) changes no share's value
                 # and adds no reclaim candidate: other shares' refused jobs would run the same
                 # victim search with less room (headroom only falls as another share's usage
@@ -393,6 +393,12 @@ class _Replay:
                 self.reopened_all_at = self.version
             self._fair_room_changed(account, delta, borrowed_before, borrowed_after)
         self.usage_log.change3(now, account.key, account.usage)
+
+    def _start_stays_in_share(self, account: Account) -> bool:
+        """Section 13: a start whose usage stays within its share's local quota changes no cohort's
+        usage, so no node's value and no other share's headroom or candidates (one more used
+        above it could raise a cohort's value, which a refused job's strategies compare)."""
+        return self.tree is None or self.tree.within_local_quota(account.share.index, account.type)
 
     def _fair_room_changed(
         self, account: Account, delta: int, borrowed_before: bool, borrowed_after: bool
@@ -969,7 +975,8 @@ class _Replay:
             g = best
             key = g.jobs[g.ptr]
             if g.refused_at == version and key > g.refused_key:
-                g.ptr += 1  # behind a refusal in an earlier round, nothing changed since
+                # Behind a refusal (in this round or an earlier one), nothing changed since.
+                g.ptr = g.ptr + 1 if fair_tree is None else _past_refusal(fair_tree, groups, g)
                 continue
             job = self._job_of(key)
             if self._refusal_holds(job):
@@ -1030,14 +1037,16 @@ class _Replay:
         """Fair sharing: the job was refused before, and nothing since could change that (a try
         depends only on usage, running jobs, priorities and L: see _change_usage), or nothing
         could give it room (see _fair_room_changed). It would be refused again."""
-        if job.flavored or self.fair_tree is not None:
-            # (the bookkeeping below follows one account, and one cohort's values: over a tree a
-            # start within quota may raise a cohort's value)
-            return False
+        if job.flavored:
+            return False  # (the bookkeeping below follows one account)
         refused_at = job.refused_at
         account = job.account
         if refused_at >= self.reopened_all_at and refused_at >= account.share.reopened_at:
             return True
+        if self.fair_tree is not None:
+            # (the room bookkeeping below counts one cohort's releases and values: over a tree a
+            # release reaches only the shares below where it is stored)
+            return False
         if job.no_room:
             return (
                 refused_at >= self.room_reopened_all_at
@@ -1967,6 +1976,13 @@ class _Replay:
         for g in self.groups:
             self._settle_waiting_time(g)
         return Totals(self.shares)
+
+
+def _past_refusal(values: TreeValues, groups: list[Group], g: Group) -> int:
+    """Over a tree: where the group's cursor goes when the pick is behind its refusal. Its jobs that
+    would be picked next one after another, each passed over, are passed over at once."""
+    bound = round_lead(values, groups, g)
+    return g.end if bound < 0 else max(g.ptr + 1, bisect_left(g.jobs, bound, g.ptr, g.end))
 
 
 def _wake_asleep(groups: list[Group], version: int, value: tuple[bool, int, int], key: int) -> None:

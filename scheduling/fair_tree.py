@@ -31,6 +31,7 @@ from scheduling.rules import (
     initial_share_passes,
     target_tie_before,
     value_below,
+    value_equal,
     victim_key,
 )
 from scheduling.state import Account, Job, ShareState, TypePool
@@ -204,6 +205,63 @@ def round_pick(values: TreeValues, groups: list[Group], version: int) -> Group |
         if nominee[parent] is None or fair_round_before(value, queue, best_value[parent], best_queue[parent]):
             nominee[parent], best_value[parent], best_queue[parent] = up, value, queue
     return nominee[tree.root]
+
+
+def round_lead(values: TreeValues, groups: list[Group], g: Group) -> int:
+    """The queue key up to which ``g``, just picked by ``round_pick``, stays the pick with the state
+    as it is: its jobs with a smaller key win the tournament one after another, for at every node
+    on its path it either beats the best of the other nominees by value, or ties and comes first in
+    queue order (the others' nominees do not depend on g). -1: no bound."""
+    tree = values.tree
+    n = tree.n_nodes
+    s = g.account.share.index
+    nominee: list[Group | None] = [None] * n
+    best_value: list[tuple[bool, int, int]] = [ZERO_VALUE] * n
+    best_queue: list[int] = [0] * n
+    for other in groups:
+        if other is g or other.ptr >= other.end:
+            continue
+        i = other.account.share.index
+        value = other.tree_values[0]
+        queue = other.jobs[other.ptr]
+        if nominee[i] is None or fair_round_before(value, queue, best_value[i], best_queue[i]):
+            nominee[i], best_value[i], best_queue[i] = other, value, queue
+    path = tree.paths[s]
+    on_path = tree.on_path
+    row = s * n
+    depth = tree.depth
+    rivals: list[Group | None] = [None] * n  # the best nominee offered to a node from off g's path
+    rival_value: list[tuple[bool, int, int]] = [ZERO_VALUE] * n
+    rival_queue: list[int] = [0] * n
+    for node in tree.bottom_up:
+        up = nominee[node]
+        parent = tree.parent[node]
+        if up is None or parent < 0:
+            continue
+        value = up.tree_values[depth[up.account.share.index] - depth[node]]
+        queue = up.jobs[up.ptr]
+        if on_path[row + node]:
+            continue  # (g's side: what it offers up is g itself)
+        rival = rivals[parent]
+        if rival is None or fair_round_before(value, queue, rival_value[parent], rival_queue[parent]):
+            rivals[parent], rival_value[parent], rival_queue[parent] = up, value, queue
+        if nominee[parent] is None or fair_round_before(value, queue, best_value[parent], best_queue[parent]):
+            nominee[parent], best_value[parent], best_queue[parent] = up, value, queue
+    bound = -1
+    # At its share, the other groups of the share; above, the other children's nominees.
+    mine = g.tree_values
+    for place in range(len(path)):
+        node = path[place]
+        if place == 0:
+            rival, value, queue = nominee[node], best_value[node], best_queue[node]
+        else:
+            rival, value, queue = rivals[node], rival_value[node], rival_queue[node]
+        if rival is None:
+            continue
+        own = mine[0] if place == 0 else mine[place - 1]
+        if value_equal(own, value) and (bound < 0 or queue < bound):
+            bound = queue
+    return bound
 
 
 # --- the victim search ---------------------------------------------------------------------------

@@ -150,6 +150,11 @@ class QuotaTree:
                 return
             count = spill
 
+    def within_local_quota(self, node: int, t: int) -> bool:
+        """The node's usage of type t fits in its local quota: nothing of it is stored above."""
+        k = node * self.n_types + t
+        return self.usage[k] <= self.lq[k]
+
     def remove(self, node: int, t: int, count: int) -> None:
         """The parent gets back what the node had stored in it."""
         n_types = self.n_types
