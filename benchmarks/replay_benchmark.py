@@ -6,6 +6,7 @@
     .venv/bin/python benchmarks/replay_benchmark.py --cli --repeat 5  # the command line by phase,
                                                                       # then 5 pairs of it and the bare loop
     .venv/bin/python benchmarks/replay_benchmark.py --upload tiled 5m # upload to study finished (API)
+    .venv/bin/python benchmarks/replay_benchmark.py --cli --tiles 150 # ten million jobs (ITP x150), by phase
 
 Synthetic cases replay `scheduling.synthetic.generate(N)` on the 4-share demo policy (two shares lend
 and borrow with in-share preemption, one lends, one reserves; cross-share reclaim on) sized for about
@@ -200,6 +201,7 @@ def main() -> None:
     parser.add_argument("--one", help=argparse.SUPPRESS)  # internal: run one case here
     parser.add_argument("--cli", action="store_true", help="time python -m scheduling replay by phase")
     parser.add_argument("--upload", nargs="*", choices=["tiled", "5m"], help="upload to study finished")
+    parser.add_argument("--tiles", type=int, default=None, help="--cli: the ITP trace tiled this often (15)")
     parser.add_argument("--cli-phases", nargs=3, help=argparse.SUPPRESS)  # internal
     parser.add_argument("--bare-loop", help=argparse.SUPPRESS)  # internal
     args = parser.parse_args()
@@ -215,6 +217,8 @@ def main() -> None:
     if args.bare_loop:
         print(ingest.bare_loop(args.bare_loop))
         return
+    if args.tiles:
+        ingest.TILES = args.tiles
     if args.cli or args.upload is not None:
         env = {"PYTHONPATH": str(ROOT), "PATH": os.environ.get("PATH", "/usr/bin:/bin"), **_engine_choice()}
         print(f"reference loop: {reference_loop_seconds()} s")
