@@ -78,7 +78,7 @@ def write_case(folder: Path, jobs: int | None = None) -> tuple[Path, Path, str]:
     from scheduling.traces.planner import write_planner_csv
 
     policy, trace = tiled_trace(jobs)
-    kind = "ITP 2021 x15" if jobs is None and ITP.exists() else "synthetic"
+    kind = f"ITP 2021 x{TILES}" if jobs is None and ITP.exists() else "synthetic"
     csv_path, policy_path = folder / f"trace-{len(trace)}.csv", folder / "policy.json"
     write_planner_csv(trace, csv_path)
     policy_path.write_text(json.dumps(policy))
