@@ -337,6 +337,22 @@ def _set_aside(victim: Job, share: ShareState, aside: dict[int, list[Job]], orde
     aside[share.index].append(victim)
 
 
+def candidate_pools(job: Job, exclude_at: float) -> list[_Candidates]:
+    """Section 8's candidates, one pool per share: the job's own share's that in-share preemption
+    allows, and those of every other share borrowing over its own quota that reclaim allows (one
+    cohort or a tree alike: Kueue's findCandidates looks at every ClusterQueue)."""
+    account = job.account
+    own = account.share
+    pools: list[_Candidates] = []
+    if own.preempts_in_share:
+        pools.append(_own_candidates(job, account, exclude_at))
+    if own.may_reclaim:
+        for other in account.pool.accounts:
+            if other.share is not own and other.running and borrowed_gpus(other.share) > 0:
+                pools.append(_reclaim_candidates(job, other, exclude_at))
+    return pools
+
+
 def fair_victims(
     job: Job, final_first: bool, initial_second: bool, lendable: float, exclude_at: float
 ) -> list[tuple[Job, int]] | None:
@@ -350,13 +366,7 @@ def fair_victims(
     own = account.share
     n = job.count
     within_quota = account.usage + n <= account.quota
-    pools: list[_Candidates] = []
-    if own.preempts_in_share:
-        pools.append(_own_candidates(job, account, exclude_at))
-    if own.may_reclaim:
-        for other in account.pool.accounts:
-            if other.share is not own and other.running and borrowed_gpus(other.share) > 0:
-                pools.append(_reclaim_candidates(job, other, exclude_at))
+    pools = candidate_pools(job, exclude_at)
     if not pools:
         return None
 

@@ -13,10 +13,8 @@ from __future__ import annotations
 from scheduling.fair import (
     _Candidates,
     _fits,
-    _own_candidates,
-    _reclaim_candidates,
     _set_aside,
-    borrowed_gpus,
+    candidate_pools,
     victims_needed,
 )
 from scheduling.indexes import Group
@@ -364,13 +362,7 @@ def tree_fair_victims(
     own = account.share
     n = job.count
     within_quota = account.usage + n <= account.quota
-    pools: list[_Candidates] = []
-    if own.preempts_in_share:
-        pools.append(_own_candidates(job, account, exclude_at))
-    if own.may_reclaim:
-        for other in account.pool.accounts:
-            if other.share is not own and other.running and borrowed_gpus(other.share) > 0:
-                pools.append(_reclaim_candidates(job, other, exclude_at))
+    pools = candidate_pools(job, exclude_at)
     if not pools:
         return None
 
