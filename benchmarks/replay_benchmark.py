@@ -36,13 +36,14 @@ DATA = ROOT.parent / "shared" / "data"
 SYNTHETIC = {"10k": 10_000, "100k": 100_000, "1m": 1_000_000}
 # The same synthetic traces with sections 8 and 9 on: fair sharing (both strategies), or a
 # training-plan calendar (see _with_training_plan).
-# And section 12: the pool split into two types that every job accepts ("flavors"), beside the same
-# trace on the one-type pool ("flat"): what the fallback scan costs. And section 13: the same shares
-# in a three-level tree of cohorts ("tree", see _with_three_level_tree), and that tree with fair
-# sharing ("fairtree": section 8 over 13, beside "fair" on one level).
+# And section 12: the pool split into two types that every job accepts ("flavors"), or three
+# ("flavors3"), beside the same trace on the one-type pool ("flat"): what the fallback scan costs.
+# And section 13: the same shares in a three-level tree of cohorts ("tree", see
+# _with_three_level_tree), and that tree with fair sharing ("fairtree": section 8 over 13, beside
+# "fair" on one level).
 VARIANTS = (
-    "100k-fair", "1m-fair", "100k-plan", "1m-plan", "100k-flavors", "1m-flavors", "100k-tree", "1m-tree",
-    "100k-fairtree", "1m-fairtree",
+    "100k-fair", "1m-fair", "100k-plan", "1m-plan", "100k-flavors", "1m-flavors", "100k-flavors3",
+    "1m-flavors3", "100k-tree", "1m-tree", "100k-fairtree", "1m-fairtree",
 )  # fmt: skip
 REAL = ("itp", "openb")
 
@@ -51,7 +52,7 @@ def load_case(case: str):
     from scheduling.model import Policy
 
     size, _, variant = case.partition("-")
-    if size in SYNTHETIC and variant in ("", "fair", "plan", "flavors", "tree", "fairtree"):
+    if size in SYNTHETIC and variant in ("", "fair", "plan", "flavors", "flavors3", "tree", "fairtree"):
         from scheduling.synthetic import demo_policy_dict, demo_pool_gpus, generate
 
         trace = generate(SYNTHETIC[size], seed=1)
@@ -61,7 +62,9 @@ def load_case(case: str):
         elif variant == "plan":
             _with_training_plan(policy, trace)
         elif variant == "flavors":
-            _with_two_flavors(policy, trace)
+            _with_flavors(policy, trace, ["gpu-a", "gpu-b"])
+        elif variant == "flavors3":
+            _with_flavors(policy, trace, ["gpu-a", "gpu-b", "gpu-c"])
         if variant in ("tree", "fairtree"):
             _with_three_level_tree(policy)
         return Policy.from_dict(policy), trace
@@ -103,21 +106,27 @@ def _with_training_plan(policy: dict, trace) -> None:
     policy["changes"] = changes
 
 
-def _with_two_flavors(policy: dict, trace) -> None:
-    """Section 12: the one-type pool split into gpu-a and gpu-b (each share's quota too), every job
-    accepting both; half the shares try gpu-b first."""
-    (name, capacity), = policy["capacity"].items()
+def _with_flavors(policy: dict, trace, types: list[str]) -> None:
+    """Section 12: the one-type pool split evenly into ``types`` (each share's quota too, the
+    remainder to the first type), every job accepting them all; share i tries them starting from
+    type i modulo their number, so that every type is some share's first choice."""
+    ((name, capacity),) = policy["capacity"].items()
     spec = policy["instance_types"].pop(name)
-    halves = {"gpu-a": capacity - capacity // 2, "gpu-b": capacity // 2}
-    policy["instance_types"] = {t: dict(spec) for t in halves}
-    policy["capacity"] = halves
+    policy["instance_types"] = {t: dict(spec) for t in types}
+    policy["capacity"] = _split(capacity, types)
     for i, share in enumerate(policy["shares"]):
-        quota = share["capacity"].get(name, 0)
-        share["capacity"] = {"gpu-a": quota - quota // 2, "gpu-b": quota // 2}
-        if i % 2:
-            share["flavor_order"] = ["gpu-b", "gpu-a"]
-    trace.type_names = ["gpu-a|gpu-b"]
+        share["capacity"] = _split(share["capacity"].get(name, 0), types)
+        first = i % len(types)
+        if first:
+            share["flavor_order"] = types[first:] + types[:first]
+    trace.type_names = ["|".join(types)]
     trace.instance_type[:] = 0
+
+
+def _split(count: int, types: list[str]) -> dict[str, int]:
+    """``count`` in len(types) near-equal parts, the larger ones first."""
+    part, extra = divmod(count, len(types))
+    return {t: part + (1 if i < extra else 0) for i, t in enumerate(types)}
 
 
 def _with_three_level_tree(policy: dict) -> None:
