@@ -140,65 +140,31 @@ class TraceBuilder:
         """Check one job and append it; ``row`` is its 1-based data row for messages."""
         if self.max_rows is not None and len(self) >= self.max_rows:
             raise InputError(f"more than {self.max_rows} jobs: the limit is {self.max_rows}", row=row)
-        if isinstance(job_id, int) and not isinstance(job_id, bool):
-            job_id = str(job_id)
-        job = self._text(job_id, row, "job_id", required=True)
-        first = self._row_of.get(job)
-        if first is not None:
-            raise self._fail(f"{job!r} is a duplicate of row {first}", row, "job_id")
+        # Checked in the order of the fields, so that a row with several faults names the first.
+        # The optional fields' helpers are called only when the value is given: this runs once per
+        # row of a million-row import, and most rows leave them out.
+        job = self._valid_job_id(job_id, row)
         submit = self._finite(submit_time, row, "submit_time")
         share_name = self._text(share, row, "share", required=True)
-        work = self._finite(duration, row, "duration")
-        if work < 0:
-            raise self._fail(f"{work:g} is negative", row, "duration")
+        work = self._valid_duration(duration, row)
         prio = self._priority_value(priority, row, "priority")
         type_name = self._text(instance_type, row, "instance_type", required=False)
-        count = self._whole(instance_count, row, "instance_count")
-        if count < 1:
-            raise self._fail(f"{count} is below the minimum 1", row, "instance_count")
-        if count > MAX_INSTANCES:
-            # No pool holds more of one type (MAX_INSTANCES), so no job can run on more.
-            raise self._fail(
-                f"{count:,} instances: a job runs on at most {MAX_INSTANCES:,}", row, "instance_count"
-            )
-        if checkpoint_interval is None:
-            checkpoint = _NAN
-        else:
-            checkpoint = self._finite(checkpoint_interval, row, "checkpoint_interval")
-            if checkpoint <= 0:
-                raise self._fail(f"{checkpoint:g} must be more than 0", row, "checkpoint_interval")
-        if preemption_retries is None:
-            retries = UNLIMITED_RETRIES
-        else:
-            retries = self._whole(preemption_retries, row, "preemption_retries")
-            if retries < 0:
-                raise self._fail(f"{retries} is negative", row, "preemption_retries")
-            retries = min(retries, 2**31 - 1)
+        count = self._valid_instance_count(instance_count, row)
+        checkpoint = _NAN if checkpoint_interval is None else self._valid_checkpoint(checkpoint_interval, row)
+        retries = UNLIMITED_RETRIES
+        if preemption_retries is not None:
+            retries = self._valid_retries(preemption_retries, row)
         user_name = self._text(user, row, "user", required=False)
         job_name = self._text(name, row, "name", required=False)
         recorded = _NAN if recorded_start is None else self._finite(recorded_start, row, "recorded_start")
-        if recorded_preemptions is None:
-            preempted = -1
-        else:
-            preempted = self._whole(recorded_preemptions, row, "recorded_preemptions")
-            if not 0 <= preempted <= 2**31 - 1:
-                raise self._fail(f"{preempted} is not a count of preemptions", row, "recorded_preemptions")
+        preempted = -1 if recorded_preemptions is None else self._valid_preemptions(recorded_preemptions, row)
 
         self._row_of[job] = row
         self._job_id.append(job)
         self._submit.append(submit)
-        code = self._share_codes.get(share_name)
-        if code is None:
-            code = self._share_codes[share_name] = len(self._share_codes)
-        self._share.append(code)
+        self._share.append(_code(self._share_codes, share_name))
         self._priority.append(prio)
-        if type_name is None:
-            self._type.append(NO_TYPE)
-        else:
-            type_code = self._type_codes.get(type_name)
-            if type_code is None:
-                type_code = self._type_codes[type_name] = len(self._type_codes)
-            self._type.append(type_code)
+        self._type.append(NO_TYPE if type_name is None else _code(self._type_codes, type_name))
         self._count.append(count)
         self._duration.append(work)
         self._checkpoint.append(checkpoint)
@@ -211,6 +177,54 @@ class TraceBuilder:
         self._any_recorded = self._any_recorded or recorded_start is not None
         self._preempted.append(preempted)
         self._any_preempted = self._any_preempted or recorded_preemptions is not None
+
+    # -- one field of a job each: its rule and its message
+
+    def _valid_job_id(self, job_id: str, row: int) -> str:
+        """A job id: text (a whole number is taken as its digits), not seen in an earlier row."""
+        if isinstance(job_id, int) and not isinstance(job_id, bool):
+            job_id = str(job_id)
+        job = self._text(job_id, row, "job_id", required=True)
+        first = self._row_of.get(job)
+        if first is not None:
+            raise self._fail(f"{job!r} is a duplicate of row {first}", row, "job_id")
+        return job
+
+    def _valid_duration(self, value: float, row: int) -> float:
+        work = self._finite(value, row, "duration")
+        if work < 0:
+            raise self._fail(f"{work:g} is negative", row, "duration")
+        return work
+
+    def _valid_instance_count(self, value: int, row: int) -> int:
+        count = self._whole(value, row, "instance_count")
+        if count < 1:
+            raise self._fail(f"{count} is below the minimum 1", row, "instance_count")
+        if count > MAX_INSTANCES:
+            # No pool holds more of one type (MAX_INSTANCES), so no job can run on more.
+            raise self._fail(
+                f"{count:,} instances: a job runs on at most {MAX_INSTANCES:,}", row, "instance_count"
+            )
+        return count
+
+    def _valid_checkpoint(self, value: float, row: int) -> float:
+        checkpoint = self._finite(value, row, "checkpoint_interval")
+        if checkpoint <= 0:
+            raise self._fail(f"{checkpoint:g} must be more than 0", row, "checkpoint_interval")
+        return checkpoint
+
+    def _valid_retries(self, value: int, row: int) -> int:
+        """Retries after a preemption; more than an int32 holds means as good as unlimited."""
+        retries = self._whole(value, row, "preemption_retries")
+        if retries < 0:
+            raise self._fail(f"{retries} is negative", row, "preemption_retries")
+        return min(retries, 2**31 - 1)
+
+    def _valid_preemptions(self, value: int, row: int) -> int:
+        preempted = self._whole(value, row, "recorded_preemptions")
+        if not 0 <= preempted <= 2**31 - 1:
+            raise self._fail(f"{preempted} is not a count of preemptions", row, "recorded_preemptions")
+        return preempted
 
     def add_priority_update(
         self, row: int | None, *, time: float, job_id: str, priority: int, field_prefix: str = ""
@@ -276,6 +290,14 @@ class TraceBuilder:
             ),
             epoch_times=bool(self._epoch),
         )
+
+
+def _code(codes: dict[str, int], name: str) -> int:
+    """The name's code: the next number the first time it is seen."""
+    code = codes.get(name)
+    if code is None:
+        code = codes[name] = len(codes)
+    return code
 
 
 def _column(values: array, dtype: type) -> np.ndarray:
