@@ -228,8 +228,8 @@ def _take_block(
     as_text: Callable[[], pa.RecordBatch],
     names: list[str],
     columns: _Columns,
-    max_rows,
-    add_job,
+    max_rows: int | None,
+    add_job: Callable[[TraceBuilder, int, Callable[[str], Any]], None],
 ) -> None:
     """Check one block's columns and keep them; for its first bad row, the row-by-row message.
     ``as_text()`` is the block with every cell as written (for that message)."""
@@ -240,7 +240,41 @@ def _take_block(
     cells = {name: batch.column(i) for i, name in enumerate(names)}
     bad = np.zeros(n, dtype=bool)
     block: dict[str, np.ndarray] = {}
+    epoch = _block_times(cells, columns, block, bad)
+    _block_numbers(cells, block, bad)
+    ids, bad_ids = _ids(cells["job_id"])
+    bad |= bad_ids
+    share, bad_share = _codes(cells["share"], columns.share_codes, required=True)
+    bad |= bad_share
+    if "instance_type" in cells:
+        block["instance_type"], bad_type = _codes(cells["instance_type"], columns.type_codes, required=False)
+        bad |= bad_type
+    extra = _block_texts(cells, bad)
 
+    limit_at = None if max_rows is None or columns.rows + n <= max_rows else max_rows - columns.rows
+    if bad.any() or limit_at is not None:
+        at = int(np.flatnonzero(bad)[0]) if bad.any() else n
+        if limit_at is not None:
+            at = min(at, limit_at)
+        columns.job_id.append(ids[:at])  # a repeated job id before it is the first error
+        _check_unique(columns, max_rows)
+        _refuse(as_text(), names, at, first_row, columns, max_rows, add_job)
+
+    columns.job_id.append(ids)
+    columns.add("share", share)
+    for name, values in block.items():
+        columns.add(name, values)
+    for name, values in extra.items():
+        _keep_texts(columns, name, values)
+    columns.epoch = epoch
+    columns.rows += n
+
+
+def _block_times(
+    cells: dict[str, pa.Array], columns: _Columns, block: dict[str, np.ndarray], bad: np.ndarray
+) -> bool:
+    """submit_time and recorded_start into ``block``, their bad rows marked in ``bad``; the kind of
+    time of the trace (ISO timestamps or seconds), which every time given must share."""
     submit, submit_epoch, bad_submit = _times(cells["submit_time"], required=True)
     bad |= bad_submit
     block["submit_time"] = submit
@@ -252,10 +286,15 @@ def _take_block(
         present = ~np.isnan(recorded) | bad_recorded
         columns.any_recorded = columns.any_recorded or bool(np.any(~np.isnan(recorded)))
         epochs.append(np.where(present, recorded_epoch, submit_epoch))
+    # the first row read decides the kind (as the row-by-row reader's mark_epoch_times does)
     epoch = columns.epoch if columns.epoch is not None else bool(submit_epoch[0])
     for kinds in epochs:
         bad |= kinds != epoch
+    return epoch
 
+
+def _block_numbers(cells: dict[str, pa.Array], block: dict[str, np.ndarray], bad: np.ndarray) -> None:
+    """duration, checkpoint_interval and the whole numbers into ``block``, bad rows marked."""
     block["duration"], bad_duration = _seconds(cells["duration"], required=True, allow_zero=True)
     bad |= bad_duration
     if "checkpoint_interval" in cells:
@@ -273,45 +312,29 @@ def _take_block(
             bad |= bad_values
             block[name] = values
 
-    ids, bad_ids = _ids(cells["job_id"])
-    bad |= bad_ids
-    share, bad_share = _codes(cells["share"], columns.share_codes, required=True)
-    bad |= bad_share
-    if "instance_type" in cells:
-        block["instance_type"], bad_type = _codes(cells["instance_type"], columns.type_codes, required=False)
-        bad |= bad_type
+
+def _block_texts(cells: dict[str, pa.Array], bad: np.ndarray) -> dict[str, list[str]]:
+    """The optional free texts (user, name) of the block, bad rows marked."""
     extra: dict[str, list[str]] = {}
     for name in ("user", "name"):
         if name in cells:
             values, bad_values = _texts(cells[name], required=False)
             bad |= bad_values
             extra[name] = values
+    return extra
 
-    limit_at = None if max_rows is None or columns.rows + n <= max_rows else max_rows - columns.rows
-    if bad.any() or limit_at is not None:
-        at = int(np.flatnonzero(bad)[0]) if bad.any() else n
-        if limit_at is not None:
-            at = min(at, limit_at)
-        columns.job_id.append(ids[:at])  # a repeated job id before it is the first error
-        _check_unique(columns, max_rows)
-        _refuse(as_text(), names, at, first_row, columns, max_rows, add_job)
 
-    columns.job_id.append(ids)
-    columns.add("share", share)
-    for name, values in block.items():
-        columns.add(name, values)
-    for name, values in extra.items():
-        target = columns.user if name == "user" else columns.name
-        if len(target) < columns.rows:
-            target.extend([""] * (columns.rows - len(target)))
-        target.extend("" if v is None else v for v in values)
-        if any(v is not None for v in values):
-            if name == "user":
-                columns.any_user = True
-            else:
-                columns.any_name = True
-    columns.epoch = epoch
-    columns.rows += n
+def _keep_texts(columns: _Columns, name: str, values: list) -> None:
+    """Append a block's user or name column; rows of earlier blocks without the column get ""."""
+    target = columns.user if name == "user" else columns.name
+    if len(target) < columns.rows:
+        target.extend([""] * (columns.rows - len(target)))
+    target.extend("" if v is None else v for v in values)
+    if any(v is not None for v in values):
+        if name == "user":
+            columns.any_user = True
+        else:
+            columns.any_name = True
 
 
 def _check_unique(columns: _Columns, max_rows: int | None) -> None:
