@@ -30,6 +30,7 @@ from scheduling.errors import InputError
 from scheduling.forecast.snapshot import Snapshot, SnapshotJob, check_snapshot
 from scheduling.model import MAX_PRIORITY
 from scheduling.traces.fields import parse_time
+from scheduling.traces.json_fields import JsonFields
 
 HOLDING = ("RUNNING", "STARTING", "SCHEDULED")
 QUEUED = ("RUNNABLE",)
@@ -37,7 +38,7 @@ OTHER_STATUSES = ("SUBMITTED", "PENDING", "SUCCEEDED", "FAILED")
 CONFIG = "serviceRequestPayload.ResourceConfig"
 
 
-class _Record:
+class _Record(JsonFields):
     def __init__(self, where: str, value: Any):
         self.where = where
         self.value = value
@@ -45,17 +46,8 @@ class _Record:
     def fail(self, message: str, field: str) -> InputError:
         return InputError(message, field=f"{self.where}.{field}")
 
-    def millis(self, field: str, *, required: bool = False) -> float | None:
-        value = self.value.get(field)
-        if value is None:
-            if required:
-                raise self.fail("is missing", field)
-            return None
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise self.fail(f"{value!r} is not a time in epoch milliseconds", field)
-        if value < 0 or value > 1e13:
-            raise self.fail(f"{value!r} is not a time in epoch milliseconds (1970 to 2286)", field)
-        return float(value) / 1000.0
+    def field_millis(self, field: str, *, required: bool = False) -> float | None:
+        return self.millis(self.value.get(field), field, required=required)
 
     def text(self, field: str) -> str | None:
         value = self.value.get(field)
@@ -105,7 +97,7 @@ def read_aws_batch_snapshot(value: Any) -> Snapshot:
         if status not in HOLDING + QUEUED:
             continue
         for field in ("createdAt", "scheduledAt", "startedAt"):
-            t = record.millis(field)
+            t = record.field_millis(field)
             if t is not None:
                 latest = max(latest, t)
         jobs.append((record, status))
@@ -180,7 +172,7 @@ def _front_of_queue(value: Any) -> tuple[list[str], float]:
     if not isinstance(front, Mapping) or not isinstance(front.get("jobs", []), list):
         raise record.fail("must be an object {jobs: [...], lastUpdatedAt}", "frontOfQueue")
     front_record = _Record("job_queue_snapshot.frontOfQueue", front)
-    updated = front_record.millis("lastUpdatedAt")
+    updated = front_record.field_millis("lastUpdatedAt")
     order = []
     for i, entry in enumerate(front.get("jobs", [])):
         item = _Record(f"job_queue_snapshot.frontOfQueue.jobs[{i}]", entry)
@@ -200,7 +192,7 @@ def _job(record: _Record, status: str, t0: float) -> SnapshotJob:
     share = record.text("quotaShareName") or record.text("shareIdentifier")
     if share is None:
         raise record.fail("is missing: a quota-managed job has a share", "shareIdentifier")
-    created = record.millis("createdAt", required=True)
+    created = record.field_millis("createdAt", required=True)
     assert created is not None
     priority = value.get("schedulingPriority")
     priority = 0 if priority is None else record.whole(priority, "schedulingPriority", 0, MAX_PRIORITY)
@@ -216,7 +208,7 @@ def _job(record: _Record, status: str, t0: float) -> SnapshotJob:
             limit = float(record.whole(stopping["MaxRuntimeInSeconds"], where, 1))
     started = None
     if status in HOLDING:
-        started = record.millis("startedAt") or record.millis("scheduledAt")
+        started = record.field_millis("startedAt") or record.field_millis("scheduledAt")
         if started is None:
             raise record.fail(f"is missing: a {status} job holds capacity since it", "startedAt")
         if started > t0:

@@ -26,19 +26,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any
 
 from scheduling.errors import InputError
 from scheduling.forecast.snapshot import Snapshot, SnapshotJob, check_snapshot, default_type
 from scheduling.model import MAX_PRIORITY, Policy
 from scheduling.traces.fields import parse_time
-from scheduling.traces.kueue_workloads import API_VERSIONS, GPU_RESOURCE
+from scheduling.traces.json_fields import JsonFields
+from scheduling.traces.kueue_workloads import API_VERSIONS, GPU_RESOURCE, is_true, pod_gpus
 
 PAST = "status.accumulatedPastExecutionTimeSeconds"
 
 
-class _Item:
+class _Item(JsonFields):
     def __init__(self, index: int, value: Any):
         self.index = index
         self.value = value
@@ -51,30 +51,8 @@ class _Item:
     def fail(self, message: str, field: str) -> InputError:
         return InputError(message, field=f"{self.where}.{field}")
 
-    def mapping(self, value: Any, field: str) -> Mapping[str, Any]:
-        if value is None:
-            return {}
-        if not isinstance(value, Mapping):
-            raise self.fail("must be an object", field)
-        return value
-
     def time(self, value: Any, field: str) -> float:
-        if not isinstance(value, str) or not value.strip():
-            raise self.fail(f"{value!r} is not an RFC 3339 time", field)
-        try:
-            stamp = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-        except ValueError:
-            raise self.fail(f"{value!r} is not an RFC 3339 time", field) from None
-        if stamp.tzinfo is None:
-            raise self.fail(f"{value!r} has no time zone", field)
-        return stamp.timestamp()
-
-    def whole(self, value: Any, field: str, minimum: int = 0) -> int:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not float(value).is_integer():
-            raise self.fail(f"{value!r} is not a whole number", field)
-        if value < minimum:
-            raise self.fail(f"{value!r} is below {minimum}", field)
-        return int(value)
+        return self.rfc3339(value, field).timestamp()
 
 
 def read_kueue_snapshot(
@@ -192,12 +170,12 @@ def _workload(item: _Item, gpu_resource: str) -> dict[str, Any]:
         if condition.get("lastTransitionTime") is not None:
             at = item.time(condition["lastTransitionTime"], f"status.conditions[{i}].lastTransitionTime")
             latest = max(latest, at)
-    finished = _true(conditions.get("Finished"))
+    finished = is_true(conditions.get("Finished"))
     reserved = conditions.get("QuotaReserved") or conditions.get("Admitted")
     admission = status.get("admission")
     started = None
     cluster_queue = None
-    if _true(reserved) and not finished:
+    if is_true(reserved) and not finished:
         condition, i = reserved  # type: ignore[misc]
         started = item.time(condition.get("lastTransitionTime"), f"status.conditions[{i}].lastTransitionTime")
         admission = item.mapping(admission, "status.admission")
@@ -230,7 +208,7 @@ def _workload(item: _Item, gpu_resource: str) -> dict[str, Any]:
             where_flavors = f"status.admission.podSetAssignments[{j}].flavors"
             flavors_of = item.mapping(assignment.get("flavors"), where_flavors)
             flavor = flavors_of.get(gpu_resource)
-        per_pod = _pod_gpus(item, pod_set.get("template"), where, gpu_resource)
+        per_pod = pod_gpus(item, pod_set.get("template"), where, gpu_resource)
         gpus += count * per_pod
         if flavor and count * per_pod:
             flavors[str(flavor)] = flavors.get(str(flavor), 0.0) + count * per_pod
@@ -255,35 +233,6 @@ def _workload(item: _Item, gpu_resource: str) -> dict[str, Any]:
         "max_runtime": limit, "latest": latest,
         "past": 0.0 if past is None else float(item.whole(past, PAST)),
     }  # fmt: skip
-
-
-def _true(condition: tuple[Mapping[str, Any], int] | None) -> bool:
-    return condition is not None and condition[0].get("status") == "True"
-
-
-def _pod_gpus(item: _Item, template: Any, where: str, gpu_resource: str) -> float:
-    spec = item.mapping(item.mapping(template, f"{where}.template").get("spec"), f"{where}.template.spec")
-    containers = spec.get("containers") or []
-    if not isinstance(containers, list):
-        raise item.fail("must be a list", f"{where}.template.spec.containers")
-    total = 0.0
-    for i, container in enumerate(containers):
-        path = f"{where}.template.spec.containers[{i}].resources"
-        resources = item.mapping(item.mapping(container, path[: -len(".resources")]).get("resources"), path)
-        for kind in ("requests", "limits"):
-            table = item.mapping(resources.get(kind), f"{path}.{kind}")
-            if gpu_resource in table:
-                raw = table[gpu_resource]
-                try:
-                    number = float(str(raw).strip())
-                except ValueError:
-                    where_gpus = f"{path}.{kind}.{gpu_resource}"
-                    raise item.fail(f"{raw!r} is not a number of GPUs", where_gpus) from None
-                if not math.isfinite(number) or number < 0:
-                    raise item.fail(f"{raw!r} is not a number of GPUs", f"{path}.{kind}.{gpu_resource}")
-                total += number
-                break
-    return total
 
 
 def _priorities(values: list[int]) -> list[int]:

@@ -8,7 +8,6 @@ priority that changes between events becomes a priority update). Timestamps are 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -18,6 +17,7 @@ from scheduling.errors import InputError
 from scheduling.model import MAX_PRIORITY
 from scheduling.trace import Trace
 from scheduling.traces.fields import check_time_range, epoch_seconds, open_source
+from scheduling.traces.json_fields import JsonFields
 from scheduling.traces.json_records import JsonRecord, iter_json_records
 from scheduling.traces.mapping import TraceImport, TraceMapping, resolve_mapping
 
@@ -305,7 +305,7 @@ def _event_time(record: JsonRecord) -> float:
 # -- one job -> one planner job -------------------------------------------------------------------
 
 
-class _Fields:
+class _Fields(JsonFields):
     """Reads a job's fields, each error naming the job, its record and the field."""
 
     def __init__(self, job: _Job):
@@ -314,25 +314,6 @@ class _Fields:
 
     def fail(self, message: str, field: str) -> InputError:
         return InputError(f"job {self.job.job_id}: {message}", row=self.job.number, field=field)
-
-    def millis(self, value: Any, field: str, *, required: bool = False) -> float | None:
-        """Epoch milliseconds as seconds."""
-        if value is None:
-            if required:
-                raise self.fail("is missing", field)
-            return None
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise self.fail(f"{value!r} is not a time in epoch milliseconds", field)
-        if value < 0 or value > 1e13:
-            raise self.fail(f"{value!r} is not a time in epoch milliseconds (1970 to 2286)", field)
-        return float(value) / 1000.0
-
-    def whole(self, value: Any, field: str, minimum: int = 0) -> int:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not float(value).is_integer():
-            raise self.fail(f"{value!r} is not a whole number", field)
-        if value < minimum:
-            raise self.fail(f"{value!r} is below {minimum}", field)
-        return int(value)
 
     def text(self, path: str) -> str | None:
         """A field by name, or ``tags.<key>``; None when absent."""

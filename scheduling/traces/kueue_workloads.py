@@ -14,12 +14,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from scheduling.errors import InputError
 from scheduling.trace import Trace
 from scheduling.traces.fields import check_time_range, epoch_seconds, open_source
+from scheduling.traces.json_fields import JsonFields
 from scheduling.traces.json_records import JsonRecord, iter_json_records
 from scheduling.traces.mapping import PriorityMode, TraceImport, TraceMapping, resolve_mapping
 
@@ -124,7 +124,7 @@ class _Workload:
     fields: dict[str, Any]
 
 
-class _Reader:
+class _Reader(JsonFields):
     """Reads one Workload's fields; each error names the workload (namespace/name), its record and the
     field path."""
 
@@ -136,32 +136,19 @@ class _Reader:
         return InputError(f"workload {self.job_id}: {message}", row=self.record.number, field=field)
 
     def time(self, value: Any, field: str) -> float:
-        if not isinstance(value, str) or not value.strip():
-            raise self.fail(f"{value!r} is not an RFC 3339 time", field)
-        try:
-            stamp = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-        except ValueError:
-            raise self.fail(f"{value!r} is not an RFC 3339 time", field) from None
-        if stamp.tzinfo is None:
-            raise self.fail(f"{value!r} has no time zone", field)
+        stamp = self.rfc3339(value, field)
         try:
             return check_time_range(epoch_seconds(stamp), repr(value), None, None)
         except InputError as error:
             raise self.fail(error.reason, field) from None
 
-    def whole(self, value: Any, field: str) -> int:
+    def count(self, value: Any, field: str) -> int:
+        """A count: a whole number, 0 or more."""
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not float(value).is_integer():
             raise self.fail(f"{value!r} is not a whole number", field)
         if value < 0:
             raise self.fail(f"{value!r} is negative", field)
         return int(value)
-
-    def mapping(self, value: Any, field: str) -> Mapping[str, Any]:
-        if value is None:
-            return {}
-        if not isinstance(value, Mapping):
-            raise self.fail("must be an object", field)
-        return value
 
 
 def source_columns(source: Any, **options: Any) -> list[str]:
@@ -332,12 +319,13 @@ def _conditions(reader: _Reader, status: Mapping[str, Any]) -> dict[str, tuple[M
     return found
 
 
-def _is_true(condition: tuple[Mapping[str, Any], int] | None) -> bool:
+def is_true(condition: tuple[Mapping[str, Any], int] | None) -> bool:
     return condition is not None and condition[0].get("status") == "True"
 
 
-def _pod_gpus(reader: _Reader, template: Any, where: str, gpu_resource: str) -> float:
-    """GPUs one pod of a podSet asks for: the sum over its containers (requests, else limits)."""
+def pod_gpus(reader: JsonFields, template: Any, where: str, gpu_resource: str) -> float:
+    """GPUs one pod of a podSet asks for: the sum over its containers (requests, else limits); the
+    trace importer and the forecast's Kueue snapshot count them alike."""
     spec = reader.mapping(reader.mapping(template, f"{where}.template").get("spec"), f"{where}.template.spec")
     containers = spec.get("containers") or []
     if not isinstance(containers, list):
@@ -362,7 +350,7 @@ def _node_selector(reader: _Reader, template: Any, where: str) -> dict[str, str]
     return {str(key): str(value) for key, value in selector.items()}
 
 
-def _quantity(reader: _Reader, value: Any, field: str) -> float:
+def _quantity(reader: JsonFields, value: Any, field: str) -> float:
     """A Kubernetes quantity of GPUs: a whole number (``4`` or ``"4"``)."""
     try:
         number = float(str(value).strip())
@@ -430,7 +418,7 @@ def _read_workload(
         where = f"spec.podSets[{i}]"
         if not isinstance(pod_set, Mapping):
             raise reader.fail("must be an object {name, count, template}", where)
-        count = reader.whole(pod_set.get("count", 1), f"{where}.count")
+        count = reader.count(pod_set.get("count", 1), f"{where}.count")
         name = pod_set.get("name", "main")
         if not isinstance(name, str):
             raise reader.fail(f"{name!r} is not a podSet name", f"{where}.name")
@@ -439,7 +427,7 @@ def _read_workload(
         if assigned is not None:
             assignment, j = assigned
             if assignment.get("count") is not None:
-                count = reader.whole(assignment["count"], f"status.admission.podSetAssignments[{j}].count")
+                count = reader.count(assignment["count"], f"status.admission.podSetAssignments[{j}].count")
             flavors = reader.mapping(
                 assignment.get("flavors"), f"status.admission.podSetAssignments[{j}].flavors"
             )
@@ -449,7 +437,7 @@ def _read_workload(
                     f"{flavor!r} is not a ResourceFlavor name",
                     f"status.admission.podSetAssignments[{j}].flavors.{gpu_resource}",
                 )
-        pod_set_gpus = count * _pod_gpus(reader, pod_set.get("template"), where, gpu_resource)
+        pod_set_gpus = count * pod_gpus(reader, pod_set.get("template"), where, gpu_resource)
         if pod_set_gpus:
             node_selector.update(_node_selector(reader, pod_set.get("template"), where))
         gpus += pod_set_gpus
@@ -500,7 +488,7 @@ def _timeline(
     reserved = conditions.get("QuotaReserved") or conditions.get("Admitted")
     finished = conditions.get("Finished")
     start = end = None
-    if reserved is not None and (_is_true(reserved) or _is_true(finished)):
+    if reserved is not None and (is_true(reserved) or is_true(finished)):
         condition, i = reserved
         start = reader.time(condition.get("lastTransitionTime"), f"status.conditions[{i}].lastTransitionTime")
         if start < submit:
@@ -508,7 +496,7 @@ def _timeline(
                 f"{condition['type']} at {condition['lastTransitionTime']}, before its creationTimestamp",
                 f"status.conditions[{i}].lastTransitionTime",
             )
-    if _is_true(finished):
+    if is_true(finished):
         condition, i = finished
         end = reader.time(condition.get("lastTransitionTime"), f"status.conditions[{i}].lastTransitionTime")
         if start is not None and end < start:
@@ -519,14 +507,14 @@ def _timeline(
             )
         fields["failed"] = condition.get("reason") == "Failed"
     past = status.get("accumulatedPastExecutionTimeSeconds")
-    past_seconds = 0 if past is None else reader.whole(past, "status.accumulatedPastExecutionTimeSeconds")
-    if (start is not None or end is not None) and not admitted and not _is_true(finished):
+    past_seconds = 0 if past is None else reader.count(past, "status.accumulatedPastExecutionTimeSeconds")
+    if (start is not None or end is not None) and not admitted and not is_true(finished):
         raise reader.fail("is admitted but has no status.admission", "status.admission")
     fields.update(
         start=start,
         end=end,
         past=past_seconds,
-        finished=_is_true(finished),
+        finished=is_true(finished),
         preemptions=_preemptions(reader, status, conditions),
     )
 
@@ -542,7 +530,7 @@ def _preemptions(reader: _Reader, status: Mapping[str, Any], conditions) -> int:
             if not isinstance(eviction, Mapping):
                 raise reader.fail("must be an object", f"status.schedulingStats.evictions[{i}]")
             if eviction.get("reason") == "Preempted":
-                total += reader.whole(
+                total += reader.count(
                     eviction.get("count", 0), f"status.schedulingStats.evictions[{i}].count"
                 )
         return total
