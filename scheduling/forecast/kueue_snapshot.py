@@ -33,7 +33,7 @@ from scheduling.forecast.snapshot import Snapshot, SnapshotJob, check_snapshot, 
 from scheduling.model import MAX_PRIORITY, Policy
 from scheduling.traces.fields import parse_time
 from scheduling.traces.json_fields import JsonFields
-from scheduling.traces.kueue_workloads import API_VERSIONS, GPU_RESOURCE, is_true, pod_gpus
+from scheduling.traces.kueue_workloads import API_VERSIONS, GPU_RESOURCE, Listed, is_true, pod_gpus
 
 PAST = "status.accumulatedPastExecutionTimeSeconds"
 
@@ -148,6 +148,7 @@ def _local_queue(item: _Item, shares: dict[str, str]) -> None:
 
 
 def _workload(item: _Item, gpu_resource: str) -> dict[str, Any]:
+    """What the snapshot needs of one Workload, its fields checked in the order a person reads them."""
     value = item.value
     if value.get("apiVersion") not in API_VERSIONS:
         raise item.fail(f"{value.get('apiVersion')!r} is not {' or '.join(API_VERSIONS)}", "apiVersion")
@@ -158,7 +159,38 @@ def _workload(item: _Item, gpu_resource: str) -> dict[str, Any]:
     submit = item.time(metadata.get("creationTimestamp"), "metadata.creationTimestamp")
     spec = item.mapping(value.get("spec"), "spec")
     status = item.mapping(value.get("status"), "status")
-    conditions: dict[str, tuple[Mapping[str, Any], int]] = {}
+    conditions, latest = _conditions(item, status, submit)
+    finished = is_true(conditions.get("Finished"))
+    started, cluster_queue, admission = _admitted(item, conditions, status.get("admission"), submit, finished)
+    pod_sets = spec.get("podSets")
+    if not isinstance(pod_sets, list) or not pod_sets:
+        raise item.fail("has no podSets", "spec.podSets")
+    assignments = _assignments(item, admission) if started is not None else {}
+    gpus, flavor = _gpus_and_flavor(item, pod_sets, assignments, gpu_resource)
+    priority = spec.get("priority", 0)
+    whole_number = isinstance(priority, (int, float)) and not isinstance(priority, bool)
+    if not whole_number or not float(priority).is_integer():
+        raise item.fail(f"{priority!r} is not a whole number", "spec.priority")
+    limit = spec.get("maximumExecutionTimeSeconds")
+    if limit is not None:
+        limit = float(item.whole(limit, "spec.maximumExecutionTimeSeconds", minimum=1))
+    past = status.get("accumulatedPastExecutionTimeSeconds")
+    queue = spec.get("queueName") or ""
+    if not isinstance(queue, str):
+        raise item.fail(f"{queue!r} is not a LocalQueue name", "spec.queueName")
+    return {
+        "job_id": f"{namespace}/{metadata['name']}", "name": metadata["name"], "namespace": namespace,
+        "submit": submit, "started": started, "finished": finished, "cluster_queue": cluster_queue,
+        "queue": queue, "gpus": gpus, "flavor": flavor, "priority": int(priority),
+        "max_runtime": limit, "latest": latest,
+        "past": 0.0 if past is None else float(item.whole(past, PAST)),
+    }  # fmt: skip
+
+
+def _conditions(item: _Item, status: Mapping[str, Any], submit: float) -> tuple[dict[str, Listed], float]:
+    """(status.conditions by type, with their index; the latest time among them and ``submit``): the
+    latest time of all workloads is the snapshot's time when the List gives none."""
+    conditions: dict[str, Listed] = {}
     listed = status.get("conditions") or []
     if not isinstance(listed, list):
         raise item.fail("must be a list", "status.conditions")
@@ -170,29 +202,43 @@ def _workload(item: _Item, gpu_resource: str) -> dict[str, Any]:
         if condition.get("lastTransitionTime") is not None:
             at = item.time(condition["lastTransitionTime"], f"status.conditions[{i}].lastTransitionTime")
             latest = max(latest, at)
-    finished = is_true(conditions.get("Finished"))
+    return conditions, latest
+
+
+def _admitted(
+    item: _Item, conditions: Mapping[str, Listed], admission: Any, submit: float, finished: bool
+) -> tuple[float | None, str | None, Any]:
+    """(running since, ClusterQueue, status.admission) of a workload holding quota (QuotaReserved,
+    else Admitted, True, and not finished); (None, None, admission as given) for the others."""
     reserved = conditions.get("QuotaReserved") or conditions.get("Admitted")
-    admission = status.get("admission")
-    started = None
-    cluster_queue = None
-    if is_true(reserved) and not finished:
-        condition, i = reserved  # type: ignore[misc]
-        started = item.time(condition.get("lastTransitionTime"), f"status.conditions[{i}].lastTransitionTime")
-        admission = item.mapping(admission, "status.admission")
-        cluster_queue = admission.get("clusterQueue")
-        if not isinstance(cluster_queue, str) or not cluster_queue:
-            raise item.fail("an admitted workload names no ClusterQueue", "status.admission.clusterQueue")
-        if started < submit:
-            raise item.fail("is before its creationTimestamp", f"status.conditions[{i}].lastTransitionTime")
-    pod_sets = spec.get("podSets")
-    if not isinstance(pod_sets, list) or not pod_sets:
-        raise item.fail("has no podSets", "spec.podSets")
-    assignments: dict[str, tuple[Mapping[str, Any], int]] = {}
-    if started is not None:
-        listed_assignments = item.mapping(admission, "status.admission").get("podSetAssignments") or []
-        for j, assignment in enumerate(listed_assignments):
-            assignment = item.mapping(assignment, f"status.admission.podSetAssignments[{j}]")
-            assignments[str(assignment.get("name", "main"))] = (assignment, j)
+    if not is_true(reserved) or finished:
+        return None, None, admission
+    condition, i = reserved  # type: ignore[misc]
+    started = item.time(condition.get("lastTransitionTime"), f"status.conditions[{i}].lastTransitionTime")
+    admission = item.mapping(admission, "status.admission")
+    cluster_queue = admission.get("clusterQueue")
+    if not isinstance(cluster_queue, str) or not cluster_queue:
+        raise item.fail("an admitted workload names no ClusterQueue", "status.admission.clusterQueue")
+    if started < submit:
+        raise item.fail("is before its creationTimestamp", f"status.conditions[{i}].lastTransitionTime")
+    return started, cluster_queue, admission
+
+
+def _assignments(item: _Item, admission: Any) -> dict[str, Listed]:
+    """status.admission.podSetAssignments by podSet name (``main`` when unnamed), with their index."""
+    assignments: dict[str, Listed] = {}
+    listed_assignments = item.mapping(admission, "status.admission").get("podSetAssignments") or []
+    for j, assignment in enumerate(listed_assignments):
+        assignment = item.mapping(assignment, f"status.admission.podSetAssignments[{j}]")
+        assignments[str(assignment.get("name", "main"))] = (assignment, j)
+    return assignments
+
+
+def _gpus_and_flavor(
+    item: _Item, pod_sets: list, assignments: Mapping[str, Listed], gpu_resource: str
+) -> tuple[float, str | None]:
+    """(GPUs, the flavor assigned to them or None): per podSet its count (the admission's when it
+    has one) x the GPUs of one pod. A planner job runs on one type: several flavors are refused."""
     gpus = 0.0
     flavors: dict[str, float] = {}
     for i, pod_set in enumerate(pod_sets):
@@ -215,24 +261,7 @@ def _workload(item: _Item, gpu_resource: str) -> dict[str, Any]:
     if len(flavors) > 1:
         raise item.fail(f"uses several GPU flavors ({', '.join(sorted(flavors))}): a planner job has one",
                         "status.admission.podSetAssignments")  # fmt: skip
-    priority = spec.get("priority", 0)
-    whole_number = isinstance(priority, (int, float)) and not isinstance(priority, bool)
-    if not whole_number or not float(priority).is_integer():
-        raise item.fail(f"{priority!r} is not a whole number", "spec.priority")
-    limit = spec.get("maximumExecutionTimeSeconds")
-    if limit is not None:
-        limit = float(item.whole(limit, "spec.maximumExecutionTimeSeconds", minimum=1))
-    past = status.get("accumulatedPastExecutionTimeSeconds")
-    queue = spec.get("queueName") or ""
-    if not isinstance(queue, str):
-        raise item.fail(f"{queue!r} is not a LocalQueue name", "spec.queueName")
-    return {
-        "job_id": f"{namespace}/{metadata['name']}", "name": metadata["name"], "namespace": namespace,
-        "submit": submit, "started": started, "finished": finished, "cluster_queue": cluster_queue,
-        "queue": queue, "gpus": gpus, "flavor": next(iter(flavors), None), "priority": int(priority),
-        "max_runtime": limit, "latest": latest,
-        "past": 0.0 if past is None else float(item.whole(past, PAST)),
-    }  # fmt: skip
+    return gpus, next(iter(flavors), None)
 
 
 def _priorities(values: list[int]) -> list[int]:

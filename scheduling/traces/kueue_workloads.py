@@ -27,6 +27,8 @@ FORMAT = "kueue-workloads"
 API_VERSIONS = ("kueue.x-k8s.io/v1beta1", "kueue.x-k8s.io/v1beta2")
 GPU_RESOURCE = "nvidia.com/gpu"
 LIST_KEYS = ("items",)
+# an object of a list (a condition, a podSet assignment) and its index there, for messages
+Listed = tuple[Mapping[str, Any], int]
 
 # share = the admitting ClusterQueue; priorities are Kubernetes priority values (any int32), put on
 # the planner's 0..9999 keeping their order (rank, as for Slurm; values already within stay).
@@ -364,6 +366,50 @@ def _quantity(reader: JsonFields, value: Any, field: str) -> float:
 def _read_workload(
     record: JsonRecord, mapping: TraceMapping, gpu_resource: str, run: TraceImport
 ) -> _Workload | None:
+    """What the import keeps of one Workload, its fields checked in the order a person reads them."""
+    value = record.value
+    metadata, namespace, job_id = _workload_identity(record)
+    reader = _Reader(record, job_id)
+    labels = reader.mapping(metadata.get("labels"), "metadata.labels")
+    if value.get("apiVersion") not in API_VERSIONS:
+        raise reader.fail(f"{value.get('apiVersion')!r} is not {' or '.join(API_VERSIONS)}", "apiVersion")
+    submit = reader.time(metadata.get("creationTimestamp"), "metadata.creationTimestamp")
+    spec = reader.mapping(value.get("spec"), "spec")
+    status = reader.mapping(value.get("status"), "status")
+    pod_sets = spec.get("podSets")
+    if not isinstance(pod_sets, list) or not pod_sets:
+        raise reader.fail("has no podSets: a Workload describes its pods in spec.podSets", "spec.podSets")
+    admission = status.get("admission")
+    if admission is not None and not isinstance(admission, Mapping):
+        raise reader.fail("must be an object", "status.admission")
+    assignments = _assignments(reader, admission)
+    gpus, gpus_by_flavor, node_selector = _pod_sets(reader, pod_sets, assignments, gpu_resource)
+    if len(gpus_by_flavor) > 1:
+        run.note("workloads_on_several_flavors")
+    conditions = _conditions(reader, status)
+    fields = {
+        "submit": submit,
+        "gpus": gpus,
+        # a workload on several flavors is counted on the one holding most of its GPUs
+        "flavor": max(gpus_by_flavor, key=lambda f: gpus_by_flavor[f]) if gpus_by_flavor else None,
+        "priority": _priority(reader, spec.get("priority")),
+        "labels": {str(key): str(value) for key, value in labels.items()},
+        "name": metadata["name"],
+        "node_selector": node_selector,
+    }
+    _timeline(reader, status, conditions, submit, fields, admission is not None)
+    cluster_queue = admission.get("clusterQueue") if admission else None
+    if admission is not None and (not isinstance(cluster_queue, str) or not cluster_queue):
+        raise reader.fail("names no ClusterQueue", "status.admission.clusterQueue")
+    queue_name = spec.get("queueName") or ""
+    if not isinstance(queue_name, str):
+        raise reader.fail(f"{queue_name!r} is not a LocalQueue name", "spec.queueName")
+    return _Workload(record.number, job_id, namespace, queue_name, cluster_queue, fields)
+
+
+def _workload_identity(record: JsonRecord) -> tuple[Mapping[str, Any], str, str]:
+    """(metadata, namespace, job id ``namespace/name``) of a record that must be a Workload; the
+    errors before the id is known name the record only."""
     value = record.value
     if not isinstance(value, Mapping):
         raise InputError("is not a Kubernetes object", row=record.number, field=record.where)
@@ -383,20 +429,11 @@ def _read_workload(
     namespace = metadata.get("namespace") or "default"
     if not isinstance(namespace, str):
         raise InputError(f"{namespace!r} is not a namespace", row=record.number, field="metadata.namespace")
-    job_id = f"{namespace}/{metadata['name']}"
-    reader = _Reader(record, job_id)
-    labels = reader.mapping(metadata.get("labels"), "metadata.labels")
-    if value.get("apiVersion") not in API_VERSIONS:
-        raise reader.fail(f"{value.get('apiVersion')!r} is not {' or '.join(API_VERSIONS)}", "apiVersion")
-    submit = reader.time(metadata.get("creationTimestamp"), "metadata.creationTimestamp")
-    spec = reader.mapping(value.get("spec"), "spec")
-    status = reader.mapping(value.get("status"), "status")
-    pod_sets = spec.get("podSets")
-    if not isinstance(pod_sets, list) or not pod_sets:
-        raise reader.fail("has no podSets: a Workload describes its pods in spec.podSets", "spec.podSets")
-    admission = status.get("admission")
-    if admission is not None and not isinstance(admission, Mapping):
-        raise reader.fail("must be an object", "status.admission")
+    return metadata, namespace, f"{namespace}/{metadata['name']}"
+
+
+def _assignments(reader: _Reader, admission: Mapping[str, Any] | None) -> dict[str, Listed]:
+    """status.admission.podSetAssignments by podSet name (``main`` when unnamed), with their index."""
     assignments = {}
     if admission:
         listed = admission.get("podSetAssignments") or []
@@ -411,8 +448,19 @@ def _read_workload(
                     f"{name!r} is not a podSet name", f"status.admission.podSetAssignments[{i}].name"
                 )
             assignments[name] = (assignment, i)
+    return assignments
+
+
+def _pod_sets(
+    reader: _Reader,
+    pod_sets: list,
+    assignments: Mapping[str, Listed],
+    gpu_resource: str,
+) -> tuple[float, dict[str, float], dict[str, str]]:
+    """(GPUs, GPUs per assigned flavor, node selector of the pods asking for GPUs) of spec.podSets:
+    per podSet its count (the admission's when it has one) x the GPUs of one pod."""
     gpus_by_flavor: dict[str, float] = {}
-    node_selector: dict[str, str] = {}  # of the pods that ask for GPUs
+    node_selector: dict[str, str] = {}
     gpus = 0.0
     for i, pod_set in enumerate(pod_sets):
         where = f"spec.podSets[{i}]"
@@ -425,44 +473,27 @@ def _read_workload(
         assigned = assignments.get(name)
         flavor = None
         if assigned is not None:
-            assignment, j = assigned
-            if assignment.get("count") is not None:
-                count = reader.count(assignment["count"], f"status.admission.podSetAssignments[{j}].count")
-            flavors = reader.mapping(
-                assignment.get("flavors"), f"status.admission.podSetAssignments[{j}].flavors"
-            )
-            flavor = flavors.get(gpu_resource)
-            if flavor is not None and (not isinstance(flavor, str) or not flavor):
-                raise reader.fail(
-                    f"{flavor!r} is not a ResourceFlavor name",
-                    f"status.admission.podSetAssignments[{j}].flavors.{gpu_resource}",
-                )
+            count, flavor = _assigned(reader, *assigned, count, gpu_resource)
         pod_set_gpus = count * pod_gpus(reader, pod_set.get("template"), where, gpu_resource)
         if pod_set_gpus:
             node_selector.update(_node_selector(reader, pod_set.get("template"), where))
         gpus += pod_set_gpus
         if pod_set_gpus and flavor:
             gpus_by_flavor[flavor] = gpus_by_flavor.get(flavor, 0) + pod_set_gpus
-    if len(gpus_by_flavor) > 1:
-        run.note("workloads_on_several_flavors")
-    conditions = _conditions(reader, status)
-    fields = {
-        "submit": submit,
-        "gpus": gpus,
-        "flavor": max(gpus_by_flavor, key=lambda f: gpus_by_flavor[f]) if gpus_by_flavor else None,
-        "priority": _priority(reader, spec.get("priority")),
-        "labels": {str(key): str(value) for key, value in labels.items()},
-        "name": metadata["name"],
-        "node_selector": node_selector,
-    }
-    _timeline(reader, status, conditions, submit, fields, admission is not None)
-    cluster_queue = admission.get("clusterQueue") if admission else None
-    if admission is not None and (not isinstance(cluster_queue, str) or not cluster_queue):
-        raise reader.fail("names no ClusterQueue", "status.admission.clusterQueue")
-    queue_name = spec.get("queueName") or ""
-    if not isinstance(queue_name, str):
-        raise reader.fail(f"{queue_name!r} is not a LocalQueue name", "spec.queueName")
-    return _Workload(record.number, job_id, namespace, queue_name, cluster_queue, fields)
+    return gpus, gpus_by_flavor, node_selector
+
+
+def _assigned(
+    reader: _Reader, assignment: Mapping[str, Any], j: int, count: int, gpu_resource: str
+) -> tuple[int, str | None]:
+    """(pods, flavor of the GPU resource) a podSet was admitted with; ``count`` when it says none."""
+    where = f"status.admission.podSetAssignments[{j}]"
+    if assignment.get("count") is not None:
+        count = reader.count(assignment["count"], f"{where}.count")
+    flavor = reader.mapping(assignment.get("flavors"), f"{where}.flavors").get(gpu_resource)
+    if flavor is not None and (not isinstance(flavor, str) or not flavor):
+        raise reader.fail(f"{flavor!r} is not a ResourceFlavor name", f"{where}.flavors.{gpu_resource}")
+    return count, flavor
 
 
 def _priority(reader: _Reader, value: Any) -> int | None:
@@ -550,6 +581,7 @@ def _add(
     seen: set[str],
     cluster: _Cluster,
 ) -> None:
+    """The workload as a planner job, or counted as skipped (why: ``_skipped``)."""
     reader = _Reader(JsonRecord(workload.number, None, 0, None), workload.job_id)
     if workload.job_id in seen:
         raise reader.fail("is listed twice", "metadata.name")
@@ -559,19 +591,7 @@ def _add(
     local = f"{workload.namespace}/{workload.queue_name}"
     if cluster_queue is None:
         cluster_queue = queue_shares.get(local)
-    if fields["start"] is None:
-        if fields["finished"]:
-            run.skip(SKIP_NEVER_ADMITTED)
-        else:
-            run.skip(SKIP_PENDING)
-            if cluster_queue is None:
-                run.note("pending_without_known_cluster_queue")
-        return
-    if not fields["finished"]:
-        run.skip(SKIP_RUNNING)
-        return
-    if not fields["gpus"]:
-        run.skip(SKIP_NO_GPU)
+    if _skipped(run, fields, cluster_queue):
         return
     if cluster_queue is None:
         raise reader.fail(
@@ -587,6 +607,54 @@ def _add(
         run.note("failed_workloads")
     if fields["past"]:
         run.note("evicted_workloads_start_estimated")
+    cells = _cells(workload, cluster_queue)
+    share = mapping.share_of(
+        cells.get(mapping.share_column or ""), workload.number, mapping.share_column or ""
+    )
+    priority = (
+        run.priority.value(cells.get(mapping.priority_column), workload.number)
+        if mapping.priority_column
+        else 0
+    )
+    run.add(
+        workload.number,
+        job_id=workload.job_id,
+        submit_time=fields["submit"],
+        share=share,
+        duration=duration,
+        priority=priority,
+        instance_type=_accepted_types(run, mapping, cluster, cluster_queue, fields),
+        instance_count=mapping.instances_for(fields["gpus"]),
+        user=cells.get(mapping.user_column) if mapping.user_column else None,
+        name=cells.get(mapping.name_column) if mapping.name_column else fields["name"],
+        recorded_start=_recorded_start(fields),
+        recorded_preemptions=fields["preemptions"],
+    )
+
+
+def _skipped(run: TraceImport, fields: Mapping[str, Any], cluster_queue: str | None) -> bool:
+    """Whether the workload is left out (counted under its reason): never admitted, still pending
+    or running at the export, or asking no GPU."""
+    if fields["start"] is None:
+        if fields["finished"]:
+            run.skip(SKIP_NEVER_ADMITTED)
+        else:
+            run.skip(SKIP_PENDING)
+            if cluster_queue is None:
+                run.note("pending_without_known_cluster_queue")
+        return True
+    if not fields["finished"]:
+        run.skip(SKIP_RUNNING)
+        return True
+    if not fields["gpus"]:
+        run.skip(SKIP_NO_GPU)
+        return True
+    return False
+
+
+def _cells(workload: _Workload, cluster_queue: str) -> dict[str, str]:
+    """The workload's source columns (SOURCE_COLUMNS and ``labels.<key>``), for the mapping."""
+    fields = workload.fields
     cells = {
         "clusterQueue": cluster_queue,
         "queueName": workload.queue_name,
@@ -597,14 +665,14 @@ def _add(
     }
     for key, label in fields["labels"].items():
         cells[f"labels.{key}"] = str(label)
-    share = mapping.share_of(
-        cells.get(mapping.share_column or ""), workload.number, mapping.share_column or ""
-    )
-    priority = (
-        run.priority.value(cells.get(mapping.priority_column), workload.number)
-        if mapping.priority_column
-        else 0
-    )
+    return cells
+
+
+def _accepted_types(
+    run: TraceImport, mapping: TraceMapping, cluster: _Cluster, cluster_queue: str, fields: Mapping[str, Any]
+) -> str:
+    """Section 12: the instance types the job accepts, in its ClusterQueue's order: every flavor it
+    could have used, else the flavor it was admitted on."""
     flavor = fields["flavor"]
     usable = cluster.usable(cluster_queue, fields["node_selector"])
     if usable and flavor and flavor not in usable:
@@ -617,21 +685,7 @@ def _add(
             types.append(kind)
     if len(types) > 1:
         run.note("workloads_accepting_several_flavors")
-    instance_type = "|".join(types)  # section 12: the types it accepts, in its ClusterQueue's order
-    run.add(
-        workload.number,
-        job_id=workload.job_id,
-        submit_time=fields["submit"],
-        share=share,
-        duration=duration,
-        priority=priority,
-        instance_type=instance_type,
-        instance_count=mapping.instances_for(fields["gpus"]),
-        user=cells.get(mapping.user_column) if mapping.user_column else None,
-        name=cells.get(mapping.name_column) if mapping.name_column else fields["name"],
-        recorded_start=_recorded_start(fields),
-        recorded_preemptions=fields["preemptions"],
-    )
+    return "|".join(types)
 
 
 def _instance_type(mapping: TraceMapping, flavor: str | None) -> str:
