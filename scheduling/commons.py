@@ -148,19 +148,12 @@ def job_splitting(
     first small job after it. GPU-hours are instance-hours times ``gpus_per_type`` (1 when absent).
     Returns the parameters, per share and per user totals (the ``top`` users with most jobs in
     bursts) and the burst count per share and week."""
-    if window_seconds <= 0:
-        raise InputError(f"window_seconds: {window_seconds} is not positive", field="window_seconds")
-    if min_jobs < 2:
-        raise InputError(f"min_jobs: {min_jobs} is below 2", field="min_jobs")
-    if max_instances < 1:
-        raise InputError(f"max_instances: {max_instances} is below 1", field="max_instances")
-    n = len(trace)
-    by_user = trace.user is not None
+    _check_splitting(window_seconds, min_jobs, max_instances)
     result: dict[str, Any] = {
         "window_seconds": window_seconds,
         "min_jobs": min_jobs,
         "max_instances": max_instances,
-        "by": "user" if by_user else "share",
+        "by": "user" if trace.user is not None else "share",
         "bursts": 0,
         "jobs_in_bursts": 0,
         "gpu_hours_in_bursts": 0.0,
@@ -171,94 +164,136 @@ def job_splitting(
         "periods": [],
         "epoch_times": trace.epoch_times,
     }
-    if n == 0:
+    if len(trace) == 0:
         return result
-    submit = np.asarray(trace.submit_time, dtype=np.float64)
-    count = np.asarray(trace.instance_count, dtype=np.int64)
-    share = np.asarray(trace.share, dtype=np.int64)
-    itype = np.asarray(trace.instance_type, dtype=np.int64)
-    gpus_of_type = np.ones(len(trace.type_names) + 1, dtype=np.float64)  # last slot: NO_TYPE (-1)
-    for code, type_name in enumerate(trace.type_names):
-        gpus_of_type[code] = float((gpus_per_type or {}).get(type_name, 1))
-    gpu_hours = count * np.asarray(trace.duration, dtype=np.float64) / 3600.0 * gpus_of_type[itype]
-
-    if by_user:
-        names, user = np.unique(np.asarray(trace.user, dtype=str), return_inverse=True)
-        user_names = names.tolist()
-    else:
-        user_names, user = list(trace.share_names), share
-    user = np.asarray(user, dtype=np.int64).reshape(-1)
-    shares = len(trace.share_names)
-    types = len(trace.type_names) + 1
-    # One key per (user, share, instance type).
-    key = (user * shares + share) * types + (itype + 1)
-    largest = np.zeros(types, dtype=np.int64)
-    np.maximum.at(largest, itype + 1, count)
-
-    small = np.flatnonzero(count <= max_instances)
-    order = small[np.lexsort((submit[small], key[small]))]
-    start = float(submit.min())
-    bursts: list[tuple[int, int, int]] = []  # (first, end) positions into order, and the key
-    if len(order) >= min_jobs:
-        k = key[order]
-        t = submit[order] - start
-        # Keys as ranks, then one increasing value per (key, time) for a single searchsorted.
-        rank = np.concatenate(([0], np.cumsum(k[1:] != k[:-1])))
-        stride = float(t.max()) + 2 * window_seconds + 1
-        combined = rank * stride + t
-        ends = np.searchsorted(combined, combined + window_seconds, side="right").tolist()
-        position, total = 0, len(order)
-        while position < total:
-            end = ends[position]
-            if end - position >= min_jobs:
-                bursts.append((position, end, int(k[position])))
-            position = end
-    instances_of = np.concatenate(([0], np.cumsum(count[order]))) if len(order) else np.zeros(1)
-    kept = []
-    for first, end, burst_key in bursts:
-        type_slot = burst_key % types
-        if instances_of[end] - instances_of[first] <= largest[type_slot]:
-            kept.append((first, end, burst_key))
-
-    in_burst = np.zeros(n, dtype=bool)
-    burst_user = np.array([b[2] // types // shares for b in kept], dtype=np.int64)
-    burst_share = np.array([(b[2] // types) % shares for b in kept], dtype=np.int64)
-    burst_time = np.array([submit[order[b[0]]] for b in kept], dtype=np.float64)
-    for first, end, _ in kept:
-        in_burst[order[first:end]] = True
-
-    users = len(user_names)
-    user_jobs = np.bincount(user, minlength=users)
-    user_hours = np.bincount(user, weights=gpu_hours, minlength=users)
-    user_burst_jobs = np.bincount(user[in_burst], minlength=users)
-    user_burst_hours = np.bincount(user[in_burst], weights=gpu_hours[in_burst], minlength=users)
-    user_bursts = np.bincount(burst_user, minlength=users)
-    share_jobs = np.bincount(share, minlength=shares)
-    share_hours = np.bincount(share, weights=gpu_hours, minlength=shares)
-    share_burst_jobs = np.bincount(share[in_burst], minlength=shares)
-    share_burst_hours = np.bincount(share[in_burst], weights=gpu_hours[in_burst], minlength=shares)
-    share_bursts = np.bincount(burst_share, minlength=shares)
-    # The shares each user submitted to most (a user may submit to several).
-    user_share = np.zeros(users, dtype=np.int64)
-    pairs = np.bincount(user * shares + share, minlength=users * shares).reshape(users, shares)
-    user_share[:] = pairs.argmax(axis=1)
-
-    span = float(submit.max()) - start
-    columns = min(MAX_PERIODS, math.floor(span / WEEK) + 1)
-    week = np.minimum((burst_time - start) // WEEK, columns - 1).astype(np.int64)
-    per_week = np.bincount(burst_share * columns + week, minlength=shares * columns).reshape(shares, columns)
-
+    jobs = _SplitJobs(trace, gpus_per_type)
+    order = jobs.small_by_key_and_time(max_instances)
+    windows = _greedy_windows(jobs, order, window_seconds, min_jobs)
+    kept = jobs.fitting_one_job(windows, order)
+    bursts = _Bursts(jobs, kept, order)
+    user_bursts = np.bincount(bursts.user, minlength=len(jobs.user_names))
+    columns = min(MAX_PERIODS, math.floor((float(jobs.submit.max()) - jobs.start) / WEEK) + 1)
     result.update(
         bursts=len(kept),
-        jobs_in_bursts=int(in_burst.sum()),
-        gpu_hours_in_bursts=float(gpu_hours[in_burst].sum()),
+        jobs_in_bursts=int(bursts.in_burst.sum()),
+        gpu_hours_in_bursts=float(jobs.gpu_hours[bursts.in_burst].sum()),
         users_with_bursts=int((user_bursts > 0).sum()),
-        periods=[start + WEEK * c for c in range(columns)],
+        periods=[jobs.start + WEEK * c for c in range(columns)],
     )
+    result["shares"].update(_share_totals(trace, jobs, bursts, columns))
+    result["users"] = _top_users(trace, jobs, bursts, user_bursts, top)
+    return result
+
+
+def _check_splitting(window_seconds: float, min_jobs: int, max_instances: int) -> None:
+    if window_seconds <= 0:
+        raise InputError(f"window_seconds: {window_seconds} is not positive", field="window_seconds")
+    if min_jobs < 2:
+        raise InputError(f"min_jobs: {min_jobs} is below 2", field="min_jobs")
+    if max_instances < 1:
+        raise InputError(f"max_instances: {max_instances} is below 1", field="max_instances")
+
+
+# (first, end) positions of a window of jobs into the order of small jobs, and the key of its jobs
+Window = tuple[int, int, int]
+
+
+class _SplitJobs:
+    """The trace's columns job splitting reads, each job's submitter (its user, else its share) and
+    its key: one per (submitter, share, instance type), the group a burst is taken in."""
+
+    def __init__(self, trace: Trace, gpus_per_type: Mapping[str, int] | None):
+        self.submit = np.asarray(trace.submit_time, dtype=np.float64)
+        self.count = np.asarray(trace.instance_count, dtype=np.int64)
+        self.share = np.asarray(trace.share, dtype=np.int64)
+        itype = np.asarray(trace.instance_type, dtype=np.int64)
+        gpus_of_type = np.ones(len(trace.type_names) + 1, dtype=np.float64)  # last slot: NO_TYPE (-1)
+        for code, type_name in enumerate(trace.type_names):
+            gpus_of_type[code] = float((gpus_per_type or {}).get(type_name, 1))
+        duration = np.asarray(trace.duration, dtype=np.float64)
+        self.gpu_hours = self.count * duration / 3600.0 * gpus_of_type[itype]
+        if trace.user is not None:
+            names, user = np.unique(np.asarray(trace.user, dtype=str), return_inverse=True)
+            self.user_names = names.tolist()
+        else:
+            self.user_names, user = list(trace.share_names), self.share
+        self.user = np.asarray(user, dtype=np.int64).reshape(-1)
+        self.shares = len(trace.share_names)
+        self.types = len(trace.type_names) + 1
+        self.key = (self.user * self.shares + self.share) * self.types + (itype + 1)
+        # the largest job of each instance type: a burst must fit in one job that large
+        self.largest = np.zeros(self.types, dtype=np.int64)
+        np.maximum.at(self.largest, itype + 1, self.count)
+        self.start = float(self.submit.min())
+
+    def small_by_key_and_time(self, max_instances: int) -> np.ndarray:
+        """The jobs of at most ``max_instances`` instances, by key, then by submit time."""
+        small = np.flatnonzero(self.count <= max_instances)
+        return small[np.lexsort((self.submit[small], self.key[small]))]
+
+    def fitting_one_job(self, windows: list[Window], order: np.ndarray) -> list[Window]:
+        """The windows whose instances together fit one job as large as the largest of their type."""
+        instances_of = np.concatenate(([0], np.cumsum(self.count[order]))) if len(order) else np.zeros(1)
+        kept = []
+        for first, end, burst_key in windows:
+            type_slot = burst_key % self.types
+            if instances_of[end] - instances_of[first] <= self.largest[type_slot]:
+                kept.append((first, end, burst_key))
+        return kept
+
+
+def _greedy_windows(
+    jobs: _SplitJobs, order: np.ndarray, window_seconds: float, min_jobs: int
+) -> list[Window]:
+    """(first, end) positions into ``order`` and the key of each window of ``min_jobs`` or more
+    jobs: a window starts at a key's first job and holds its jobs submitted within
+    ``window_seconds``; the next starts at the first job after it."""
+    windows: list[Window] = []
+    if len(order) < min_jobs:
+        return windows
+    k = jobs.key[order]
+    t = jobs.submit[order] - jobs.start
+    # Keys as ranks, then one increasing value per (key, time) for a single searchsorted.
+    rank = np.concatenate(([0], np.cumsum(k[1:] != k[:-1])))
+    stride = float(t.max()) + 2 * window_seconds + 1
+    combined = rank * stride + t
+    ends = np.searchsorted(combined, combined + window_seconds, side="right").tolist()
+    position, total = 0, len(order)
+    while position < total:
+        end = ends[position]
+        if end - position >= min_jobs:
+            windows.append((position, end, int(k[position])))
+        position = end
+    return windows
+
+
+class _Bursts:
+    """The bursts kept: which jobs are in one, and each burst's submitter, share and start."""
+
+    def __init__(self, jobs: _SplitJobs, kept: list[Window], order: np.ndarray):
+        self.in_burst = np.zeros(len(jobs.submit), dtype=bool)
+        self.user = np.array([b[2] // jobs.types // jobs.shares for b in kept], dtype=np.int64)
+        self.share = np.array([(b[2] // jobs.types) % jobs.shares for b in kept], dtype=np.int64)
+        self.time = np.array([jobs.submit[order[b[0]]] for b in kept], dtype=np.float64)
+        for first, end, _ in kept:
+            self.in_burst[order[first:end]] = True
+
+
+def _share_totals(trace: Trace, jobs: _SplitJobs, bursts: _Bursts, columns: int) -> dict[str, Any]:
+    """Per share that submitted jobs: its jobs and GPU-hours, those in bursts, bursts per week."""
+    shares, share, in_burst, hours = jobs.shares, jobs.share, bursts.in_burst, jobs.gpu_hours
+    share_jobs = np.bincount(share, minlength=shares)
+    share_hours = np.bincount(share, weights=hours, minlength=shares)
+    share_burst_jobs = np.bincount(share[in_burst], minlength=shares)
+    share_burst_hours = np.bincount(share[in_burst], weights=hours[in_burst], minlength=shares)
+    share_bursts = np.bincount(bursts.share, minlength=shares)
+    week = np.minimum((bursts.time - jobs.start) // WEEK, columns - 1).astype(np.int64)
+    per_week = np.bincount(bursts.share * columns + week, minlength=shares * columns).reshape(shares, columns)
+    totals = {}
     for code, name in enumerate(trace.share_names):
         if share_jobs[code] == 0:
             continue
-        result["shares"][name] = {
+        totals[name] = {
             "jobs": int(share_jobs[code]),
             "gpu_hours": float(share_hours[code]),
             "bursts": int(share_bursts[code]),
@@ -267,11 +302,28 @@ def job_splitting(
             "gpu_hours_fraction": _fraction(share_burst_hours[code], share_hours[code]),
             "bursts_per_period": per_week[code].tolist(),
         }
+    return totals
+
+
+def _top_users(
+    trace: Trace, jobs: _SplitJobs, bursts: _Bursts, user_bursts: np.ndarray, top: int
+) -> list[dict[str, Any]]:
+    """The ``top`` submitters with most jobs in bursts (then most GPU-hours in them), each with the
+    share it submitted to most (a user may submit to several)."""
+    users, shares = len(jobs.user_names), jobs.shares
+    user, in_burst, hours = jobs.user, bursts.in_burst, jobs.gpu_hours
+    user_jobs = np.bincount(user, minlength=users)
+    user_hours = np.bincount(user, weights=hours, minlength=users)
+    user_burst_jobs = np.bincount(user[in_burst], minlength=users)
+    user_burst_hours = np.bincount(user[in_burst], weights=hours[in_burst], minlength=users)
+    user_share = np.zeros(users, dtype=np.int64)
+    pairs = np.bincount(user * shares + jobs.share, minlength=users * shares).reshape(users, shares)
+    user_share[:] = pairs.argmax(axis=1)
     offenders = np.flatnonzero(user_burst_jobs > 0)
     offenders = offenders[np.lexsort((-user_burst_hours[offenders], -user_burst_jobs[offenders]))][:top]
-    result["users"] = [
+    return [
         {
-            "user": user_names[u],
+            "user": jobs.user_names[u],
             "share": trace.share_names[int(user_share[u])],
             "bursts": int(user_bursts[u]),
             "jobs_in_bursts": int(user_burst_jobs[u]),
@@ -282,7 +334,6 @@ def job_splitting(
         }
         for u in offenders.tolist()
     ]
-    return result
 
 
 def _fraction(part: float, whole: float) -> float:
