@@ -134,7 +134,19 @@ def to_kueue_yaml(
 
 def kueue_notes(policy: Policy, *, gpu_resource: str = GPU_RESOURCE, prices: bool = True) -> list[str]:
     """What the Kueue export changes or cannot say, in words (also the YAML's leading comments)."""
-    notes = [
+    return [
+        *_objects_notes(gpu_resource),
+        *_tree_notes(policy),
+        *_limit_notes(policy),
+        *_section_8_to_10_notes(policy),
+        *_annotation_notes(policy, prices),
+        *_renaming_notes(policy),
+    ]
+
+
+def _objects_notes(gpu_resource: str) -> list[str]:
+    """How the objects are to be used: quotas in GPUs, namespaces, priorities, borrowing."""
+    return [
         f"Quotas are {gpu_resource} counts per ResourceFlavor (one flavor per instance type): a quota of n "
         f"instances of a type with g GPUs each is n x g. Jobs should request whole instances' worth of "
         f"GPUs and select their instance type with a nodeSelector on {INSTANCE_TYPE_LABEL}, so that Kueue "
@@ -145,6 +157,11 @@ def kueue_notes(policy: Policy, *, gpu_resource: str = GPU_RESOURCE, prices: boo
         "to give it the planner's priority p.",
         "borrowWithinCohort is Never: in the planner a job that must borrow never preempts.",
     ]
+
+
+def _tree_notes(policy: Policy) -> list[str]:
+    """Flavors tried in order, the unassigned capacity on the root Cohort, the cohorts below it."""
+    notes = []
     if any(s.flavor_order is not None or s.flavor_fungibility != DEFAULT_FUNGIBILITY for s in policy.shares):
         notes.append(
             "A job that accepts several instance types leaves the nodeSelector out: Kueue then tries the "
@@ -167,6 +184,12 @@ def kueue_notes(policy: Policy, *, gpu_resource: str = GPU_RESOURCE, prices: boo
             "top-level cohort names the root, since Kueue refuses borrowing and lending limits on a Cohort "
             "without a parent; each ClusterQueue names its cohort in spec.cohort (v1beta2: cohortName)."
         )
+    return notes
+
+
+def _limit_notes(policy: Policy) -> list[str]:
+    """Limits Kueue writes otherwise: a percent borrowing limit, a lending limit above the quota."""
+    notes = []
     for share in policy.shares:
         if share.strategy is Strategy.LEND_AND_BORROW and share.borrowing_limit is None:
             percent = share.borrow_limit_percent
@@ -184,7 +207,12 @@ def kueue_notes(policy: Policy, *, gpu_resource: str = GPU_RESOURCE, prices: boo
                     f"lending_limit {lend:g} of share {share.name} for {type_name} is above its quota "
                     f"{share.quota(type_name)}: written as lendingLimit = nominalQuota (the same effect)."
                 )
-    notes += _section_8_to_10_notes(policy)
+    return notes
+
+
+def _annotation_notes(policy: Policy, prices: bool) -> list[str]:
+    """Planner settings Kueue has no field for, kept as annotations (prices left out when asked)."""
+    notes = []
     if policy.startup_seconds:
         notes.append(
             f"startup_seconds {policy.startup_seconds:g} has no Kueue setting (it is how long a started job "
@@ -201,6 +229,12 @@ def kueue_notes(policy: Policy, *, gpu_resource: str = GPU_RESOURCE, prices: boo
             "hourly_price has no Kueue setting: kept as annotation "
             f"{ANNOTATION_HOURLY_PRICE} on each ResourceFlavor."
         )
+    return notes
+
+
+def _renaming_notes(policy: Policy) -> list[str]:
+    """Share and cohort names that are not Kubernetes names, and the names written instead."""
+    notes = []
     renamed = [s.name for s in policy.shares if _dns_name(s.name, "share") != s.name]
     if renamed:
         notes.append(
