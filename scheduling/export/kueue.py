@@ -490,96 +490,44 @@ def from_kueue_yaml(text: str | bytes, *, gpu_resource: str = GPU_RESOURCE) -> d
     ``planner/gpus-per-instance`` GPUs (1 when the annotation is absent: the flavor is counted in GPUs).
     Raises InputError naming the object (``ClusterQueue/team-a``) and the field.
     """
-    documents = _load_documents(text)
-    cohorts: dict[str, tuple[str, Mapping[str, Any]]] = {}
-    flavors: dict[str, tuple[str, Mapping[str, Any]]] = {}
-    queues: list[tuple[str, Mapping[str, Any]]] = []
-    ignored: list[str] = []
-    priority_classes: list[str] = []
-    configuration: dict[str, Any] | None = None
-    for label, document in documents:
-        kind = document["kind"]
-        name = document["metadata"]["name"]
-        if kind == "Configuration" and document.get("apiVersion") == CONFIG_API_VERSION:
-            configuration = _read_configuration(label, document)
-        elif kind == "Cohort":
-            cohorts[name] = (label, document)
-        elif kind == "ResourceFlavor":
-            flavors[name] = (label, document)
-        elif kind == "ClusterQueue":
-            queues.append((label, document))
-        elif kind == "WorkloadPriorityClass":
-            value = document.get("value")
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise InputError(f"{value!r} is not a whole number", field=f"{label}.value")
-            priority_classes.append(f"{name}={value}")
-        else:
-            ignored.append(label)
-    if not queues:
-        raise InputError("no ClusterQueue: the planner needs one per share", field="document 1")
-
-    types = _read_flavors(flavors)
+    objects = _KueueObjects.sort(_load_documents(text))
+    types = _read_flavors(objects.flavors)
     notes: list[str] = [
         f"{label} has no {ANNOTATION_GPUS}: counted in GPUs (1 per instance)."
-        for label, document in flavors.values()
+        for label, document in objects.flavors.values()
         if ANNOTATION_GPUS not in _annotations(label, document)
     ]
-    strategies = {_queueing_of(label, document) for label, document in queues}
-    if len(strategies) > 1:
-        raise InputError(
-            "ClusterQueues mix StrictFIFO and BestEffortFIFO: the planner has one queueing rule per policy",
-            field=f"{queues[0][0]}.spec.queueingStrategy",
-        )
+    queueing = _one_queueing(objects.queues)
     pool: dict[str, int] = {}
     shares = []
-    for label, document in queues:
+    for label, document in objects.queues:
         share = _read_cluster_queue(label, document, types, gpu_resource, notes)
         for type_name, count in share["capacity"].items():
             pool[type_name] = pool.get(type_name, 0) + count
         shares.append(share)
-    forest = _CohortForest.read(cohorts, queues)
-    tree = forest.planner_tree(queues, {s["name"] for s in shares}, types, gpu_resource, notes)
-    for share, (label, _) in zip(shares, queues, strict=True):
+    forest = _CohortForest.read(objects.cohorts, objects.queues)
+    tree = forest.planner_tree(objects.queues, {s["name"] for s in shares}, types, gpu_resource, notes)
+    for share, (label, _) in zip(shares, objects.queues, strict=True):
         if tree.share_cohorts.get(label):
             share["cohort"] = tree.share_cohorts[label]
     for cohort in tree.cohorts:
         for flavor, count in cohort["capacity"].items():
             pool[flavor] = pool.get(flavor, 0) + count
-    root = tree.root
-    policy_name, startup, extras = root or "kueue-import", 0, {}
-    if root in cohorts:
-        label, cohort = cohorts[root]
-        policy_name, startup, extras = _read_cohort(label, cohort, types, gpu_resource, pool, notes)
-    else:  # several trees: the planner's settings are on the root the planner's export wrote, if any
-        listed = [cohorts[r] for r in tree.roots if r in cohorts]
-        marked = [(at, doc) for at, doc in listed if ANNOTATION_POLICY in _annotations(at, doc)]
-        if marked:
-            policy_name, startup, extras = _read_policy_annotations(*marked[0])
-    if configuration is not None:
-        extras.pop("fair_sharing", None)
-        if configuration["enable"]:
-            extras["fair_sharing"] = configuration["fair_sharing"]
-    if "fair_sharing" not in extras and (
-        any("fair_weight" in share for share in shares) or any("fair_weight" in c for c in tree.cohorts)
-    ):
-        notes.append(
-            "ClusterQueues or Cohorts have fairSharing weights but no Configuration enabling fairSharing was "
-            "given: fair sharing is off (import the Configuration with them to turn it on)."
-        )
-    ignored += [cohorts[name][0] for name in forest.unused(tree.roots)]
+    policy_name, startup, extras = _policy_settings(objects.cohorts, tree, types, gpu_resource, pool, notes)
+    _fair_sharing(extras, objects.configuration, shares, tree, notes)
+    ignored = objects.ignored + [objects.cohorts[name][0] for name in forest.unused(tree.roots)]
     instance_types = {t: {"gpus": gpus, "hourly_price": price} for t, gpus, price in types.values()}
     if ignored:
         notes.append(f"not used: {', '.join(ignored)}")
-    if priority_classes:
-        notes.append(
-            "WorkloadPriorityClasses (a job's priority is in the trace): " + ", ".join(priority_classes)
-        )
+    if objects.priority_classes:
+        classes = ", ".join(objects.priority_classes)
+        notes.append(f"WorkloadPriorityClasses (a job's priority is in the trace): {classes}")
     data = {
         "name": policy_name,
         "description": " ".join([tree.summary] + notes),
         "instance_types": instance_types,
         "capacity": {types[flavor][0]: count for flavor, count in pool.items()},
-        "queueing": strategies.pop().value,
+        "queueing": queueing.value,
         "startup_seconds": startup,
         "shares": shares,
         **extras,
@@ -593,6 +541,99 @@ def from_kueue_yaml(text: str | bytes, *, gpu_resource: str = GPU_RESOURCE) -> d
     except InputError as error:
         raise InputError(f"the imported policy: {error.reason}", field=error.field) from None
     return data
+
+
+@dataclass
+class _KueueObjects:
+    """The documents by kind, each with its label (``ClusterQueue/team-a``) for messages."""
+
+    cohorts: dict[str, tuple[str, Mapping[str, Any]]]
+    flavors: dict[str, tuple[str, Mapping[str, Any]]]
+    queues: list[tuple[str, Mapping[str, Any]]]
+    ignored: list[str]  # labels of the kinds the planner does not read
+    priority_classes: list[str]  # ``name=value``, listed in the description
+    configuration: dict[str, Any] | None  # Kueue's Configuration (fair sharing), when given
+
+    @classmethod
+    def sort(cls, documents: list[tuple[str, Mapping[str, Any]]]) -> _KueueObjects:
+        objects = cls({}, {}, [], [], [], None)
+        for label, document in documents:
+            kind = document["kind"]
+            name = document["metadata"]["name"]
+            if kind == "Configuration" and document.get("apiVersion") == CONFIG_API_VERSION:
+                objects.configuration = _read_configuration(label, document)
+            elif kind == "Cohort":
+                objects.cohorts[name] = (label, document)
+            elif kind == "ResourceFlavor":
+                objects.flavors[name] = (label, document)
+            elif kind == "ClusterQueue":
+                objects.queues.append((label, document))
+            elif kind == "WorkloadPriorityClass":
+                value = document.get("value")
+                if isinstance(value, bool) or not isinstance(value, int):
+                    raise InputError(f"{value!r} is not a whole number", field=f"{label}.value")
+                objects.priority_classes.append(f"{name}={value}")
+            else:
+                objects.ignored.append(label)
+        if not objects.queues:
+            raise InputError("no ClusterQueue: the planner needs one per share", field="document 1")
+        return objects
+
+
+def _one_queueing(queues: list[tuple[str, Mapping[str, Any]]]) -> Queueing:
+    """The ClusterQueues' queueingStrategy: the planner has one per policy, so they must agree."""
+    strategies = {_queueing_of(label, document) for label, document in queues}
+    if len(strategies) > 1:
+        raise InputError(
+            "ClusterQueues mix StrictFIFO and BestEffortFIFO: the planner has one queueing rule per policy",
+            field=f"{queues[0][0]}.spec.queueingStrategy",
+        )
+    return strategies.pop()
+
+
+def _policy_settings(
+    cohorts: dict[str, tuple[str, Mapping[str, Any]]],
+    tree: _PlannerTree,
+    types: dict[str, tuple[str, float, float]],
+    gpu_resource: str,
+    pool: dict[str, int],
+    notes: list[str],
+) -> tuple[str, float, dict[str, Any]]:
+    """(name, startup_seconds, other settings) of the policy: read from the root Cohort, or with
+    several trees from the root the planner's export marked, if any."""
+    root = tree.root
+    policy_name, startup, extras = root or "kueue-import", 0, {}
+    if root in cohorts:
+        label, cohort = cohorts[root]
+        policy_name, startup, extras = _read_cohort(label, cohort, types, gpu_resource, pool, notes)
+    else:
+        listed = [cohorts[r] for r in tree.roots if r in cohorts]
+        marked = [(at, doc) for at, doc in listed if ANNOTATION_POLICY in _annotations(at, doc)]
+        if marked:
+            policy_name, startup, extras = _read_policy_annotations(*marked[0])
+    return policy_name, startup, extras
+
+
+def _fair_sharing(
+    extras: dict[str, Any],
+    configuration: dict[str, Any] | None,
+    shares: list[dict[str, Any]],
+    tree: _PlannerTree,
+    notes: list[str],
+) -> None:
+    """Kueue's Configuration, when given, says whether fair sharing is on (over the root Cohort's
+    annotation); weights without it are noted as unused."""
+    if configuration is not None:
+        extras.pop("fair_sharing", None)
+        if configuration["enable"]:
+            extras["fair_sharing"] = configuration["fair_sharing"]
+    if "fair_sharing" not in extras and (
+        any("fair_weight" in share for share in shares) or any("fair_weight" in c for c in tree.cohorts)
+    ):
+        notes.append(
+            "ClusterQueues or Cohorts have fairSharing weights but no Configuration enabling fairSharing was "
+            "given: fair sharing is off (import the Configuration with them to turn it on)."
+        )
 
 
 def _read_flavors(
