@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from scheduling.errors import InputError
@@ -84,57 +85,15 @@ def from_aws_batch_describe(
     """The policy dict of live describe outputs ``(label, JSON object)``. With several SAGEMAKER_TRAINING
     job queues, ``job_queue`` says which one (its quota shares and its service environment are read).
     Raises InputError naming the document and the field."""
-    environments: list[tuple[str, Mapping[str, Any]]] = []
-    policies: list[tuple[str, Mapping[str, Any]]] = []
-    shares: list[tuple[str, Mapping[str, Any]]] = []
-    queues: list[tuple[str, Mapping[str, Any]]] = []
-    for label, document in documents:
-        if not isinstance(document, Mapping):
-            raise InputError("must be a JSON object (the output of an aws batch describe call)", field=label)
-        if "quotaShareName" in document:  # describe-quota-share prints one share, unwrapped
-            shares.append((label, document))
-            continue
-        found = False
-        for key, target in (
-            ("serviceEnvironments", environments),
-            ("schedulingPolicies", policies),
-            ("quotaShares", shares),
-            ("jobQueues", queues),
-        ):
-            if key in document:
-                items = document[key]
-                if not isinstance(items, list):
-                    raise InputError("must be a list", field=f"{label}.{key}")
-                for i, item in enumerate(items):
-                    if not isinstance(item, Mapping):
-                        raise InputError("must be an object", field=f"{label}.{key}[{i}]")
-                    target.append((f"{label}.{key}[{i}]", item))
-                found = True
-        if not found:
-            other = next((key for key in OTHER_OUTPUTS if key in document), None)
-            if other is not None:
-                raise InputError(
-                    f"this is the output of aws batch {OTHER_OUTPUTS[other]}", field=f"{label}.{other}"
-                )
-            raise InputError(
-                "not an AWS Batch describe output "
-                "(serviceEnvironments, schedulingPolicies, quotaShares or jobQueues)",
-                field=label,
-            )
-    queue_label, queue = _job_queue(queues, job_queue)
-    environment_label, environment = _service_environment(environments, queue_label, queue)
+    outputs = _DescribeOutputs.sort(documents)
+    queue_label, queue = _job_queue(outputs.queues, job_queue)
+    environment_label, environment = _service_environment(outputs.environments, queue_label, queue)
     notes: list[str] = []
-    bundle: dict[str, Any] = {
-        environment_label: {
-            "serviceEnvironmentName": environment.get("serviceEnvironmentName"),
-            "serviceEnvironmentType": environment.get("serviceEnvironmentType", SERVICE_TYPE),
-            "capacityLimits": environment.get("capacityLimits"),
-            "tags": environment.get("tags") or {},
-        }
-    }
+    # the documents of the planner's own export bundle, which from_aws_batch reads
+    bundle: dict[str, Any] = {environment_label: _environment_document(environment)}
     if environment.get("state", "ENABLED") != "ENABLED":
         notes.append(f"The service environment {environment.get('serviceEnvironmentName')} is DISABLED.")
-    policy = _scheduling_policy(policies, queue_label, queue)
+    policy = _scheduling_policy(outputs.policies, queue_label, queue)
     if policy is not None:
         policy_label, policy_document = policy
         bundle[policy_label] = {
@@ -152,23 +111,14 @@ def from_aws_batch_describe(
         }
         limit, limit_notes = runnable_time_limit(queue_label, queue)
         notes.extend(limit_notes)
-    mine = _shares_of(shares, queue)
+    mine = _shares_of(outputs.shares, queue)
     if not mine:
         raise InputError(
             "no quota share of this job queue: add the output of aws batch list-quota-shares --job-queue ...",
             field="quotaShares",
         )
     for label, share in mine:
-        document = {
-            "quotaShareName": share.get("quotaShareName"),
-            "capacityLimits": share.get("capacityLimits"),
-            "resourceSharingConfiguration": share.get("resourceSharingConfiguration"),
-            "preemptionConfiguration": share.get("preemptionConfiguration"),
-            "tags": share.get("tags") or {},
-        }
-        if queue_name is not None:
-            document["jobQueue"] = queue_name
-        bundle[label] = document
+        bundle[label] = _share_document(share, queue_name)
         if share.get("state", "ENABLED") != "ENABLED":
             notes.append(
                 f"Quota share {share.get('quotaShareName')} is DISABLED in AWS: imported as configured."
@@ -178,6 +128,86 @@ def from_aws_batch_describe(
     _known_gpus(data, bundle[environment_label]["tags"])
     data["description"] = " ".join([data.get("description", ""), *notes]).strip()
     return data
+
+
+@dataclass
+class _DescribeOutputs:
+    """The objects of the describe outputs by kind, each labelled ``file.listKey[i]`` for messages."""
+
+    environments: list[tuple[str, Mapping[str, Any]]] = field(default_factory=list)
+    policies: list[tuple[str, Mapping[str, Any]]] = field(default_factory=list)
+    shares: list[tuple[str, Mapping[str, Any]]] = field(default_factory=list)
+    queues: list[tuple[str, Mapping[str, Any]]] = field(default_factory=list)
+
+    @classmethod
+    def sort(cls, documents: Iterable[tuple[str, Any]]) -> _DescribeOutputs:
+        outputs = cls()
+        for label, document in documents:
+            if not isinstance(document, Mapping):
+                raise InputError(
+                    "must be a JSON object (the output of an aws batch describe call)", field=label
+                )
+            if "quotaShareName" in document:  # describe-quota-share prints one share, unwrapped
+                outputs.shares.append((label, document))
+                continue
+            if not outputs._take_lists(label, document):
+                _refuse_output(label, document)
+        return outputs
+
+    def _take_lists(self, label: str, document: Mapping[str, Any]) -> bool:
+        """Add the objects of every describe list the document holds; whether it held one."""
+        found = False
+        for key, target in (
+            ("serviceEnvironments", self.environments),
+            ("schedulingPolicies", self.policies),
+            ("quotaShares", self.shares),
+            ("jobQueues", self.queues),
+        ):
+            if key in document:
+                items = document[key]
+                if not isinstance(items, list):
+                    raise InputError("must be a list", field=f"{label}.{key}")
+                for i, item in enumerate(items):
+                    if not isinstance(item, Mapping):
+                        raise InputError("must be an object", field=f"{label}.{key}[{i}]")
+                    target.append((f"{label}.{key}[{i}]", item))
+                found = True
+        return found
+
+
+def _refuse_output(label: str, document: Mapping[str, Any]) -> None:
+    """A document that is no describe output: named by the call that printed it, when known."""
+    other = next((key for key in OTHER_OUTPUTS if key in document), None)
+    if other is not None:
+        raise InputError(f"this is the output of aws batch {OTHER_OUTPUTS[other]}", field=f"{label}.{other}")
+    raise InputError(
+        "not an AWS Batch describe output "
+        "(serviceEnvironments, schedulingPolicies, quotaShares or jobQueues)",
+        field=label,
+    )
+
+
+def _environment_document(environment: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "serviceEnvironmentName": environment.get("serviceEnvironmentName"),
+        "serviceEnvironmentType": environment.get("serviceEnvironmentType", SERVICE_TYPE),
+        "capacityLimits": environment.get("capacityLimits"),
+        "tags": environment.get("tags") or {},
+    }
+
+
+def _share_document(share: Mapping[str, Any], queue_name: str | None) -> dict[str, Any]:
+    """A quota share as the create-quota-share input the export writes, on ``queue_name``."""
+    document = {
+        "quotaShareName": share.get("quotaShareName"),
+        "capacityLimits": share.get("capacityLimits"),
+        "resourceSharingConfiguration": share.get("resourceSharingConfiguration"),
+        "preemptionConfiguration": share.get("preemptionConfiguration"),
+        "tags": share.get("tags") or {},
+    }
+    if queue_name is not None:
+        document["jobQueue"] = queue_name
+    return document
 
 
 def _known_gpus(data: dict[str, Any], tags: Mapping[str, Any]) -> None:
