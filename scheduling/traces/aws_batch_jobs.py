@@ -18,7 +18,7 @@ from scheduling.model import MAX_PRIORITY
 from scheduling.trace import Trace
 from scheduling.traces.fields import check_time_range, epoch_seconds, open_source
 from scheduling.traces.json_fields import JsonFields
-from scheduling.traces.json_records import JsonRecord, iter_json_records
+from scheduling.traces.json_records import JsonRecord, first_keys, iter_json_records
 from scheduling.traces.mapping import TraceImport, TraceMapping, resolve_mapping
 
 FORMAT = "aws-batch-jobs"
@@ -73,15 +73,8 @@ class _Job:
 
 def source_columns(source: Any, **options: Any) -> list[str]:
     """The fields a mapping may use: the record's own, and ``tags.<key>`` of the first records."""
-    tags: list[str] = []
     with open_source(source) as opened:
-        for record in iter_json_records(opened, list_keys=LIST_KEYS):
-            value = _job_object(record)
-            for key in value.get("tags") or {}:
-                if f"tags.{key}" not in tags:
-                    tags.append(f"tags.{key}")
-            if record.number >= 50:
-                break
+        tags = first_keys(opened, LIST_KEYS, "tags", lambda record: _job_object(record).get("tags") or {})
     return [*SOURCE_COLUMNS, *tags]
 
 

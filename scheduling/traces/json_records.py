@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -180,3 +180,21 @@ def _rest_of_object(text: _Text, number: int) -> None:
     rest = text.value(number)
     if not isinstance(rest, dict):
         raise InputError(f"after record {number}: the list's object is not closed properly")
+
+
+def first_keys(
+    source: TraceSource,
+    list_keys: tuple[str, ...],
+    prefix: str,
+    keys_of: Callable[[JsonRecord], Iterable[Any]],
+) -> list[str]:
+    """``prefix.<key>`` for the keys ``keys_of`` finds in the first 50 records, in the order first seen:
+    the nested fields (tags, labels) a mapping may use, found without reading the whole file."""
+    found: list[str] = []
+    for record in iter_json_records(source, list_keys=list_keys):
+        for key in keys_of(record):
+            if f"{prefix}.{key}" not in found:
+                found.append(f"{prefix}.{key}")
+        if record.number >= 50:
+            break
+    return found

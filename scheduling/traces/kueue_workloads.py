@@ -20,7 +20,7 @@ from scheduling.errors import InputError
 from scheduling.trace import Trace
 from scheduling.traces.fields import check_time_range, epoch_seconds, open_source
 from scheduling.traces.json_fields import JsonFields
-from scheduling.traces.json_records import JsonRecord, iter_json_records
+from scheduling.traces.json_records import JsonRecord, first_keys, iter_json_records
 from scheduling.traces.mapping import PriorityMode, TraceImport, TraceMapping, resolve_mapping
 
 FORMAT = "kueue-workloads"
@@ -155,17 +155,16 @@ class _Reader(JsonFields):
 
 def source_columns(source: Any, **options: Any) -> list[str]:
     """The fields a mapping may use, and ``labels.<key>`` of the first workloads."""
-    found: list[str] = []
     with open_source(source) as opened:
-        for record in iter_json_records(opened, list_keys=LIST_KEYS):
-            metadata = record.value.get("metadata") if isinstance(record.value, Mapping) else None
-            labels = metadata.get("labels") if isinstance(metadata, Mapping) else None
-            for key in labels if isinstance(labels, Mapping) else {}:
-                if f"labels.{key}" not in found:
-                    found.append(f"labels.{key}")
-            if record.number >= 50:
-                break
+        found = first_keys(opened, LIST_KEYS, "labels", _labels)
     return [*SOURCE_COLUMNS, *found]
+
+
+def _labels(record: JsonRecord) -> Mapping[str, Any]:
+    """metadata.labels of a record, empty when it has none (or the record is no object)."""
+    metadata = record.value.get("metadata") if isinstance(record.value, Mapping) else None
+    labels = metadata.get("labels") if isinstance(metadata, Mapping) else None
+    return labels if isinstance(labels, Mapping) else {}
 
 
 def read(
