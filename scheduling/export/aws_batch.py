@@ -15,7 +15,7 @@ from typing import Any
 
 from scheduling.capacity_plans import changes_in_words
 from scheduling.errors import InputError
-from scheduling.export.escape import comment_text, shell_word
+from scheduling.export.escape import comment_text, shell_word, unique_name
 from scheduling.model import (
     InSharePreemption,
     Policy,
@@ -666,12 +666,7 @@ def _aws_name(text: str) -> str:
 
 
 def _unique(name: str, used: set[str]) -> str:
-    candidate, n = name, 2
-    while candidate in used:
-        suffix = f"-{n}"
-        candidate, n = name[: 128 - len(suffix)] + suffix, n + 1
-    used.add(candidate)
-    return candidate
+    return unique_name(name, used, 128)  # AWS Batch names: at most 128 characters
 
 
 def _unique_ignoring_case(name: str, used: set[str]) -> str:

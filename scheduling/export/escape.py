@@ -1,4 +1,5 @@
-"""How names reach the text of an export that no emitter writes: shell words and comment lines.
+"""How names reach the text of an export that no emitter writes: shell words and comment lines; and
+names made unique within an export's length limit.
 
 A name is data: it must never become a command of the AWS script nor a line (or a document) of the
 Kueue YAML, whatever it holds. The validator refuses control characters in names, but a Policy built
@@ -22,3 +23,14 @@ def comment_text(text: str) -> str:
     return "".join(
         char if char.isprintable() else char.encode("unicode_escape").decode("ascii") for char in text
     )
+
+
+def unique_name(name: str, used: set[str], longest: int) -> str:
+    """``name``, or ``name-2``, ``name-3``... (cut to stay within ``longest`` characters), the first
+    not in ``used``; added to ``used``."""
+    candidate, n = name, 2
+    while candidate in used:
+        suffix = f"-{n}"
+        candidate, n = name[: longest - len(suffix)] + suffix, n + 1
+    used.add(candidate)
+    return candidate

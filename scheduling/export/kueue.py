@@ -34,7 +34,7 @@ import yaml
 
 from scheduling.capacity_plans import changes_in_words
 from scheduling.errors import InputError
-from scheduling.export.escape import comment_text
+from scheduling.export.escape import comment_text, unique_name
 from scheduling.model import (
     DEFAULT_FUNGIBILITY,
     MAX_PRIORITY,
@@ -1263,12 +1263,7 @@ def _dns_name(text: str, fallback: str) -> str:
 
 
 def _unique(name: str, used: set[str]) -> str:
-    candidate, n = name, 2
-    while candidate in used:
-        suffix = f"-{n}"
-        candidate, n = name[: 253 - len(suffix)] + suffix, n + 1
-    used.add(candidate)
-    return candidate
+    return unique_name(name, used, 253)  # Kubernetes object names: at most 253 characters
 
 
 def _number_text(value: float) -> str:
