@@ -312,6 +312,8 @@ THROTTLE_CACHE: dict = (
         "LOCATION": str(VAR_DIR / "login-throttle"),
     }
 )
+# Rendered parts of the study, finance and metrics answers kept per process (planner.web.page_cache).
+PLANNER_PAGE_CACHE_ENTRIES = env_int("PLANNER_PAGE_CACHE_ENTRIES", 64)
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
     "login-throttle": {**THROTTLE_CACHE, "KEY_PREFIX": "planner-login-throttle"},
