@@ -152,3 +152,20 @@ def test_a_cache_of_no_entries_keeps_nothing(study, settings):
     page("finance", study)
     page("finance", study)
     assert page_cache.stats["hits"] == 0
+
+
+def test_the_metrics_api_keeps_its_body_per_role_and_rerun(study):
+    run = study.runs.order_by("id").first()
+    url = f"/api/runs/{run.pk}/metrics/"
+    finance = client("finance").get(url)
+    assert finance.status_code == 200 and finance["Content-Type"] == "application/json"
+    assert client("finance").get(url).content == finance.content
+    assert page_cache.stats == {"hits": 1, "misses": 1}
+    viewed = client("viewer").get(url)  # made for the viewer: without any $ field
+    assert page_cache.stats == {"hits": 1, "misses": 2}
+    assert b"_usd" in finance.content and b"_usd" not in viewed.content
+    metrics = copy.deepcopy(Run.objects.get(pk=run.pk).metrics)
+    metrics["summary"]["rerun_marker"] = 1
+    Run.objects.filter(pk=run.pk).update(**recorded_metrics(metrics), finished_at=timezone.now())
+    assert b"rerun_marker" in client("finance").get(url).content
+    assert client("finance").get(url + "?format=api").status_code == 200  # the browsable API as before
