@@ -136,6 +136,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "planner.outages.OutageMiddleware",  # a broker or Redis outage: a 503 page, not a 500
+    "planner.missing_files.MissingFileMiddleware",  # a trace's or run's file gone: a 410, not a 500
 ]
 
 ROOT_URLCONF = "planner.urls"
