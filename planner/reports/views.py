@@ -45,6 +45,7 @@ from planner.reports.loops import loop_warnings
 from planner.reports.variant_effects import variant_effects
 from planner.reports.window import window_note
 from planner.studies.attempts import silence_note
+from planner.studies.metrics_parts import metrics_parts
 from planner.studies.models import Run, RunStatus, Study
 from planner.studies.reaper import reap_stale_runs
 from planner.studies.window import ensure_study_window
@@ -209,14 +210,12 @@ FIRST_SCREEN_KEYS = ("summary", "shares", "pool", "types")
 
 def first_screen_runs(study: Study) -> list[Run]:
     """The study's runs, each with ``metrics`` holding only FIRST_SCREEN_KEYS (None for a run
-    without metrics), read out of the JSON by the database."""
-    parts = {f"metrics_{key}": KeyTransform(key, "metrics") for key in FIRST_SCREEN_KEYS}
-    runs = list(Run.objects.filter(study=study).order_by("id").defer("metrics").annotate(**parts))
+    without metrics), read out of the JSON by the database (``planner.studies.metrics_parts``)."""
+    runs = list(Run.objects.filter(study=study).order_by("id").defer("metrics"))
+    parts = metrics_parts([run.pk for run in runs], FIRST_SCREEN_KEYS)
     for run in runs:
-        summary = run.metrics_summary
-        run.metrics = None if summary is None else {
-            key: getattr(run, f"metrics_{key}") for key in FIRST_SCREEN_KEYS
-        }  # fmt: skip
+        read = parts.get(run.pk)
+        run.metrics = None if read is None or read["summary"] is None else read
     return runs
 
 
@@ -659,16 +658,15 @@ FINANCE_KEYS = ("summary", "shares", "pool", "types", "periods")
 
 def finance_metrics(run_ids: list[int], digests: dict[int, str] | None = None) -> dict[int, dict[str, Any]]:
     """Each run's metrics as the finance report reads them, read out of the JSON by the database
-    (and the digest of each run's figures into ``digests``, when given)."""
-    parts = {f"part_{key}": KeyTransform(key, "metrics") for key in FINANCE_KEYS}
-    parts["part_pool_capacity"] = KeyTransform("pool_capacity", KeyTransform("series", "metrics"))
-    rows = Run.objects.filter(pk__in=run_ids).annotate(**parts).values("id", "metrics_digest", *parts)
+    (and the digest of each run's figures into ``digests``, when given: read after the figures, so
+    figures rewritten meanwhile show as a digest the caller did not choose)."""
     metrics = {}
-    for row in rows:
-        if digests is not None:
-            digests[row["id"]] = row["metrics_digest"]
-        metrics[row["id"]] = {key: row[f"part_{key}"] for key in FINANCE_KEYS}
-        metrics[row["id"]]["series"] = {"pool_capacity": row["part_pool_capacity"] or 0.0}
+    for run_id, parts in metrics_parts(run_ids, FINANCE_KEYS, nested={"series": "pool_capacity"}).items():
+        parts = parts or dict.fromkeys(FINANCE_KEYS)
+        capacity = (parts.get("series") or {}).get("pool_capacity") or 0.0
+        metrics[run_id] = {**{key: parts[key] for key in FINANCE_KEYS}, "series": {"pool_capacity": capacity}}
+    if digests is not None:
+        digests.update(Run.objects.filter(pk__in=run_ids).values_list("id", "metrics_digest"))
     return metrics
 
 
