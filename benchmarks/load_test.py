@@ -160,7 +160,7 @@ def build_demo(env: dict[str, str], samples: int) -> dict:
     call_command("load_demo", verbosity=0)
     finance_user()
     from planner.forecasts.demo import demo_pool
-    from planner.forecasts.launch import start_forecast
+    from planner.forecasts.launch import ForecastLaunch, start_forecast
     from planner.forecasts.models import Forecast, Source
     from planner.studies.models import Study
 
@@ -169,8 +169,11 @@ def build_demo(env: dict[str, str], samples: int) -> dict:
     if forecast is None:
         pool = demo_pool()
         forecast = start_forecast(
-            snapshot=pool.snapshot, snapshot_format="planner", policy=pool.policy, history=pool.history,
-            samples=samples, seed=1, name="load test: the demo pool now", source=Source.DEMO,
+            ForecastLaunch(
+                snapshot=pool.snapshot, snapshot_format="planner", policy=pool.policy,
+                history=pool.history, samples=samples, seed=1, name="load test: the demo pool now",
+                source=Source.DEMO,
+            )
         )  # fmt: skip
         print(f"forecast {forecast.pk} of {forecast.jobs:,} jobs sent to the worker", flush=True)
     deadline = time.monotonic() + 900

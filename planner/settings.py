@@ -136,6 +136,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "planner.outages.OutageMiddleware",  # a broker or Redis outage: a 503 page, not a 500
+    "planner.missing_files.MissingFileMiddleware",  # a trace's or run's file gone: a 410, not a 500
 ]
 
 ROOT_URLCONF = "planner.urls"
@@ -312,6 +313,8 @@ THROTTLE_CACHE: dict = (
         "LOCATION": str(VAR_DIR / "login-throttle"),
     }
 )
+# Rendered parts of the study, finance and metrics answers kept per process (planner.web.page_cache).
+PLANNER_PAGE_CACHE_ENTRIES = env_int("PLANNER_PAGE_CACHE_ENTRIES", 64)
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
     "login-throttle": {**THROTTLE_CACHE, "KEY_PREFIX": "planner-login-throttle"},

@@ -18,6 +18,7 @@ from django.db.models import Count, Q
 from django.db.models.fields.json import KeyTransform
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
+from django.template.loader import render_to_string
 from django.urls import reverse
 
 from planner.accounts.money import for_user, is_money_unit, shows_money
@@ -44,18 +45,22 @@ from planner.reports.loops import loop_warnings
 from planner.reports.variant_effects import variant_effects
 from planner.reports.window import window_note
 from planner.studies.attempts import silence_note
+from planner.studies.metrics_parts import metrics_parts
 from planner.studies.models import Run, RunStatus, Study
 from planner.studies.reaper import reap_stale_runs
 from planner.studies.window import ensure_study_window
+from planner.web import page_cache
 from planner.web.access import finance_or_token, finance_required, reader_or_token, reader_required
 from planner.web.charts import is_empty
 from planner.web.listing import listed_studies
+from planner.web.palette import share_colors
 from planner.web.query import query_id
 
 PROGRESS_FIELDS = (
     "id", "study", "policy", "policy_name", "status", "progress", "error", "attempts", "worker", "heartbeat",
 )  # fmt: skip
 PROGRESS_FIELDS += ("summary",)  # the window check reads it (never the metrics)
+PROGRESS_FIELDS += ("finished_at", "metrics_digest")  # what the page cache keys on
 
 
 # -- study page ------------------------------------------------------------------------------
@@ -155,12 +160,47 @@ def study_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "failed": [run for run in runs if run.status == RunStatus.FAILED],
     }
     if finished:
-        screen = first_screen_runs(study)
-        columns = run_columns(study, screen, request.user)
-        context.update(_comparison_context(request, study, columns, context["failed"]))
-        context["variant_effects"] = variant_effects(columns, {run.pk: run.policy_snapshot for run in screen})
-        context["loop_warnings"] = loop_warnings((c.name, c.metrics.get("summary")) for c in columns)
+        parts = page_cache.cached(study_parts_key(request, study, runs))
+        if parts is None:
+            screen = first_screen_runs(study)
+            parts = comparison_parts(request, study, screen)
+            page_cache.keep(study_parts_key(request, study, screen), parts)  # the key of what was read
+        context.update(parts)
     return render(request, "reports/study.html", context)
+
+
+def comparison_parts(request: HttpRequest, study: Study, screen: list[Run]) -> dict[str, Any]:
+    """The study page's parts made from its runs' figures: the verdict sentences and the comparison
+    (cards, tables, charts), rendered without the request (nothing of the user's but $ or not)."""
+    columns = run_columns(study, screen, request.user)
+    failed = [run for run in screen if run.status == RunStatus.FAILED]
+    context = {"study": study, **_comparison_context(request, study, columns, failed)}
+    context["variant_effects"] = variant_effects(columns, {run.pk: run.policy_snapshot for run in screen})
+    context["loop_warnings"] = loop_warnings((c.name, c.metrics.get("summary")) for c in columns)
+    return {
+        "compared": bool(columns),
+        "verdict_html": render_to_string("reports/study_verdict.html", context),
+        "comparison_html": render_to_string("reports/study_comparison.html", context),
+    }
+
+
+def study_parts_key(request: HttpRequest, study: Study, runs: list[Run]) -> str | None:
+    """What the study page's cached parts are made from: the study, each run's state and figures
+    (their digest), the query string, the reader's $ and the shares' colours. None (not cached) when
+    a finished run's figures have no digest."""
+    if any(run.status == RunStatus.SUCCEEDED and not run.metrics_digest for run in runs):
+        return page_cache.UNCACHEABLE
+    shares = {share.get("name") for run in runs for share in (run.summary or {}).get("shares", [])}
+    return page_cache.page_key(
+        "study",
+        study.pk,
+        study.name,
+        study.baseline_id,
+        [(r.pk, r.policy_id, r.policy_name, r.status, r.finished_at, r.metrics_digest) for r in runs],
+        list(request.GET.lists()),
+        shows_money(request.user),
+        share_colors(str(name) for name in shares if name is not None),
+    )
 
 
 # What the study page's first screen reads of each run's metrics: the CDFs, series and periods
@@ -170,14 +210,12 @@ FIRST_SCREEN_KEYS = ("summary", "shares", "pool", "types")
 
 def first_screen_runs(study: Study) -> list[Run]:
     """The study's runs, each with ``metrics`` holding only FIRST_SCREEN_KEYS (None for a run
-    without metrics), read out of the JSON by the database."""
-    parts = {f"metrics_{key}": KeyTransform(key, "metrics") for key in FIRST_SCREEN_KEYS}
-    runs = list(Run.objects.filter(study=study).order_by("id").defer("metrics").annotate(**parts))
+    without metrics), read out of the JSON by the database (``planner.studies.metrics_parts``)."""
+    runs = list(Run.objects.filter(study=study).order_by("id").defer("metrics"))
+    parts = metrics_parts([run.pk for run in runs], FIRST_SCREEN_KEYS)
     for run in runs:
-        summary = run.metrics_summary
-        run.metrics = None if summary is None else {
-            key: getattr(run, f"metrics_{key}") for key in FIRST_SCREEN_KEYS
-        }  # fmt: skip
+        read = parts.get(run.pk)
+        run.metrics = None if read is None or read["summary"] is None else read
     return runs
 
 
@@ -618,15 +656,17 @@ def _metrics(run: Run) -> dict[str, Any]:
 FINANCE_KEYS = ("summary", "shares", "pool", "types", "periods")
 
 
-def finance_metrics(run_ids: list[int]) -> dict[int, dict[str, Any]]:
-    """Each run's metrics as the finance report reads them, read out of the JSON by the database."""
-    parts = {f"part_{key}": KeyTransform(key, "metrics") for key in FINANCE_KEYS}
-    parts["part_pool_capacity"] = KeyTransform("pool_capacity", KeyTransform("series", "metrics"))
-    rows = Run.objects.filter(pk__in=run_ids).annotate(**parts).values("id", *parts)
+def finance_metrics(run_ids: list[int], digests: dict[int, str] | None = None) -> dict[int, dict[str, Any]]:
+    """Each run's metrics as the finance report reads them, read out of the JSON by the database
+    (and the digest of each run's figures into ``digests``, when given: read after the figures, so
+    figures rewritten meanwhile show as a digest the caller did not choose)."""
     metrics = {}
-    for row in rows:
-        metrics[row["id"]] = {key: row[f"part_{key}"] for key in FINANCE_KEYS}
-        metrics[row["id"]]["series"] = {"pool_capacity": row["part_pool_capacity"] or 0.0}
+    for run_id, parts in metrics_parts(run_ids, FINANCE_KEYS, nested={"series": "pool_capacity"}).items():
+        parts = parts or dict.fromkeys(FINANCE_KEYS)
+        capacity = (parts.get("series") or {}).get("pool_capacity") or 0.0
+        metrics[run_id] = {**{key: parts[key] for key in FINANCE_KEYS}, "series": {"pool_capacity": capacity}}
+    if digests is not None:
+        digests.update(Run.objects.filter(pk__in=run_ids).values_list("id", "metrics_digest"))
     return metrics
 
 
@@ -852,14 +892,48 @@ def policy_totals(
 @finance_required
 def finance(request: HttpRequest) -> HttpResponse:
     selection = finance_selection(request)
+    key = finance_key(request, selection)
+    body = page_cache.cached(key)
+    if body is None:
+        context, read = finance_context(request, selection)
+        body = render_to_string("reports/finance_body.html", context)
+        chosen = {run.pk: run.metrics_digest for run in selection["runs"]}
+        page_cache.keep(key if read == chosen else None, body)  # figures rewritten meanwhile: not kept
+    return render(request, "reports/finance.html", {"finance_html": body})
+
+
+def finance_key(request: HttpRequest, selection: dict[str, Any]) -> str | None:
+    """What the finance page's body is made from: the studies offered, the chosen study and its runs'
+    state and figures (their digest), the query string, the reader's $ and the shares' colours."""
+    runs = selection["runs"]
+    if any(not run.metrics_digest for run in runs):
+        return page_cache.UNCACHEABLE
+    study = selection["study"]
+    shares = {share.get("name") for run in runs for share in (run.summary or {}).get("shares", [])}
+    return page_cache.page_key(
+        "finance",
+        [(s.pk, s.name, s.trace.name, s.priced) for s in selection["studies"]],
+        study and (study.pk, study.name, study.baseline_id),
+        [(r.pk, r.policy_id, r.policy_name, r.finished_at, r.metrics_digest) for r in runs],
+        [selection[name] and getattr(selection[name], "pk", None) for name in ("run", "other")],
+        [selection[name] for name in ("priced", "period", "idle", "unit")],
+        list(request.GET.lists()),
+        shows_money(request.user),
+        share_colors(str(name) for name in shares if name is not None),
+    )
+
+
+def finance_context(request: HttpRequest, selection: dict[str, Any]) -> tuple[dict[str, Any], dict[int, str]]:
+    """The finance page's context, and the digest of each run's figures it read."""
     context: dict[str, Any] = {
         **selection,
         "periods": PERIODS,
         "idle_modes": [(mode, IDLE_MODE_LABELS[mode]) for mode in IDLE_MODES],
     }
+    read: dict[int, str] = {}
     run, other = selection["run"], selection["other"]
     if run is not None:
-        every_metrics = finance_metrics([r.pk for r in selection["runs"]])
+        every_metrics = finance_metrics([r.pk for r in selection["runs"]], digests=read)
         reports = {
             pk: remembered_finance_report(m, period=selection["period"], idle=selection["idle"])
             for pk, m in every_metrics.items()
@@ -907,7 +981,7 @@ def finance(request: HttpRequest) -> HttpResponse:
                 compare_whole=comparison_rows(report, other_report, whole_only=True),
                 compare_periods=comparison_rows(report, other_report, whole_only=False),
             )
-    return render(request, "reports/finance.html", context)
+    return context, read
 
 
 @finance_or_token

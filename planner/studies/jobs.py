@@ -15,6 +15,7 @@ from django.conf import settings
 from django.db.models.signals import post_delete
 from django.dispatch import receiver
 
+from planner.missing_files import stored_file
 from planner.studies.models import Run, RunStatus
 from planner.traces.models import Trace
 from scheduling.finder import JobFinder, write_run_index, write_trace_index
@@ -26,7 +27,7 @@ logger = logging.getLogger(__name__)
 
 
 class NoJobIndex(Exception):
-    """The run has no stored outcomes to index (not succeeded, or its result file is gone)."""
+    """The run has no stored outcomes to index (not succeeded); a file gone is StoredFileMissing."""
 
 
 def finder_root() -> Path:
@@ -50,17 +51,15 @@ def write_indexes(run: Run, trace: TraceColumns, outcomes: JobOutcomes) -> None:
 
 
 def job_finder(run: Run) -> JobFinder:
-    """The finder of a succeeded run, building its indexes first if they are missing."""
+    """The finder of a succeeded run, building its indexes first if they are missing (from the
+    trace's and the run's files: StoredFileMissing when one is gone)."""
     if run.status != RunStatus.SUCCEEDED or not run.result_file.name:
         raise NoJobIndex(f"run {run.pk} has no job outcomes: it is {run.status}")
     trace_dir, run_dir = trace_folder(run.study.trace_id), run_folder(run.pk)
     if not (trace_dir / "top.json").exists() or not (run_dir / "top.json").exists():
         trace = run.study.trace.load_jobs()
-        try:
-            with run.result_file.open("rb") as stored:
-                outcomes = ReplayResult.load_outcomes(stored)
-        except FileNotFoundError as error:
-            raise NoJobIndex(f"run {run.pk}'s result file is missing") from error
+        with stored_file(run.result_file, f"the job outcomes of run {run.pk} ({run.policy_name})") as stored:
+            outcomes = ReplayResult.load_outcomes(stored)
         write_indexes(run, trace, outcomes)
     return JobFinder(trace_dir, run_dir)
 

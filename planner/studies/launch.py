@@ -138,6 +138,7 @@ def rerun(run: Run) -> None:
             attempts=0,
             heartbeat=None,
             metrics=None,
+            metrics_digest="",
             result_file="",
             started_at=None,
             finished_at=None,

@@ -7,8 +7,11 @@ can be recognised by its stale heartbeat (see ``planner.studies.reaper``).
 
 from __future__ import annotations
 
+import hashlib
 from datetime import timedelta
+from typing import Any
 
+import orjson
 from django.conf import settings
 from django.db import models
 from django.db.models.signals import post_delete
@@ -29,6 +32,21 @@ def run_summary(metrics: dict) -> dict:
         **metrics.get("summary", {}),
         "shares": [{key: share.get(key) for key in keep} for share in metrics.get("shares", [])],
     }
+
+
+def metrics_digest(metrics: dict | None) -> str:
+    """A digest of a run's stored figures ("" without figures): what the page cache keys on
+    (``planner.web.page_cache``), so figures written again (a rerun, a new window) miss."""
+    if metrics is None:
+        return ""
+    options = orjson.OPT_SORT_KEYS | orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
+    return hashlib.sha256(orjson.dumps(metrics, default=str, option=options)).hexdigest()
+
+
+def recorded_metrics(metrics: dict) -> dict[str, Any]:
+    """The fields written with a run's metrics, every time they are written: the metrics, their
+    summary and their digest."""
+    return {"metrics": metrics, "summary": run_summary(metrics), "metrics_digest": metrics_digest(metrics)}
 
 
 class Study(models.Model):
@@ -127,6 +145,9 @@ class Run(models.Model):
     summary = models.JSONField(
         null=True, blank=True, help_text="the small part of metrics that lists show (see run_summary)"
     )
+    metrics_digest = models.CharField(
+        max_length=64, blank=True, default="", help_text="sha256 of metrics, written with them"
+    )
     result_file = models.FileField(upload_to="runs/", max_length=255, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -140,6 +161,15 @@ class Run(models.Model):
 
     def __str__(self) -> str:
         return f"{self.study} / {self.policy_name}"
+
+    def save(self, *args, **kwargs) -> None:
+        """Metrics saved through the model get their digest too (``recorded_metrics`` for updates)."""
+        update_fields = kwargs.get("update_fields")
+        if "metrics" in self.__dict__ and (update_fields is None or "metrics" in update_fields):
+            self.metrics_digest = metrics_digest(self.metrics)
+            if update_fields is not None:
+                kwargs["update_fields"] = {*update_fields, "metrics_digest"}
+        super().save(*args, **kwargs)
 
     @property
     def finished(self) -> bool:

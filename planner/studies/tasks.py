@@ -19,7 +19,7 @@ from django.utils import timezone
 from planner.strict_json import strict_json
 from planner.studies.attempts import Heartbeat, claim, owned, run_attempt
 from planner.studies.jobs import write_indexes
-from planner.studies.models import Run, RunStatus, run_summary
+from planner.studies.models import Run, RunStatus, recorded_metrics
 from planner.studies.window import apply_study_window
 from scheduling.capacity_plans import capacity_steps
 from scheduling.engine import replay
@@ -82,8 +82,7 @@ def execute(run_id: int, attempt: int) -> bool:
     with transaction.atomic():
         recorded = owned(Run, run_id, attempt).update(
             status=RunStatus.SUCCEEDED,
-            metrics=metrics,
-            summary=run_summary(metrics),
+            **recorded_metrics(metrics),
             result_file=name,
             progress=1.0,
             error="",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from planner.missing_files import stored_file
 from planner.studies.models import Run, RunStatus
 from planner.studies.wait_answer import held_when_waiting, longest_wait_start, wait_sentence
 from scheduling.model import Policy as EnginePolicy
@@ -22,7 +23,7 @@ def run_job_timeline(run: Run, job_id: str) -> dict:
         raise NoTimeline(f"run {run.pk} has no job outcomes: it is {run.status}")
     trace = run.study.trace.load_jobs()
     job = find_job(trace, job_id)
-    with run.result_file.open("rb") as stored:
+    with stored_file(run.result_file, f"the job outcomes of run {run.pk} ({run.policy_name})") as stored:
         outcomes = ReplayResult.load_outcomes(stored)
     started = not math.isnan(outcomes.first_start[job])
     if started and (outcomes.history is None or not len(outcomes.history.starts)):

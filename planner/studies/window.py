@@ -15,7 +15,7 @@ import logging
 from django.db import transaction
 
 from planner.strict_json import strict_json
-from planner.studies.models import FINISHED, Run, RunStatus, Study, run_summary
+from planner.studies.models import FINISHED, Run, RunStatus, Study, recorded_metrics
 from scheduling.model import Policy as EnginePolicy
 from scheduling.window import Window, common_window, measure_over, measured_over, span_of
 
@@ -56,9 +56,7 @@ def apply_study_window(study_id: int) -> Window | None:
             full = Run.objects.only("id", "metrics", "policy_snapshot").get(pk=run.pk)
             policy = EnginePolicy.from_dict(full.policy_snapshot)
             metrics = strict_json(measure_over(full.metrics, policy, window))
-            Run.objects.filter(pk=run.pk, status=RunStatus.SUCCEEDED).update(
-                metrics=metrics, summary=run_summary(metrics)
-            )
+            Run.objects.filter(pk=run.pk, status=RunStatus.SUCCEEDED).update(**recorded_metrics(metrics))
         return window
 
 

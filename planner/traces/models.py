@@ -24,6 +24,7 @@ from django.dispatch import receiver
 from django.utils import timezone
 
 from planner.capacity.models import InstanceType
+from planner.missing_files import stored_file
 from planner.strict_json import strict_json
 from planner.validators import validate_long_name
 from scheduling.errors import InputError
@@ -245,7 +246,7 @@ class Trace(models.Model):
 
     def load_jobs(self) -> TraceColumns:
         """The jobs as columns, ready for ``scheduling.engine.replay``."""
-        with self.jobs_file.open("rb") as stream:
+        with stored_file(self.jobs_file, f"the jobs of trace {self.name}") as stream:
             return TraceColumns.load(stream)
 
 

@@ -8,6 +8,7 @@ from urllib.parse import urlencode
 import orjson
 from django.db.models import Prefetch, TextField
 from django.db.models.functions import Cast
+from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, status, viewsets
@@ -16,7 +17,9 @@ from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
 
+from planner.accounts.money import shows_money
 from planner.accounts.permissions import IsFinanceReader
+from planner.api.renderers import FastJSONRenderer
 from planner.reports.jobs import search_payload
 from planner.studies.api.serializers import RunDetailSerializer, RunSerializer, StudySerializer
 from planner.studies.jobs import NoJobIndex, job_finder
@@ -25,6 +28,7 @@ from planner.studies.models import Run, RunStatus, Study
 from planner.studies.reaper import reap_stale_runs
 from planner.studies.timeline import NoTimeline, run_job_timeline
 from planner.studies.window import ensure_study_window
+from planner.web import page_cache
 from scheduling.errors import InputError
 
 MAX_JOBS = 500  # results of one job search
@@ -148,7 +152,21 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
     @action(detail=True, methods=["get"])
     def metrics(self, request, pk=None):
         """Every aggregate of the run (``ReplayResult.metrics``): summary, shares, pool, series, CDFs."""
-        return Response(finished_metrics_read_fast(self.get_object()))
+        run = self.get_object()
+        renderer = request.accepted_renderer
+        if not isinstance(renderer, FastJSONRenderer) or renderer.get_indent(request.accepted_media_type, {}):
+            return Response(finished_metrics_read_fast(run))
+        # The encoded body (hundreds of KB) is kept per process under the run's figures and the
+        # caller's $ (the renderer removes $ figures for a viewer): no read, parse nor encoding.
+        key = None
+        if run.status == RunStatus.SUCCEEDED and run.metrics_digest:
+            money = shows_money(request.user)
+            key = page_cache.page_key("metrics", run.pk, run.finished_at, run.metrics_digest, money)
+        context = {"request": request}
+        body = page_cache.remembered(
+            key, lambda: renderer.render(finished_metrics_read_fast(run), renderer.media_type, context)
+        )
+        return HttpResponse(body, content_type=renderer.media_type)
 
     @extend_schema(
         parameters=[

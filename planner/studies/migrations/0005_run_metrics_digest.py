@@ -1,0 +1,32 @@
+"""Run.metrics_digest: a digest of the run's figures, written with them; computed here for the runs
+stored before (what the page cache keys on)."""
+
+from django.db import migrations, models
+
+from planner.studies.models import metrics_digest
+
+
+def digest_stored_metrics(apps, schema_editor):
+    Run = apps.get_model("studies", "Run")
+    for run in Run.objects.exclude(metrics=None).only("id", "metrics").iterator(chunk_size=20):
+        Run.objects.filter(pk=run.pk).update(metrics_digest=metrics_digest(run.metrics))
+
+
+class Migration(migrations.Migration):
+    dependencies = [
+        ("studies", "0004_run_worker_process"),
+    ]
+
+    operations = [
+        migrations.AddField(
+            model_name="run",
+            name="metrics_digest",
+            field=models.CharField(
+                blank=True,
+                default="",
+                help_text="sha256 of metrics, written with them",
+                max_length=64,
+            ),
+        ),
+        migrations.RunPython(digest_stored_metrics, migrations.RunPython.noop),
+    ]
