@@ -12,11 +12,15 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
+from django.template.loader import render_to_string
 
+from planner.accounts.money import shows_money
 from planner.reports.loops import loop_warnings
 from planner.studies.jobs import NoJobIndex, job_finder
 from planner.studies.models import RunStatus, Study
+from planner.web import page_cache
 from planner.web.access import reader_required
+from planner.web.palette import share_colors
 from scheduling.finder import JobFinder, JobRow
 
 RESULTS = 50  # search results shown
@@ -73,6 +77,38 @@ def job_finder_page(request: HttpRequest, pk: int) -> HttpResponse:
         run = next((r for r in runs if r.policy_id == study.baseline_id), runs[0])
     query = request.GET.get("q", "").strip()[:200]
     share = request.GET.get("share", "")
+    key = finder_key(request, study, runs, run, query, share)
+    kept = page_cache.cached(key)
+    if kept is None:
+        kept = finder_body(study, runs, run, query, share)
+        page_cache.keep(key if kept[1] == 200 else None, kept)
+    body, status = kept
+    return render(request, "reports/jobs.html", {"study": study, "jobs_html": body}, status=status)
+
+
+def finder_key(request: HttpRequest, study: Study, runs: list, run, query: str, share: str) -> str | None:
+    """What the job finder's body is made from: the study and its trace (its file), the succeeded
+    runs (each one's finish time, figures and outcomes file), the run, search and share chosen, the
+    reader's $ and the shares' colours."""
+    if run is None:
+        return page_cache.UNCACHEABLE
+    trace = study.trace
+    shares = {str(row.get("name")) for row in (run.summary or {}).get("shares", [])}
+    return page_cache.page_key(
+        "job-finder",
+        (study.pk, study.name, study.baseline_id),
+        (trace.pk, trace.name, trace.job_count, trace.jobs_file.name),
+        [(r.pk, r.policy_id, r.policy_name, r.finished_at, r.result_file.name) for r in runs],
+        run.pk,
+        query,
+        share,
+        shows_money(request.user),
+        share_colors(shares | set(trace.share_names())),
+    )
+
+
+def finder_body(study: Study, runs: list, run, query: str, share: str) -> tuple[str, int]:
+    """The job finder's body, rendered without the request, and its status (404 without an index)."""
     context: dict[str, Any] = {"study": study, "runs": runs, "run": run, "q": query, "share": share}
     context["loop_warnings"] = loop_warnings([(run.policy_name, run.summary)] if run is not None else [])
     status = 200
@@ -96,4 +132,4 @@ def job_finder_page(request: HttpRequest, pk: int) -> HttpResponse:
             if query:
                 jobs, more = finder.search(query, limit=RESULTS, share=share or None)
                 context.update(results=[_row(r) for r in finder.rows(jobs)], more=more, limit=RESULTS)
-    return render(request, "reports/jobs.html", context, status=status)
+    return render_to_string("reports/jobs_body.html", context), status

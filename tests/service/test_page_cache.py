@@ -14,7 +14,9 @@ from django.utils import timezone
 
 from planner.capacity.models import Policy, Pool
 from planner.reports.views import study_parts_key
+from planner.studies.launch import StudyLaunch, launch_study
 from planner.studies.models import Run, Study, recorded_metrics
+from planner.studies.tasks import replay_run
 from planner.web import page_cache
 from tests.service.test_reports_views import replayed_study
 
@@ -169,3 +171,25 @@ def test_the_metrics_api_keeps_its_body_per_role_and_rerun(study):
     Run.objects.filter(pk=run.pk).update(**recorded_metrics(metrics), finished_at=timezone.now())
     assert b"rerun_marker" in client("finance").get(url).content
     assert client("finance").get(url + "?format=api").status_code == 200  # the browsable API as before
+
+
+def test_the_job_finder_keeps_its_body_per_search_and_rerun(aws_policy, aws_trace):
+    page_cache.clear()
+    finder_study = launch_study(
+        StudyLaunch(name="finder", trace=aws_trace, policies=[aws_policy]), enqueue=False
+    )
+    run = finder_study.runs.get()
+    assert replay_run.apply(args=[run.pk]).get() == "succeeded"
+    reader = client("viewer")
+    url = f"/studies/{finder_study.pk}/jobs/?run={run.pk}"
+    first = reader.get(url).content.decode()
+    mark = "<h1>Find a job</h1>"
+    assert first[first.index(mark) :] in reader.get(url).content.decode()
+    assert page_cache.stats == {"hits": 1, "misses": 1}
+    job = aws_trace.load_jobs().job_id[0]
+    assert str(job) in reader.get(f"{url}&q={job}").content.decode()  # another search: made anew
+    assert page_cache.stats == {"hits": 1, "misses": 2}
+    Run.objects.filter(pk=run.pk).update(policy_name="renamed-in-finder", finished_at=timezone.now())
+    assert "renamed-in-finder" in reader.get(url).content.decode()
+    Study.objects.filter(pk=finder_study.pk).update(name="finder renamed")
+    assert "finder renamed" in reader.get(url).content.decode()
