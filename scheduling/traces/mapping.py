@@ -492,6 +492,13 @@ IMPORTERS = {
 }
 
 
+def csv_columns(source: Any, **options: Any) -> list[str]:
+    """The header of a CSV trace: the columns a mapping may use (``source_columns`` of the CSV formats
+    whose columns are their file's)."""
+    with text_stream(source) as stream:
+        return CsvTable(stream).columns
+
+
 def importer(format: str) -> Any:
     """The module that imports ``format`` (it has ``read``, ``source_columns`` and ``DEFAULT_MAPPING``)."""
     if format not in IMPORTERS:
