@@ -160,12 +160,7 @@ def _field_names(mapping: TraceMapping) -> dict[str, str]:
         "preemption_retries": "preemptionConfiguration.preemptionRetriesBeforeTermination",
         "recorded_preemptions": "preemptionSummary.preemptedAttemptCount",
     }
-    if mapping.share_column:
-        names["share"] = mapping.share_column
-    if mapping.name_column:
-        names["name"] = mapping.name_column
-    if mapping.user_column:
-        names["user"] = mapping.user_column
+    names.update(mapping.field_columns("share", "name", "user"))
     return names
 
 

@@ -280,8 +280,7 @@ def _field_names(mapping: TraceMapping) -> dict[str, str]:
         "instance_type": "status.admission.podSetAssignments",
         "recorded_preemptions": "status.schedulingStats.evictions",
     }
-    if mapping.share_column:
-        names["share"] = mapping.share_column
+    names.update(mapping.field_columns("share"))
     return names
 
 

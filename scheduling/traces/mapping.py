@@ -90,6 +90,12 @@ class TraceMapping:
 
     # -- storage ---------------------------------------------------------------------------
 
+    def field_columns(self, *fields: str) -> dict[str, str]:
+        """``{field: column}`` for those of ``fields`` (share, priority, user, name) the mapping takes
+        from a column: a message about such a field names the column the person sees."""
+        columns = {field: getattr(self, f"{field}_column") for field in fields}
+        return {field: column for field, column in columns.items() if column}
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "share_column": self.share_column,
