@@ -10,7 +10,7 @@ import importlib
 import math
 from array import array
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -370,6 +370,22 @@ def resolve_mapping(mapping: TraceMapping | Mapping[str, Any] | None, default: T
         mapping.check()
         return mapping
     return TraceMapping.from_dict(mapping, base=default)
+
+
+def split_mapping(
+    mapping: TraceMapping | Mapping[str, Any] | None,
+    default: TraceMapping,
+    own: Mapping[str, Callable[[Any], Any]],
+) -> tuple[TraceMapping, dict[str, Any]]:
+    """The TraceMapping of ``mapping``, and the importer's own settings: each key of ``own`` the
+    mapping (a dict) holds is taken out of it and read by its function, which raises InputError."""
+    extras: dict[str, Any] = {}
+    if isinstance(mapping, Mapping):
+        mapping = dict(mapping)
+        for key, read in own.items():
+            if key in mapping:
+                extras[key] = read(mapping.pop(key))
+    return resolve_mapping(mapping, default), extras
 
 
 @contextmanager
