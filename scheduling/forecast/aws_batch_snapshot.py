@@ -27,9 +27,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from scheduling.errors import InputError
-from scheduling.forecast.snapshot import Snapshot, SnapshotJob, check_snapshot
+from scheduling.forecast.snapshot import Snapshot, SnapshotJob, check_snapshot, snapshot_time
 from scheduling.model import MAX_PRIORITY
-from scheduling.traces.fields import parse_time
 from scheduling.traces.json_fields import JsonFields
 
 HOLDING = ("RUNNING", "STARTING", "SCHEDULED")
@@ -101,12 +100,7 @@ def read_aws_batch_snapshot(value: Any) -> Snapshot:
             if t is not None:
                 latest = max(latest, t)
         jobs.append((record, status))
-    if "time" in value:
-        t0 = parse_time(value["time"], None, "time")[0]
-    elif latest > -math.inf:
-        t0 = latest
-    else:
-        raise InputError("no time: no job and no time key", field="time")
+    t0 = snapshot_time(value, latest, "no time: no job and no time key")
     running: list[SnapshotJob] = []
     pending: list[SnapshotJob] = []
     for record, status in jobs:
@@ -129,11 +123,7 @@ def _listed(pages: Any) -> dict[str, tuple[_Record, str]]:
             where = f"list_service_jobs[{p}].jobSummaryList[{j}]"
             if not isinstance(summary, Mapping):
                 raise InputError("must be a job summary object", field=where)
-            record = _Record(where, summary)
-            job_id = record.text("jobId")
-            if job_id is None:
-                raise record.fail("is missing", "jobId")
-            record.where = f"{where} (job {job_id!r})"
+            record, job_id = _job_record(where, summary)
             status = record.text("status")
             if status not in HOLDING + QUEUED + OTHER_STATUSES:
                 raise record.fail(f"{status!r} is not a service job status", "status")
@@ -153,15 +143,21 @@ def _described(jobs: Any) -> dict[str, _Record]:
         where = f"describe_service_job[{i}]"
         if not isinstance(job, Mapping):
             raise InputError("must be a describe-service-job object", field=where)
-        record = _Record(where, job)
-        job_id = record.text("jobId")
-        if job_id is None:
-            raise record.fail("is missing", "jobId")
-        record.where = f"{where} (job {job_id!r})"
+        record, job_id = _job_record(where, job)
         if job_id in out:
             raise record.fail(f"job {job_id!r} is described twice", "jobId")
         out[job_id] = record
     return out
+
+
+def _job_record(where: str, value: Mapping[str, Any]) -> tuple[_Record, str]:
+    """A job's record, named in messages by its place and its jobId (which it must have)."""
+    record = _Record(where, value)
+    job_id = record.text("jobId")
+    if job_id is None:
+        raise record.fail("is missing", "jobId")
+    record.where = f"{where} (job {job_id!r})"
+    return record, job_id
 
 
 def _front_of_queue(value: Any) -> tuple[list[str], float]:

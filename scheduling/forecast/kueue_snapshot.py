@@ -29,9 +29,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from scheduling.errors import InputError
-from scheduling.forecast.snapshot import Snapshot, SnapshotJob, check_snapshot, default_type
+from scheduling.forecast.snapshot import Snapshot, SnapshotJob, check_snapshot, default_type, snapshot_time
 from scheduling.model import MAX_PRIORITY, Policy
-from scheduling.traces.fields import parse_time
 from scheduling.traces.json_fields import JsonFields
 from scheduling.traces.kueue_workloads import API_VERSIONS, GPU_RESOURCE, Listed, is_true, pod_gpus
 
@@ -87,12 +86,7 @@ def read_kueue_snapshot(
         if read["finished"] or not read["gpus"]:
             continue
         workloads.append((item, read))
-    if "time" in value:
-        t0 = parse_time(value["time"], None, "time")[0]
-    elif latest > -math.inf:
-        t0 = latest
-    else:
-        raise InputError("no time: the List has no workload and no time key", field="time")
+    t0 = snapshot_time(value, latest, "no time: the List has no workload and no time key")
     priorities = _priorities([read["priority"] for _, read in workloads])
     running: list[SnapshotJob] = []
     pending: list[SnapshotJob] = []

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -260,6 +261,17 @@ def _job(raw: Any, index: int, section: str, t0: float) -> SnapshotJob:
         user=parse_optional_text(get("user"), None, at("user")),
         name=parse_optional_text(get("name"), None, at("name")),
     )
+
+
+def snapshot_time(value: Mapping[str, Any], latest: float, missing: str) -> float:
+    """T0 of a scheduler's snapshot: its ``time`` key when the file carries one (the planner's
+    addition: the schedulers' own outputs have none), else ``latest``, the latest time the file
+    records **(choice: the snapshot was taken no earlier)**; ``missing`` when there is neither."""
+    if "time" in value:
+        return parse_time(value["time"], None, "time")[0]
+    if latest > -math.inf:
+        return latest
+    raise InputError(missing, field="time")
 
 
 def check_snapshot(snapshot: Snapshot) -> None:

@@ -19,7 +19,7 @@ from scheduling.trace import Trace
 from scheduling.traces.fields import check_time_range, epoch_seconds, open_source
 from scheduling.traces.json_fields import JsonFields
 from scheduling.traces.json_records import JsonRecord, first_keys, iter_json_records
-from scheduling.traces.mapping import TraceImport, TraceMapping, resolve_mapping
+from scheduling.traces.mapping import TraceImport, TraceMapping, split_mapping
 
 FORMAT = "aws-batch-jobs"
 SERVICE_JOB_TYPE = "SAGEMAKER_TRAINING"
@@ -134,18 +134,15 @@ def read(
 
 def _split_mapping(mapping: TraceMapping | Mapping[str, Any] | None) -> tuple[TraceMapping, dict[str, Any]]:
     """TraceMapping's settings, and this importer's own (``default_priority``)."""
-    extras: dict[str, Any] = {}
-    if isinstance(mapping, Mapping):
-        mapping = dict(mapping)
-        if "default_priority" in mapping:
-            value = mapping.pop("default_priority")
-            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_PRIORITY:
-                raise InputError(
-                    f"{value!r} is not a whole number in 0..{MAX_PRIORITY}", field="mapping.default_priority"
-                )
-            extras["default_priority"] = value
-    chosen = resolve_mapping(mapping, DEFAULT_MAPPING)
-    return chosen, extras
+    return split_mapping(mapping, DEFAULT_MAPPING, {"default_priority": _default_priority})
+
+
+def _default_priority(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_PRIORITY:
+        raise InputError(
+            f"{value!r} is not a whole number in 0..{MAX_PRIORITY}", field="mapping.default_priority"
+        )
+    return value
 
 
 def _field_names(mapping: TraceMapping) -> dict[str, str]:
@@ -160,12 +157,7 @@ def _field_names(mapping: TraceMapping) -> dict[str, str]:
         "preemption_retries": "preemptionConfiguration.preemptionRetriesBeforeTermination",
         "recorded_preemptions": "preemptionSummary.preemptedAttemptCount",
     }
-    if mapping.share_column:
-        names["share"] = mapping.share_column
-    if mapping.name_column:
-        names["name"] = mapping.name_column
-    if mapping.user_column:
-        names["user"] = mapping.user_column
+    names.update(mapping.field_columns("share", "name", "user"))
     return names
 
 

@@ -12,6 +12,7 @@ from scheduling.traces.mapping import (
     CsvTable,
     TraceImport,
     TraceMapping,
+    csv_columns,
     resolve_mapping,
     text_stream,
 )
@@ -26,9 +27,7 @@ SKIP_NO_GPU = "no_gpu"
 SKIP_ZERO_DURATION = "zero_duration"
 
 
-def source_columns(source: Any, **options: Any) -> list[str]:
-    with text_stream(source) as stream:
-        return CsvTable(stream).columns
+source_columns = csv_columns
 
 
 def read(

@@ -21,7 +21,7 @@ from scheduling.trace import Trace
 from scheduling.traces.fields import check_time_range, epoch_seconds, open_source
 from scheduling.traces.json_fields import JsonFields
 from scheduling.traces.json_records import JsonRecord, first_keys, iter_json_records
-from scheduling.traces.mapping import PriorityMode, TraceImport, TraceMapping, resolve_mapping
+from scheduling.traces.mapping import PriorityMode, TraceImport, TraceMapping, split_mapping
 
 FORMAT = "kueue-workloads"
 API_VERSIONS = ("kueue.x-k8s.io/v1beta1", "kueue.x-k8s.io/v1beta2")
@@ -248,25 +248,27 @@ def read(
 
 
 def _split_mapping(mapping: TraceMapping | Mapping[str, Any] | None) -> tuple[TraceMapping, dict[str, Any]]:
-    extras: dict[str, Any] = {}
-    if isinstance(mapping, Mapping):
-        mapping = dict(mapping)
-        if "queue_shares" in mapping:
-            table = mapping.pop("queue_shares")
-            if not isinstance(table, Mapping) or not all(
-                isinstance(k, str) and isinstance(v, str) and v.strip() for k, v in table.items()
-            ):
-                raise InputError(
-                    'must be an object {"namespace/local-queue": "cluster-queue"}',
-                    field="mapping.queue_shares",
-                )
-            extras["queue_shares"] = {k.strip(): v.strip() for k, v in table.items()}
-        if "gpu_resource" in mapping:
-            name = mapping.pop("gpu_resource")
-            if not isinstance(name, str) or not name.strip():
-                raise InputError(f"{name!r} is not a resource name", field="mapping.gpu_resource")
-            extras["gpu_resource"] = name.strip()
-    return resolve_mapping(mapping, DEFAULT_MAPPING), extras
+    """TraceMapping's settings, and this importer's own (``queue_shares``, ``gpu_resource``)."""
+    own = {"queue_shares": _queue_shares, "gpu_resource": _gpu_resource}
+    return split_mapping(mapping, DEFAULT_MAPPING, own)
+
+
+def _queue_shares(table: Any) -> dict[str, str]:
+    """``{"namespace/local-queue": "cluster-queue"}``: the ClusterQueue of workloads never admitted."""
+    if not isinstance(table, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) and v.strip() for k, v in table.items()
+    ):
+        raise InputError(
+            'must be an object {"namespace/local-queue": "cluster-queue"}',
+            field="mapping.queue_shares",
+        )
+    return {k.strip(): v.strip() for k, v in table.items()}
+
+
+def _gpu_resource(name: Any) -> str:
+    if not isinstance(name, str) or not name.strip():
+        raise InputError(f"{name!r} is not a resource name", field="mapping.gpu_resource")
+    return name.strip()
 
 
 def _field_names(mapping: TraceMapping) -> dict[str, str]:
@@ -280,8 +282,7 @@ def _field_names(mapping: TraceMapping) -> dict[str, str]:
         "instance_type": "status.admission.podSetAssignments",
         "recorded_preemptions": "status.schedulingStats.evictions",
     }
-    if mapping.share_column:
-        names["share"] = mapping.share_column
+    names.update(mapping.field_columns("share"))
     return names
 
 

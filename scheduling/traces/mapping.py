@@ -10,7 +10,7 @@ import importlib
 import math
 from array import array
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -89,6 +89,12 @@ class TraceMapping:
         )
 
     # -- storage ---------------------------------------------------------------------------
+
+    def field_columns(self, *fields: str) -> dict[str, str]:
+        """``{field: column}`` for those of ``fields`` (share, priority, user, name) the mapping takes
+        from a column: a message about such a field names the column the person sees."""
+        columns = {field: getattr(self, f"{field}_column") for field in fields}
+        return {field: column for field, column in columns.items() if column}
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -366,6 +372,22 @@ def resolve_mapping(mapping: TraceMapping | Mapping[str, Any] | None, default: T
     return TraceMapping.from_dict(mapping, base=default)
 
 
+def split_mapping(
+    mapping: TraceMapping | Mapping[str, Any] | None,
+    default: TraceMapping,
+    own: Mapping[str, Callable[[Any], Any]],
+) -> tuple[TraceMapping, dict[str, Any]]:
+    """The TraceMapping of ``mapping``, and the importer's own settings: each key of ``own`` the
+    mapping (a dict) holds is taken out of it and read by its function, which raises InputError."""
+    extras: dict[str, Any] = {}
+    if isinstance(mapping, Mapping):
+        mapping = dict(mapping)
+        for key, read in own.items():
+            if key in mapping:
+                extras[key] = read(mapping.pop(key))
+    return resolve_mapping(mapping, default), extras
+
+
 @contextmanager
 def text_stream(source: TraceInput | TraceSource) -> Iterator[Iterator[str]]:
     """The decoded lines of ``source`` (a path, bytes, a file, or an opened TraceSource; gzip is
@@ -490,6 +512,13 @@ IMPORTERS = {
     "aws-batch-jobs": "scheduling.traces.aws_batch_jobs",
     "kueue-workloads": "scheduling.traces.kueue_workloads",
 }
+
+
+def csv_columns(source: Any, **options: Any) -> list[str]:
+    """The header of a CSV trace: the columns a mapping may use (``source_columns`` of the CSV formats
+    whose columns are their file's)."""
+    with text_stream(source) as stream:
+        return CsvTable(stream).columns
 
 
 def importer(format: str) -> Any:

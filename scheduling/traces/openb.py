@@ -14,6 +14,7 @@ from scheduling.traces.mapping import (
     PriorityMode,
     TraceImport,
     TraceMapping,
+    csv_columns,
     resolve_mapping,
     text_stream,
 )
@@ -49,9 +50,7 @@ SKIP_NEVER_SCHEDULED = "never_scheduled"  # no scheduled_time: it never ran, so 
 SKIP_ZERO_DURATION = "zero_duration"  # deleted the second it was scheduled: no work
 
 
-def source_columns(source: Any, **options: Any) -> list[str]:
-    with text_stream(source) as stream:
-        return CsvTable(stream).columns
+source_columns = csv_columns
 
 
 def read(

@@ -261,14 +261,7 @@ def _field_names(table: CsvTable, mapping: TraceMapping) -> dict[str, str]:
         "instance_count": "AllocTRES",
     }
     names["duration"] = "Elapsed" if table.has("Elapsed") else "End"
-    if mapping.share_column:
-        names["share"] = mapping.share_column
-    if mapping.priority_column:
-        names["priority"] = mapping.priority_column
-    if mapping.user_column:
-        names["user"] = mapping.user_column
-    if mapping.name_column:
-        names["name"] = mapping.name_column
+    names.update(mapping.field_columns("share", "priority", "user", "name"))
     return names
 
 
