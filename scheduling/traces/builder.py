@@ -162,9 +162,11 @@ class TraceBuilder:
         self._row_of[job] = row
         self._job_id.append(job)
         self._submit.append(submit)
-        self._share.append(_code(self._share_codes, share_name))
+        # share and type names as codes, numbered in the order they first appear
+        shares, types = self._share_codes, self._type_codes
+        self._share.append(shares.setdefault(share_name, len(shares)))
         self._priority.append(prio)
-        self._type.append(NO_TYPE if type_name is None else _code(self._type_codes, type_name))
+        self._type.append(NO_TYPE if type_name is None else types.setdefault(type_name, len(types)))
         self._count.append(count)
         self._duration.append(work)
         self._checkpoint.append(checkpoint)
@@ -290,14 +292,6 @@ class TraceBuilder:
             ),
             epoch_times=bool(self._epoch),
         )
-
-
-def _code(codes: dict[str, int], name: str) -> int:
-    """The name's code: the next number the first time it is seen."""
-    code = codes.get(name)
-    if code is None:
-        code = codes[name] = len(codes)
-    return code
 
 
 def _column(values: array, dtype: type) -> np.ndarray:
