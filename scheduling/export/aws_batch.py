@@ -624,7 +624,8 @@ def _read_quota_share(
             "must be an object {strategy, borrowLimit}", field=f"{label}.resourceSharingConfiguration"
         )
     strategy = sharing.get("strategy")
-    if strategy not in {s.value for s in Strategy}:
+    # A list or object here is refused like any other wrong value (it cannot be looked up in a set).
+    if not isinstance(strategy, str) or strategy not in {s.value for s in Strategy}:
         raise InputError(
             f"{strategy!r} is not one of RESERVE, LEND, LEND_AND_BORROW",
             field=f"{label}.resourceSharingConfiguration.strategy",
@@ -640,12 +641,13 @@ def _read_quota_share(
         if strategy == Strategy.LEND_AND_BORROW.value:
             share["borrow_limit_percent"] = limit
     preemption = document.get("preemptionConfiguration")
-    if not isinstance(preemption, Mapping) or preemption.get("inSharePreemption") not in _IN_SHARE:
+    in_share = preemption.get("inSharePreemption") if isinstance(preemption, Mapping) else None
+    if not isinstance(in_share, str) or in_share not in _IN_SHARE:
         raise InputError(
             "needs inSharePreemption ENABLED or DISABLED",
             field=f"{label}.preemptionConfiguration.inSharePreemption",
         )
-    share["in_share_preemption"] = _IN_SHARE[preemption["inSharePreemption"]].value
+    share["in_share_preemption"] = _IN_SHARE[in_share].value
     share["reclaim"] = Reclaim.ANY.value  # AWS always reclaims lent quota by cross-share preemption
     tags = document.get("tags") or {}
     if isinstance(tags, Mapping) and isinstance(tags.get(TAG_SHARE), str) and tags[TAG_SHARE].strip():

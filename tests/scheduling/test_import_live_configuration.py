@@ -88,6 +88,26 @@ def test_a_quota_share_with_an_unknown_strategy_names_it():
     assert caught.value.field == "doc2.json.quotaShares[1].resourceSharingConfiguration.strategy"
 
 
+@pytest.mark.parametrize(
+    ("key", "field", "value"),
+    [
+        ("resourceSharingConfiguration", "strategy", {"RESERVE": 1}),
+        ("resourceSharingConfiguration", "strategy", ["LEND"]),
+        ("preemptionConfiguration", "inSharePreemption", ["ENABLED"]),
+        ("preemptionConfiguration", "inSharePreemption", {"ENABLED": True}),
+    ],
+)
+def test_a_list_or_object_where_a_word_belongs_is_refused_by_field(key, field, value):
+    # These raised a bare TypeError (a list or dict cannot be looked up in a set of words): a 500 in the
+    # service instead of a 400 naming the field.
+    environment, policy, shares, queue = aws_documents()
+    broken = json.loads(json.dumps(shares))
+    broken["quotaShares"][0][key][field] = value
+    with pytest.raises(InputError) as caught:
+        aws(environment, policy, broken, queue)
+    assert caught.value.field == f"doc2.json.quotaShares[0].{key}.{field}"
+
+
 def test_without_quota_shares_the_import_says_which_output_is_missing():
     environment, policy, _, queue = aws_documents()
     with pytest.raises(InputError) as caught:
