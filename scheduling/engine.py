@@ -4,8 +4,9 @@ scheduling pass.
 Where to look: the rules are functions in ``scheduling.rules``; the state (jobs, accounts, type
 pools, shares) is in ``scheduling.state``; the indexes that make a pass fast (queue groups,
 running levels) in ``scheduling.indexes``; fair sharing's victim search in ``scheduling.fair``.
-This module holds the event loop, the rounds of a pass, and the bookkeeping that reopens refused
-queue groups when something could help them. Speed comes from the data structures, not from
+This module holds the event loop and the rounds of a pass; what can make a refused job admissible
+again (reopening refused queue groups, fair sharing's memo of refusals) is ``scheduling.refusals``,
+which the loop tells what happened. Speed comes from the data structures, not from
 shortcuts in the rules: every rule is checked against a literal reference model
 (tests/scheduling/reference.py).
 """
@@ -36,13 +37,12 @@ from scheduling.calendar import (
 from scheduling.fair import (
     NO_ROOM_AT_ALL,
     NO_ROOM_PASSING,
-    borrowed_gpus,
+    cohort_pick,
     count_gpus_exactly,
     fair_victims,
     left_out,
     lendable_gpus,
     refusal_before_search,
-    value_with,
 )
 from scheduling.fair_tree import TreeValues, round_lead, round_pick, tree_fair_victims, tree_values
 from scheduling.indexes import Group, job_id_order, victim_order
@@ -50,14 +50,23 @@ from scheduling.metrics import UsageLog, compute_metrics
 from scheduling.model import Cause, Change, FairStrategy, Policy, Queueing, UnschedulableReason
 from scheduling.quota_tree import QuotaTree, is_tree_policy, quota_tree, tree_limit
 from scheduling.records import Records, as_array
+from scheduling.refusals import Refusals
 from scheduling.result import EventKind, JobOutcomes, ReplayResult, WaitHistory
 from scheduling.rules import (
+    ADMITTED,
     BEHIND_QUEUE_HEAD,
+    CAPACITY,
+    CAUSES,
+    CROSS_SHARE,
+    FAIR_SHARING,
+    IN_SHARE,
     NO_LIMIT,
+    NO_PASSING_ROOM,
+    NO_ROOM,
+    NO_VICTIMS,
     PREEMPTIONS_BEFORE_LEFT_OUT,
-    ZERO_VALUE,
+    REFUSED,
     borrowing_level,
-    fair_round_before,
     instances,
     queue_key,
     round_key,
@@ -94,13 +103,6 @@ insort: Final = bisect.insort
 bisect_left: Final = bisect.bisect_left
 bisect_right: Final = bisect.bisect_right
 
-# What trying to admit a job gave.
-ADMITTED: Final = 0
-REFUSED: Final = 1  # there were preemption candidates, but freeing them would not make it fit
-NO_VICTIMS: Final = 2  # there was no preemption candidate at all
-NO_ROOM: Final = 3  # fair sharing: it would not fit even were every candidate preempted
-NO_PASSING_ROOM: Final = 4  # nor were every candidate preempted that could pass a strategy
-
 # Section 12: a type's mode for a job that accepts several (better first), and what no type gave.
 FIT: Final = 0
 RECLAIM: Final = 1  # victims found, all in other shares
@@ -109,13 +111,6 @@ NO_FIT: Final = 3
 
 END_OF_TIME: Final[float] = math.inf
 
-# Preemption causes as the codes of the wait history's preemption records (0 and 1 as before:
-# in-share, cross-share), and the Cause each stands for.
-IN_SHARE: Final = 0
-CROSS_SHARE: Final = 1
-FAIR_SHARING: Final = 2
-CAPACITY: Final = 3
-CAUSES: Final = (Cause.IN_SHARE, Cause.CROSS_SHARE, Cause.FAIR_SHARING, Cause.CAPACITY)
 # The progress callback is called at least once per this many steps of the event loop (besides
 # each hundredth of the jobs submitted): a Python call per 256 steps costs well under 1%.
 PROGRESS_TICK_STEPS: Final = 256
@@ -259,8 +254,6 @@ class _Replay:
         self.own_freeable = 0  # scratch of _own_candidates
 
         self.groups: list[Group] = []
-        self.open_groups = 0  # groups whose head may be admissible (``Group.open``)
-        self.in_round = False  # a best-effort round is under way
         # The round's candidates (queue keys) and its cursor: the last admitted job's place.
         self.within_quota: list[int] = []
         self.borrowing: list[int] = []
@@ -269,7 +262,6 @@ class _Replay:
         self.cursor_key = 0
         # Section 13: the borrowing levels of a round are taken with the tree's usage as it started.
         self.round_usage: list[int] = []
-        self.reopened: list[Group] = []  # groups reopened during the round's current admission
         self.round_id = 0
         self.pending_jobs = 0
         # Planned ends: a heap of instants (floats compare faster than event tuples) and the jobs
@@ -308,7 +300,7 @@ class _Replay:
         self.deadline_times: list[float] = []
         self.expiring: dict[float, list[Job]] = {}
         # Section 8: fair sharing's strategies and L, the pool's lendable GPUs (changed only by the
-        # calendar), and a count of the changes that can turn a refusal into an admission.
+        # calendar).
         self.fair = policy.fair_sharing is not None
         self.strategies = policy.fair_sharing.preemption_strategies if policy.fair_sharing is not None else ()
         self.lendable_gpus = lendable_gpus(self.pools)
@@ -318,18 +310,6 @@ class _Replay:
         self.final_first = (  # (else initial)
             bool(self.strategies) and self.strategies[0] is FairStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE
         )
-        self.version = 0
-        # The version of the last change that could turn any refusal into an admission (a job's
-        # refusal holds while no such change, for all shares or for its own, came after it).
-        self.reopened_all_at = 0
-        # A refusal for want of room (NO_ROOM) holds longer: until a change that could add
-        # candidates (this) or releases that could add the room it lacked (``Account.room_released``).
-        self.room_reopened_all_at = 0
-        self.calendar_changed_at = 0  # the version of the last change of capacity or quotas
-        # A NO_PASSING_ROOM refusal holds until a change that could add passing candidates or
-        # lower its share's value (this, ``ShareState.passing_reopened_at``), or releases by other
-        # shares that could add the room it lacked (``TypePool.released``, ``Account.released``).
-        self.passing_reopened_all_at = 0
         count_gpus_exactly(self.pools)  # (share values compare exactly: GPUs in whole units)
         # Section 8 over section 13's tree: a value for every node (None: one cohort, section 8 as is).
         self.fair_tree: TreeValues | None = tree_values(policy, tree, self.pools)
@@ -343,6 +323,10 @@ class _Replay:
         self.loop_instants = 0
         self.loop_last_instant = math.nan
         self.loop_first: list[tuple[float, int, int]] = []  # (time, left-out job, preemptor)
+        # What can make a refused job admissible again (section 4's reopening, section 8's memo).
+        self.refusals = Refusals(
+            self.shares, self.fair, self.flavored, tree, self.fair_tree is not None, self.by_arrival, n
+        )
 
     def _open_accounts(self, policy: Policy, types: list[str]) -> None:
         """Each share's account of each type (a ``TreeAccount`` in a tree of cohorts), with the
@@ -375,66 +359,8 @@ class _Replay:
         if account.round != self.round_id:  # its first change in this round: keep where it started
             account.round = self.round_id
             account.usage_at_round_start = account.usage
-        share = account.share
-        borrowed_before = self.fair and borrowed_gpus(share) > 0
-        account.shift(delta)
-        self.version += 1
-        share.usage_changed_at = self.version
-        if self.fair:  # (the versions serve fair rounds only)
-            borrowed_after = borrowed_gpus(share) > 0
-            if delta > 0 and not borrowed_after and self._start_stays_in_share(account):
-                # A start after which its share borrows no GPUs (B = 0) changes no share's value
-                # and adds no reclaim candidate: other shares' refused jobs would run the same
-                # victim search with less room (headroom only falls as another share's usage
-                # grows), so they stay refused. Only its own share's may change (a new in-share
-                # candidate).
-                share.reopened_at = self.version
-            else:
-                self.reopened_all_at = self.version
-            self._fair_room_changed(account, delta, borrowed_before, borrowed_after)
+        self.refusals.on_usage_change(account, delta)
         self.usage_log.change3(now, account.key, account.usage)
-
-    def _start_stays_in_share(self, account: Account) -> bool:
-        """Section 13: a start whose usage stays within its share's local quota changes no cohort's
-        usage, so no node's value and no other share's headroom or candidates (one more used
-        above it could raise a cohort's value, which a refused job's strategies compare)."""
-        return self.tree is None or self.tree.within_local_quota(account.share.index, account.type)
-
-    def _fair_room_changed(
-        self, account: Account, delta: int, borrowed_before: bool, borrowed_after: bool
-    ) -> None:
-        """Which NO_ROOM refusals a change of usage can end. Such a job J would not fit were every
-        one of its candidates C preempted; its room then is the headroom with C's usage removed,
-        and that only grows when usage outside C falls or C grows. A start adds either a job of C
-        (the room with C removed is unchanged) or one outside it (less room), and C grows only
-        when a share starts to borrow (its jobs become reclaim candidates): then every NO_ROOM
-        refusal is reopened. A release of a job of C leaves the room unchanged (C loses it, or
-        more if its share stops borrowing); one outside C adds room in its type's pool. The
-        released job is in C for the other shares' jobs when its share borrowed and they reclaim
-        ``any`` (``lower_priority`` depends on J's priority: counted); for its own share's
-        jobs, it may not be (counted). A release of c instances adds at most c to J's room (each
-        of headroom's three limits grows by at most c), so the instances released outside C
-        are counted per account, and J stays refused while they are fewer than the room it
-        lacked (``Job.room_deficit``). ``borrowed_before``, ``borrowed_after``: whether the share
-        borrowed GPUs (B > 0) before and after the change."""
-        share = account.share
-        if delta > 0:
-            if borrowed_after and not borrowed_before:
-                self.room_reopened_all_at = self.version
-            if account.usage > account.quota:
-                # Its share's value rose: candidates of it may now pass a NO_PASSING_ROOM job's
-                # strategy (they were left out of that job's room).
-                self.passing_reopened_all_at = self.version
-            return
-        for other in account.pool.accounts:
-            if other is account or not (borrowed_before and other.share.reclaims_any):
-                other.room_released -= delta
-        # A NO_PASSING_ROOM job of this share: its lowest value fell, so more shares' candidates
-        # may pass. Of other shares: counted as room, whether the released job was a candidate
-        # that could pass or not (a share's value only falls with a release).
-        share.passing_reopened_at = self.version
-        account.pool.released -= delta
-        account.released -= delta
 
     def _usage_at_round_start(self, account: Account) -> int:
         return account.usage_at_round_start if account.round == self.round_id else account.usage
@@ -551,7 +477,7 @@ class _Replay:
         job.first_start = started_at
         self._change_usage(now, job.account, job.count)
         job.account.running.add(job)
-        self._started(job)
+        self.refusals.on_start(job)
         end = started_at + self.startup + job.duration
         job.planned_end = end
         ending = self.finishing.get(end)
@@ -758,25 +684,11 @@ class _Replay:
             for victim in capacity_victims(pool):
                 self._preempt(victim, None, now, preempted, CAPACITY)
             self._requeue(preempted, now)
-            for account in pool.accounts:
-                for g in account.groups:
-                    if g.jobs:
-                        self._reopen(g)
-            self._reopen_multi_groups(pool)
-        for share in self.shares:
-            share.refused = False
-        self._calendar_changed()
-
-    def _calendar_changed(self) -> None:
-        """What depends on capacity and quotas beyond the pools: fair sharing's L."""
+        # What depends on capacity and quotas beyond the pools: fair sharing's L.
         self.lendable_gpus = lendable_gpus(self.pools)
         if self.fair_tree is not None:
             self.fair_tree.refresh()
-        self.version += 1
-        self.reopened_all_at = self.version
-        self.calendar_changed_at = self.version
-        self.room_reopened_all_at = self.version
-        self.passing_reopened_all_at = self.version
+        self.refusals.on_calendar_change([self.pools[t] for t in touched])
 
     def update_priority(self, update: int, now: float) -> None:
         """UpdateServiceJob: ignored (and counted) for unknown, not yet submitted or ended jobs."""
@@ -786,19 +698,16 @@ class _Replay:
         if job is None:  # not submitted yet, or ended: neither RUNNABLE nor RUNNING
             self.ignored_updates += 1
             return
-        self.version += 1
-        self.reopened_all_at = self.version
-        self.room_reopened_all_at = self.version  # (candidates depend on priorities)
-        self.passing_reopened_all_at = self.version
-        if job.state == RUNNABLE:
-            self._dequeue(job, now)
-            self._set_priority(job, priority)
-            self._enqueue(job, now)
-        else:
+        running = job.state != RUNNABLE
+        if running:
             job.account.running.remove(job)
             self._set_priority(job, priority)
             job.account.running.add(job)
-            self._capacity_released(job.account.pool, owner=None, victims_changed=True)
+        else:
+            self._dequeue(job, now)
+            self._set_priority(job, priority)
+            self._enqueue(job, now)
+        self.refusals.on_priority_change(job, running)
 
     def _set_priority(self, job: Job, priority: int) -> None:
         """A new priority and the queue key that goes with it (the job is out of its queues and
@@ -826,7 +735,7 @@ class _Replay:
         account.running.remove(job)
         self._change_usage(now, account, -job.count)
         account.startup += min(now - job.start_time, self.startup) * job.count
-        self._capacity_released(account.pool, owner=account.share)
+        self.refusals.on_release(account.pool, owner=account.share)
         if self.record_events:
             self.events.append((now, job.index, EventKind.FINISH, None, -1))
         self._ended(job)
@@ -846,7 +755,7 @@ class _Replay:
             while self._strict_round(now):
                 pass
             return
-        while self.open_groups and self._best_effort_round(now):
+        while self.refusals.open_groups and self._best_effort_round(now):
             pass
 
     def _best_effort_round(self, now: float) -> bool:
@@ -866,8 +775,9 @@ class _Replay:
         for g in self.groups:  # a flag per group: cheaper to walk than a set of the open ones
             if g.open:
                 self._add_candidate(g)
-        self.reopened.clear()
-        self.in_round = True
+        refusals = self.refusals
+        refusals.reopened.clear()
+        refusals.in_round = True
         preempted: list[Job] = []
         admitted = False
         while within_quota or borrowing:
@@ -880,29 +790,23 @@ class _Replay:
                 self._add_waiting_time(g, now)
                 del g.jobs[g.ptr]
                 if not g.jobs:
-                    self._close(g)  # nothing left to admit
+                    refusals.close(g)  # nothing left to admit
                 admitted = True
                 self.has_cursor = True
                 self.cursor_level = g.level
                 self.cursor_key = job.queue_key
                 self._add_candidate(g)
-                for other in self.reopened:
+                for other in refusals.reopened:
                     if not other.candidate:
                         self._add_candidate(other)
-                self.reopened.clear()
+                refusals.reopened.clear()
             elif g.ptr:
                 g.refused = Group.BEHIND
             else:
                 g.refused = Group.NO_VICTIMS if outcome == NO_VICTIMS else Group.REFUSED
-                self._close(g)
-                reason = self._wait_reason(job)
-                if reason != g.reason or not g.reason_logged:
-                    self._add_waiting_time(g, now)  # the time so far, at the old reason
-                    self._settle_waiting_time(g)
-                    g.reason = reason
-                    g.reason_logged = True
-                    self.reasons_log.add4(now, g.index, reason, -1)
-        self.in_round = False
+                refusals.close(g)
+                self._note_group_reason(g, job, now)
+        refusals.in_round = False
         if preempted:
             self._requeue(preempted, now)
         return admitted
@@ -932,7 +836,8 @@ class _Replay:
                     groups.append(g)
                     g.ptr = 0
                     g.end = len(g.jobs)
-        if not self.strict and self._round_would_repeat(groups):
+        refusals = self.refusals
+        if not self.strict and refusals.round_would_repeat(groups):
             return False
         preempted: list[Job] = []
         admitted = False
@@ -946,130 +851,54 @@ class _Replay:
             g.asleep_at = -1
         fair_tree = self.fair_tree
         while True:
-            best: Group | None = None
-            best_value = ZERO_VALUE
-            best_queue = 0
-            version = self.version
+            version = refusals.version
             # Over a tree the order is a tournament (values of every node change with any share's
             # usage): no group sleeps, each job behind a refusal is picked and passed over in turn.
             if fair_tree is not None:
                 best = round_pick(fair_tree, groups, version)
             else:
-                for g in groups:
-                    if g.ptr >= g.end or g.asleep_at == version:
-                        continue  # (an asleep group's value is as it was when it was picked)
-                    # Its value changes only with its share's usage and with the calendar.
-                    valued_at = g.valued_at
-                    if valued_at < g.account.share.usage_changed_at or valued_at < self.calendar_changed_at:
-                        g.value = (
-                            self._lowest_value(g.flavors, g.count, lendable)
-                            if g.flavors
-                            else value_with(g.account, g.count, lendable)
-                        )
-                        g.valued_at = version
-                    queue = g.jobs[g.ptr]
-                    if best is None or fair_round_before(g.value, queue, best_value, best_queue):
-                        best, best_value, best_queue = g, g.value, queue
+                best = cohort_pick(groups, version, refusals.calendar_changed_at, lendable)
             if best is None:
                 break
             g = best
             key = g.jobs[g.ptr]
-            if g.refused_at == version and key > g.refused_key:
+            best_value = g.value
+            if refusals.behind_refusal(g, key):
                 # Behind a refusal (in this round or an earlier one), nothing changed since.
                 g.ptr = g.ptr + 1 if fair_tree is None else _past_refusal(fair_tree, groups, g)
                 continue
             job = self._job_of(key)
-            if self._refusal_holds(job):
+            if refusals.holds(job):
                 outcome = REFUSED  # (only its bookkeeping is done)
                 if self.twice:  # (its search would run, and leave out the same jobs)
                     self._note_loops(job, now)
             else:
                 outcome = self.try_admit(job, now, preempted)
-                job.no_room = outcome == NO_ROOM
-                job.no_passing_room = outcome == NO_PASSING_ROOM
-                account = job.account  # (room_deficit: set by the try)
-                job.room_released_at = account.room_released
-                job.passing_released_at = account.pool.released - account.released
+                refusals.note_fair_try(job, outcome == NO_ROOM, outcome == NO_PASSING_ROOM)
             if outcome == ADMITTED:
                 admitted = True
                 if fair_tree is None:
-                    _wake_asleep(groups, version, best_value, best_queue)
+                    _wake_asleep(groups, version, best_value, key)
                 if not self.strict:  # (strict: _start took it out of its queues already)
                     self._add_waiting_time(g, now)
                     del g.jobs[g.ptr]
                 g.end -= 1
                 if not g.jobs:
-                    self._close(g)
+                    refusals.close(g)
                 continue
             g.refused_at = version
             g.refused_key = key
             job.refused_at = version
-            g.asleep_at = version  # (over a tree no group sleeps: round_pick does not read it)
+            if refusals.memo:  # (over a tree no group sleeps: round_pick does not read it)
+                g.asleep_at = version
             if self.strict:
-                share = job.account.share
-                self._add_share_waiting_time(share, now)
-                share.reason = self._wait_reason(job)
-                self.reasons_log.add4(now, share.index, share.reason, job.index)
+                self._note_head_reason(job.account.share, job, now)
             elif g.ptr == 0:  # (behind its head, a job's refusal says nothing new about the group)
                 g.reason_noted_at = version
-                reason = self._wait_reason(job)
-                if reason != g.reason or not g.reason_logged:
-                    self._add_waiting_time(g, now)
-                    self._settle_waiting_time(g)
-                    g.reason = reason
-                    g.reason_logged = True
-                    self.reasons_log.add4(now, g.index, reason, -1)
+                self._note_group_reason(g, job, now)
             g.ptr += 1
         self._requeue(preempted, now)
         return admitted
-
-    def _lowest_value(self, flavors: list[Account], count: int, lendable: float) -> tuple[bool, int, int]:
-        """Section 12 **(choice)**: a job that accepts several types takes its place in a fair round
-        by the lowest value its share would have with it admitted on one of them."""
-        best = value_with(flavors[0], count, lendable)
-        for account in flavors:
-            value = value_with(account, count, lendable)
-            if value_below(value, best):
-                best = value
-        return best
-
-    def _refusal_holds(self, job: Job) -> bool:
-        """Fair sharing: the job was refused before, and nothing since could change that (a try
-        depends only on usage, running jobs, priorities and L: see _change_usage), or nothing
-        could give it room (see _fair_room_changed). It would be refused again."""
-        if job.flavored:
-            return False  # (the bookkeeping below follows one account)
-        refused_at = job.refused_at
-        account = job.account
-        if refused_at >= self.reopened_all_at and refused_at >= account.share.reopened_at:
-            return True
-        if self.fair_tree is not None:
-            # (the room bookkeeping below counts one cohort's releases and values: over a tree a
-            # release reaches only the shares below where it is stored)
-            return False
-        if job.no_room:
-            return (
-                refused_at >= self.room_reopened_all_at
-                and account.room_released - job.room_released_at < job.room_deficit
-            )
-        if job.no_passing_room:
-            return (
-                refused_at >= self.passing_reopened_all_at
-                and refused_at >= account.share.passing_reopened_at
-                and account.pool.released - account.released - job.passing_released_at < job.room_deficit
-            )
-        return False
-
-    def _round_would_repeat(self, groups: list[Group]) -> bool:
-        """best_effort_fifo: every group's first job was refused, and its reason noted, at the
-        current version (an earlier round, since which nothing changed). This round would refuse
-        them all again and note nothing new (why a group waits depends only on usage, quotas and
-        capacity, all as they were), so it is not run. (strict_fifo notes every refusal.)"""
-        version = self.version
-        for g in groups:
-            if g.refused_at != version or g.refused_key != g.jobs[0] or g.reason_noted_at != version:
-                return False
-        return True
 
     def _add_candidate(self, g: Group) -> None:
         """Its first job past the round's cursor, if any, becomes a candidate of the round."""
@@ -1154,194 +983,11 @@ class _Replay:
                 admitted = True
                 continue
             share.refused = True
-            self._add_share_waiting_time(share, now)
-            share.reason = self._wait_reason(job)
-            self.reasons_log.add4(now, share.index, share.reason, job.index)
+            self._note_head_reason(share, job, now)
         self._requeue(preempted, now)
         return admitted
 
     # --- what can make a refused job admissible -------------------------------------------
-
-    def _capacity_released(
-        self, pool: TypePool, owner: ShareState | None, victims_changed: bool = False
-    ) -> None:
-        """A job of share ``owner`` ended or was preempted (or a running job changed priority:
-        ``victims_changed``, no owner). Refusals may be stale, except for a group that had no
-        preemption candidate at all and still cannot fit in the pool: a release gives it no
-        candidate, unless it was its own share's (its usage fell: it may now reclaim)."""
-        if self.fair:
-            return  # fair rounds look at every queue group (see _fair_round)
-        if self.tree is not None:
-            self._tree_released(pool, owner, victims_changed)
-            return
-        for account in pool.accounts:
-            # Its own share's usage fell: within quota now, it may reclaim from borrowers.
-            may_reclaim_now = account.share is owner and account.share.may_reclaim
-            room = -1  # the share's headroom, computed once if needed
-            # (section 12: a group whose jobs accept this type and others was refused on every type;
-            # only this type's room and candidates changed, so the same terms hold for it)
-            for g in account.groups + account.multi_groups if self.flavored else account.groups:
-                if not g.jobs or (g.refused == Group.OPEN and not g.fit_only):
-                    continue  # open already, with nothing assumed about it
-                knows_no_victims = g.refused == Group.NO_VICTIMS or (g.refused == Group.OPEN and g.fit_only)
-                if knows_no_victims and not victims_changed:
-                    within_quota = account.usage + g.count <= account.quota
-                    if not (may_reclaim_now and within_quota):
-                        if g.refused == Group.OPEN:
-                            continue  # still without candidates, and open
-                        if room < 0:
-                            room = account.headroom()
-                        if g.count <= room:
-                            self._reopen(g, fit_only=True)
-                        continue
-                self._reopen(g)
-        for share in self.shares:
-            share.refused = False
-
-    def _tree_released(self, pool: TypePool, owner: ShareState | None, victims_changed: bool) -> None:
-        """Section 13: a release may raise what any share has available (every path ends at the
-        root), so refusals may be stale. A group that had no preemption candidate gains one only
-        when the release lowered usage below the root on its share's path (hierarchical advantage
-        grows only there; a release makes no node borrow) and it now has a reclaim candidate at all;
-        otherwise it is reopened only to fit."""
-        tree = self.tree
-        assert tree is not None
-        for account in pool.accounts:
-            share = account.share
-            reaches = victims_changed or owner is None or tree.release_reaches(owner.index, share.index)
-            # The largest job of its share that now has reclaim candidates, found once if needed.
-            reach = NO_LIMIT if victims_changed or owner is None else (-2 if reaches else -1)
-            room = -1  # the share's headroom, computed once if needed
-            for g in account.groups + account.multi_groups if self.flavored else account.groups:
-                if not g.jobs or (g.refused == Group.OPEN and not g.fit_only):
-                    continue
-                knows_no_victims = g.refused == Group.NO_VICTIMS or (g.refused == Group.OPEN and g.fit_only)
-                if knows_no_victims and reach == -2:
-                    reach = self._tree_reclaim_reach(account)
-                if knows_no_victims and g.count > reach:
-                    if g.refused == Group.OPEN:
-                        continue  # still without candidates, and open
-                    if room < 0:
-                        room = account.headroom()
-                    if g.count <= room:
-                        self._reopen(g, fit_only=True)
-                    continue
-                self._reopen(g)
-        for share in self.shares:
-            share.refused = False
-
-    def _reopen(self, g: Group, fit_only: bool = False) -> None:
-        g.fit_only = fit_only and (g.fit_only or g.refused == Group.NO_VICTIMS)
-        g.refused = Group.OPEN
-        if not g.open:
-            g.open = True
-            self.open_groups += 1
-        if self.in_round:
-            self.reopened.append(g)
-
-    def _close(self, g: Group) -> None:
-        if g.open:
-            g.open = False
-            self.open_groups -= 1
-
-    def _started(self, job: Job) -> None:
-        """A start only takes capacity (fitting gets harder for everyone), but the started job is
-        a new preemption candidate: for heads of its own share that outrank it (in-share), and,
-        when its share now borrows, for heads of other shares that may reclaim it."""
-        if self.fair:
-            return
-        account = job.account
-        share = account.share
-        priority = job.priority
-        if share.preempts_in_share:
-            equal_too = share.preempts_equal_too
-            # (section 12: the groups whose jobs accept this type and others, on the same terms)
-            for g in account.groups + account.multi_groups if self.flavored else account.groups:
-                if (
-                    (g.refused or g.fit_only)
-                    and g.jobs
-                    and (
-                        self._head_priority(g) > priority
-                        or (equal_too and self._head_priority(g) == priority)
-                    )
-                ):
-                    self._reopen(g)
-            share.refused = False
-        if self.tree is not None:
-            self._tree_started(account)
-        elif account.borrows_now():
-            lowest = account.running.lowest_priority()  # a borrowing share's jobs are all candidates
-            for other in account.pool.accounts:
-                if other is account or not other.share.may_reclaim:
-                    continue
-                reclaims_any = other.share.reclaims_any
-                room = other.quota - other.usage  # reclaim only within quota
-                for g in other.groups + other.multi_groups if self.flavored else other.groups:
-                    if (
-                        (g.refused or g.fit_only)
-                        and g.jobs
-                        and g.count <= room
-                        and (reclaims_any or self._head_priority(g) > lowest)
-                    ):
-                        self._reopen(g)
-                other.share.refused = False
-
-    def _tree_reclaim_levels(self, account: Account) -> list[int]:
-        """The common ancestors with the account's share at which another share of the pool borrows
-        (it and its ancestors below that one: section 13's reclaim candidates, priority aside)."""
-        tree = self.tree
-        assert tree is not None
-        out: list[int] = []
-        if not account.share.may_reclaim:
-            return out
-        n_shares = tree.n_shares
-        s = account.share.index
-        for other in account.pool.accounts:
-            if other is account or not other.running:
-                continue
-            lca = tree.lca[other.share.index * n_shares + s]
-            if lca not in out and tree.borrows_below(other.share.index, lca, account.type):
-                out.append(lca)
-        return out
-
-    def _tree_reclaim_reach(self, account: Account) -> int:
-        """The most instances with which a job of the account's share has hierarchical advantage at
-        one of ``_tree_reclaim_levels``: a job that large or smaller has reclaim candidates (priority
-        aside); -1 when none has."""
-        tree = self.tree
-        assert tree is not None
-        best = -1
-        for lca in self._tree_reclaim_levels(account):
-            reach = tree.advantage_limit(account.share.index, account.type, lca)
-            if reach > best:
-                best = reach
-        return best
-
-    def _tree_started(self, account: Account) -> None:
-        """Section 13: a start raises usage only along its share's path; a job of another share gains
-        reclaim candidates only when a node on that path now borrows (a candidate's share and its
-        ancestors below the common one must). Then every group of a share that may reclaim is
-        reopened (correct first: which of them gained depends on where the paths meet)."""
-        tree = self.tree
-        assert tree is not None
-        t = account.type
-        node = account.share.index
-        while node >= 0 and not tree.over_quota(node, t):
-            node = tree.parent[node]
-        if node < 0:
-            return
-        n_shares = tree.n_shares
-        for other in account.pool.accounts:
-            if other is account or not other.share.may_reclaim:
-                continue
-            # Its new candidates are all at the common ancestor with the started job's share (the
-            # nodes that now borrow are on that share's path): they count only with advantage there.
-            lca = tree.lca[account.share.index * n_shares + other.share.index]
-            reach = tree.advantage_limit(other.share.index, t, lca)
-            for g in other.groups + other.multi_groups if self.flavored else other.groups:
-                if (g.refused or g.fit_only) and g.jobs and g.count <= reach:
-                    self._reopen(g)
-            other.share.refused = False
 
     def try_admit(self, job: Job, now: float, preempted: list[Job], no_candidates: bool = False) -> int:
         """Fit, else preempt, else stay RUNNABLE (section 4, steps 1-3). ``no_candidates``: the
@@ -1368,7 +1014,7 @@ class _Replay:
                 self._start(job, now)
                 return ADMITTED
             # Refusals the search would give, told without it; NO_ROOM holds longer (see
-            # _fair_room_changed).
+            # Refusals._fair_room_changed).
             refusal = refusal_before_search(
                 job, self.final_strategy, self.initial_strategy, self.lendable_gpus
             )
@@ -1445,7 +1091,7 @@ class _Replay:
         job.account = waiting_on
         if chosen is None:
             # No candidate on any type: releases that cannot make one fit, or give it candidates,
-            # leave it refused (``_capacity_released``, per type).
+            # leave it refused (``Refusals.on_release``, per type).
             return REFUSED if self.saw_candidates or self.fair else NO_VICTIMS
         for victim, cause in chosen_victims:
             self._preempt(victim, job, now, preempted, cause)
@@ -1493,13 +1139,6 @@ class _Replay:
             return None
         share = job.account.share
         return [(victim, IN_SHARE if victim.account.share is share else CROSS_SHARE) for victim in victims]
-
-    def _reopen_multi_groups(self, pool: TypePool) -> None:
-        """Section 12: a change of capacity or quotas may help any group that accepts the type."""
-        for account in pool.accounts:
-            for g in account.multi_groups:
-                if g.jobs:
-                    self._reopen(g)
 
     # --- preemption (section 4, step 2) ----------------------------------------------------
 
@@ -1673,7 +1312,7 @@ class _Replay:
         victim.planned_end = math.nan  # its finish entry is now stale
         account.running.remove(victim)
         self._change_usage(now, account, -n)
-        self._capacity_released(account.pool, owner=share)
+        self.refusals.on_release(account.pool, owner=share)
         account.lost += lost * n
         account.startup += startup_spent * n
         account.rerun_startup += startup_spent * n
@@ -1724,10 +1363,7 @@ class _Replay:
         if self.twice:
             self.twice.clear()
             self.loop_noted.clear()
-            self.version += 1
-            self.reopened_all_at = self.version
-            self.room_reopened_all_at = self.version
-            self.passing_reopened_all_at = self.version
+            self.refusals.on_loop_instant()
         self.twice_at = now
 
     def _note_loops(self, job: Job, now: float) -> None:
@@ -1777,7 +1413,7 @@ class _Replay:
         job.queued += now - job.queued_since
         self._change_usage(now, job.account, job.count)
         job.account.running.add(job)
-        self._started(job)
+        self.refusals.on_start(job)
         end = now + self.startup + (job.duration - job.saved)
         job.planned_end = end
         ending = self.finishing.get(end)
@@ -1797,9 +1433,6 @@ class _Replay:
         job = self.by_arrival[key % self.n_jobs]
         assert job is not None
         return job
-
-    def _head_priority(self, g: Group) -> int:
-        return self._job_of(g.jobs[0]).priority
 
     def _group_of(self, job: Job) -> Group:
         """Its queue group, made at the first submit of a job of its share, type and size."""
@@ -1848,8 +1481,8 @@ class _Replay:
         if not self.strict:
             self._add_waiting_time(group, now)
         insort(group.jobs, key)
-        if group.jobs[0] == key:  # a new head: the group's refusal said nothing about it
-            self._reopen(group)
+        if group.jobs[0] == key:
+            self.refusals.on_new_head(group)
         if self.strict:
             share = job.account.share
             self._add_share_waiting_time(share, now)
@@ -1872,7 +1505,7 @@ class _Replay:
             self._add_waiting_time(group, now)
         del group.jobs[bisect_left(group.jobs, key)]  # the jobs behind a refused head stay refused
         if not group.jobs:
-            self._close(group)
+            self.refusals.close(group)
         if self.strict:
             share = job.account.share
             self._add_share_waiting_time(share, now)
@@ -1909,6 +1542,23 @@ class _Replay:
             account.pool.used,
             account.pool.capacity,
         )
+
+    def _note_group_reason(self, g: Group, job: Job, now: float) -> None:
+        """best_effort_fifo: the group's head ``job`` was refused; its jobs wait for that reason
+        from now (the time so far goes to the old one)."""
+        reason = self._wait_reason(job)
+        if reason != g.reason or not g.reason_logged:
+            self._add_waiting_time(g, now)
+            self._settle_waiting_time(g)
+            g.reason = reason
+            g.reason_logged = True
+            self.reasons_log.add4(now, g.index, reason, -1)
+
+    def _note_head_reason(self, share: ShareState, job: Job, now: float) -> None:
+        """strict_fifo: the share's head ``job`` was refused; it waits for that reason from now."""
+        self._add_share_waiting_time(share, now)
+        share.reason = self._wait_reason(job)
+        self.reasons_log.add4(now, share.index, share.reason, job.index)
 
     def _add_waiting_time(self, g: Group, now: float) -> None:
         """best_effort_fifo: every job of a group waits for the reason its head was refused."""
