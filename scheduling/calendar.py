@@ -13,11 +13,11 @@ from scheduling.rules import (
     NO_LIMIT,
     capacity_victim_key,
     instances,
-    invariant_holds,
     unschedulable_over_calendar,
     unschedulable_reason,
 )
 from scheduling.state import Account, Job, TypePool
+from scheduling.victims import PoolValid, drop_unneeded, take_until_fits
 
 
 def change_instants(policy: Policy) -> list[tuple[float, list[Change]]]:
@@ -126,12 +126,20 @@ def capacity_victims(pool: TypePool) -> list[Job]:
     take the next running job in ``capacity_victim_key``'s order, chosen anew after each one (a
     share stops borrowing as its jobs go); then walk the taken list backwards and keep running
     every job that is not needed. Usage is left as it was: the caller preempts the victims."""
-    # Within one account the order is the same at every pick, so each account gives its jobs in
-    # victim order and only the accounts' next jobs are compared.
+    fit = PoolValid(pool)
+    taken: list[Job] = []
+    if not fit.holds():
+        take_until_fits(_capacity_order(pool), fit, taken)  # (not holding at the end: an invalid calendar)
+    return drop_unneeded(taken, fit, last_needed=False)
+
+
+def _capacity_order(pool: TypePool) -> Iterator[Job]:
+    """The running jobs in ``capacity_victim_key``'s order, the next one chosen with usage as the
+    ones before left it. Within one account the order is the same at every pick, so each account
+    gives its jobs in victim order and only the accounts' next jobs are compared."""
     queues: list[Iterator[Job]] = [account.running.in_victim_order(NO_LIMIT) for account in pool.accounts]
     heads: list[Job | None] = [next(queue, None) for queue in queues]
-    taken: list[Job] = []
-    while not _holds(pool):
+    while True:
         best = -1
         best_key: tuple = ()
         for i, job in enumerate(heads):
@@ -142,28 +150,8 @@ def capacity_victims(pool: TypePool) -> list[Job]:
             if best < 0 or key < best_key:
                 best, best_key = i, key
         if best < 0:
-            break  # nothing left running: only reachable with an invalid calendar
+            return  # nothing left running: only reachable with an invalid calendar
         victim = heads[best]
         assert victim is not None
-        victim.account.shift(-victim.count)
-        taken.append(victim)
         heads[best] = next(queues[best], None)
-    victims: list[Job] = []
-    for index in range(len(taken) - 1, -1, -1):
-        victim = taken[index]
-        victim.account.shift(victim.count)
-        if _holds(pool):
-            continue  # not needed: it keeps running
-        victim.account.shift(-victim.count)
-        victims.append(victim)
-    for victim in victims:
-        victim.account.shift(victim.count)
-    victims.reverse()
-    return victims
-
-
-def _holds(pool: TypePool) -> bool:
-    tree = pool.tree
-    if tree is not None:  # section 13: the pool's capacity, and the tree's invariant
-        return pool.used <= pool.capacity and tree.holds(pool.index)
-    return invariant_holds(pool.used, pool.capacity, pool.unassigned, pool.lendable, pool.borrowed)
+        yield victim

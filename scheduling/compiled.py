@@ -24,7 +24,7 @@ STAMP = BUILD_DIR / "scheduling" / "STAMP.json"
 # The hot loop and the logs it writes; everything else is numpy or runs once per replay.
 COMPILED = (
     "engine.py", "rules.py", "indexes.py", "state.py", "fair.py", "calendar.py", "records.py",
-    "quota_tree.py", "fair_tree.py", "refusals.py",
+    "quota_tree.py", "fair_tree.py", "refusals.py", "victims.py",
 )  # fmt: skip
 # The Python modules whose classes the compiled ones use: compiled code checks the declared types
 # of their attributes at run time, so a build is stale when one of them changes too (a Trace whose

@@ -17,8 +17,7 @@ import bisect
 import gc
 import heapq
 import math
-from collections.abc import Callable, Iterator
-from itertools import chain
+from collections.abc import Callable
 from typing import Final
 
 import numpy as np
@@ -45,7 +44,7 @@ from scheduling.fair import (
     refusal_before_search,
 )
 from scheduling.fair_tree import TreeValues, round_lead, round_pick, tree_fair_victims, tree_values
-from scheduling.indexes import Group, job_id_order, victim_order
+from scheduling.indexes import Group, job_id_order
 from scheduling.metrics import UsageLog, compute_metrics
 from scheduling.model import Cause, Change, FairStrategy, Policy, Queueing, UnschedulableReason
 from scheduling.quota_tree import QuotaTree, is_tree_policy, quota_tree, tree_limit
@@ -68,8 +67,13 @@ from scheduling.rules import (
     REFUSED,
     borrowing_level,
     instances,
+    preemption_cause,
     queue_key,
+    rerun_cost,
+    retries_exhausted,
     round_key,
+    runnable_deadline,
+    saved_work,
     unschedulable_in_tree,
     unschedulable_over_calendar,
     unschedulable_reason,
@@ -92,6 +96,7 @@ from scheduling.state import (
     TypePool,
 )
 from scheduling.trace import Trace
+from scheduling.victims import find_victims, tree_victim_candidates, victim_candidates
 
 ProgressCallback = Callable[[float], None]
 
@@ -251,7 +256,6 @@ class _Replay:
         self.flavor_accounts: dict[int, list[Account]] = {}  # by set, made at its first job
         self.multi_groups: dict[tuple[int, int], Group] = {}  # by (set, count)
         self.saw_candidates = False  # a flavor scan met preemption candidates on some type
-        self.own_freeable = 0  # scratch of _own_candidates
 
         self.groups: list[Group] = []
         # The round's candidates (queue keys) and its cursor: the last admitted job's place.
@@ -500,7 +504,7 @@ class _Replay:
         job.state = RUNNABLE
         job.queued_since = job.submit
         if self.timeout != END_OF_TIME:
-            deadline = max(job.submit + self.timeout, now)
+            deadline = runnable_deadline(job.submit, self.timeout, now)
             job.deadline = deadline
             due = self.expiring.get(deadline)
             if due is None:
@@ -622,7 +626,7 @@ class _Replay:
         RUNNABLE, without a break, when the limit has passed."""
         if self.timeout == END_OF_TIME:
             return
-        deadline = now + self.timeout
+        deadline = runnable_deadline(now, self.timeout, now)
         job.deadline = deadline
         due = self.expiring.get(deadline)
         if due is None:
@@ -1032,16 +1036,15 @@ class _Replay:
                 self._preempt(victim, job, now, preempted, cause)
             self._start(job, now)
             return ADMITTED
-        candidates = self._victim_candidates(job) if self.tree is None else self._tree_victim_candidates(job)
+        candidates = victim_candidates(job) if self.tree is None else tree_victim_candidates(job, self.tree)
         if candidates is None:
             return NO_VICTIMS
-        victims = self.find_victims(job, candidates)
+        victims = find_victims(job, candidates)
         if victims is None:
             return REFUSED
         share = job.account.share
         for victim in victims:
-            cause = IN_SHARE if victim.account.share is share else CROSS_SHARE
-            self._preempt(victim, job, now, preempted, cause)
+            self._preempt(victim, job, now, preempted, preemption_cause(victim.account.share is share, True))
         self._start(job, now)
         return ADMITTED
 
@@ -1130,167 +1133,17 @@ class _Replay:
             return fair_victims(
                 job, self.final_first, len(self.strategies) > 1, lendable, now if self.twice else math.nan
             )
-        candidates = self._victim_candidates(job) if self.tree is None else self._tree_victim_candidates(job)
+        candidates = victim_candidates(job) if self.tree is None else tree_victim_candidates(job, self.tree)
         if candidates is None:
             return None
         self.saw_candidates = True
-        victims = self.find_victims(job, candidates)
+        victims = find_victims(job, candidates)
         if victims is None:
             return None
         share = job.account.share
-        return [(victim, IN_SHARE if victim.account.share is share else CROSS_SHARE) for victim in victims]
+        return [(victim, preemption_cause(victim.account.share is share, True)) for victim in victims]
 
     # --- preemption (section 4, step 2) ----------------------------------------------------
-
-    def find_victims(self, job: Job, candidates: Iterator[Job]) -> list[Job] | None:
-        """Kueue's classic victim search: take candidates in order until the job fits, then
-        walk the taken list backwards dropping every victim not needed. None if it never fits."""
-        account = job.account
-        n = job.count
-        taken: list[Job] = []
-        fits = False
-        for victim in candidates:
-            owner = victim.account
-            if owner.share is not account.share and not owner.still_reclaimable_by(account):
-                continue  # a reclaim candidate stops being one once its share no longer borrows
-            owner.shift(-victim.count)
-            taken.append(victim)
-            if n <= account.headroom():
-                fits = True
-                break
-        if not fits:
-            for victim in taken:
-                victim.account.shift(victim.count)
-            return None
-        needed = [True] * len(taken)
-        for index in range(len(taken) - 2, -1, -1):
-            victim = taken[index]
-            victim.account.shift(victim.count)
-            if n <= account.headroom():
-                needed[index] = False
-            else:
-                victim.account.shift(-victim.count)
-        victims = [victim for index, victim in enumerate(taken) if needed[index]]
-        for victim in victims:  # _preempt applies the release for real
-            victim.account.shift(victim.count)
-        return victims
-
-    def _victim_candidates(self, job: Job) -> Iterator[Job] | None:
-        """Other shares' borrowing jobs (cross-share reclaim) first, then the share's own
-        lower-priority jobs (in-share preemption); None when there is none. An empty iterator
-        when they could not free enough even all together."""
-        account = job.account
-        share = account.share
-        n = job.count
-        priority = job.priority
-        cross: list[Iterator[Job]] = []
-        freeable = 0
-        if share.may_reclaim and account.usage + n <= account.quota:
-            for other in account.pool.accounts:
-                running = other.running
-                if other is account or not running or not other.borrows_now():
-                    continue
-                if share.reclaims_any:
-                    freeable += other.usage
-                    cross.append(running.in_victim_order(NO_LIMIT))
-                elif running.lowest_priority() < priority:
-                    freeable += running.instances_below(priority)
-                    cross.append(running.in_victim_order(priority))
-        own: Iterator[Job] = iter(())
-        running = account.running
-        if share.preempts_in_share and running and running.lowest_priority() <= priority:
-            if not share.preempts_equal_too:
-                if running.lowest_priority() < priority:
-                    freeable += running.instances_below(priority)
-                    own = running.in_victim_order(priority)
-            else:
-                submit = job.submit
-                freeable += running.instances_below(priority + 1)
-                own = iter(
-                    [
-                        other
-                        for other in running.in_victim_order(priority + 1)
-                        if other.priority < priority or other.submit > submit  # equal priority: newer only
-                    ]
-                )
-        if not freeable:
-            return None
-        pool = account.pool
-        if pool.used - freeable + n > pool.capacity:
-            return iter(())
-        if not cross:
-            return own
-        # Other shares' jobs together in victim order (merging one share's would only slow it down).
-        others = cross[0] if len(cross) == 1 else heapq.merge(*cross, key=victim_order)
-        return chain(others, own)
-
-    def _tree_victim_candidates(self, job: Job) -> Iterator[Job] | None:
-        """Section 13's candidates (Kueue's hierarchical preemption): other shares' jobs that borrow
-        at the level of their lowest common ancestor with the job's share, where the job has
-        hierarchical advantage (it fits within the subtree quota just below that ancestor), in
-        victim order; then the share's own, as section 4. None when there is none; an empty
-        iterator when they could not free enough even all together."""
-        tree = self.tree
-        assert tree is not None
-        account = job.account
-        share = account.share
-        n = job.count
-        t = account.type
-        priority = job.priority
-        cross: list[Iterator[Job]] = []
-        freeable = 0
-        if share.may_reclaim:
-            n_shares = tree.n_shares
-            for other in account.pool.accounts:
-                running = other.running
-                if other is account or not running:
-                    continue
-                lca = tree.lca[other.share.index * n_shares + share.index]
-                if not tree.borrows_below(other.share.index, lca, t):
-                    continue
-                if not tree.advantage_at(share.index, t, n, lca):
-                    continue
-                if share.reclaims_any:
-                    freeable += other.usage
-                    cross.append(running.in_victim_order(NO_LIMIT))
-                elif running.lowest_priority() < priority:
-                    freeable += running.instances_below(priority)
-                    cross.append(running.in_victim_order(priority))
-        own = self._own_candidates(job)
-        freeable += self.own_freeable
-        if not freeable:
-            return None
-        pool = account.pool
-        if pool.used - freeable + n > pool.capacity:
-            return iter(())
-        if not cross:
-            return own
-        others = cross[0] if len(cross) == 1 else heapq.merge(*cross, key=victim_order)
-        return chain(others, own)
-
-    def _own_candidates(self, job: Job) -> Iterator[Job]:
-        """In-share candidates (section 4), their instances in ``own_freeable``."""
-        account = job.account
-        share = account.share
-        priority = job.priority
-        self.own_freeable = 0
-        running = account.running
-        if not (share.preempts_in_share and running and running.lowest_priority() <= priority):
-            return iter(())
-        if not share.preempts_equal_too:
-            if running.lowest_priority() < priority:
-                self.own_freeable = running.instances_below(priority)
-                return running.in_victim_order(priority)
-            return iter(())
-        submit = job.submit
-        self.own_freeable = running.instances_below(priority + 1)
-        return iter(
-            [
-                other
-                for other in running.in_victim_order(priority + 1)
-                if other.priority < priority or other.submit > submit  # equal priority: newer only
-            ]
-        )
 
     def _preempt(
         self, victim: Job, preemptor: Job | None, now: float, preempted: list[Job], cause: int
@@ -1303,8 +1156,7 @@ class _Replay:
         held = now - victim.start_time
         startup_spent = min(held, self.startup)
         progress = victim.saved + max(0.0, held - self.startup)
-        interval = victim.checkpoint
-        saved = (progress // interval) * interval if interval > 0 else 0.0
+        saved = saved_work(progress, victim.checkpoint)
         lost = progress - saved
         victim.saved = saved
         victim.lost += lost
@@ -1324,9 +1176,9 @@ class _Replay:
             share.fair_sharing_preemptions += 1
         else:
             share.capacity_preemptions += 1
-        self.rerun_log.add3(now, account.key, (lost + startup_spent) * n)
+        self.rerun_log.add3(now, account.key, rerun_cost(lost, startup_spent, n))
         self.preemptions_log.add4(now, victim.index, -1 if preemptor is None else preemptor.index, cause)
-        failed = 0 <= victim.retries < victim.preemptions
+        failed = retries_exhausted(victim.retries, victim.preemptions)
         if self.record_events:
             self._event(now, victim, EventKind.PREEMPT, CAUSES[cause], preemptor)
             if failed:

@@ -30,6 +30,7 @@ from scheduling.rules import (
     victim_key,
 )
 from scheduling.state import Account, Job, ShareState, TypePool
+from scheduling.victims import Headroom, drop_unneeded, give_back
 
 
 def lendable_gpus(pools: list[TypePool]) -> float:
@@ -441,23 +442,12 @@ def victims_needed(job: Job, taken: list[Job], within_quota: bool) -> list[tuple
     fits = _fits(account, n)
     account.shift(-n)
     if not fits:
-        for victim in taken:
-            victim.account.shift(victim.count)
+        give_back(taken)
         return None
-    needed = [True] * len(taken)
-    for index in range(len(taken) - 1, -1, -1):
-        victim = taken[index]
-        victim.account.shift(victim.count)
-        if n <= account.headroom():
-            needed[index] = False
-        else:
-            victim.account.shift(-victim.count)
-    out: list[tuple[Job, int]] = []
-    for index, victim in enumerate(taken):
-        if needed[index]:
-            victim.account.shift(victim.count)  # the engine applies the release for real
-            out.append((victim, preemption_cause(victim.account.share is own, within_quota)))
-    return out
+    return [
+        (victim, preemption_cause(victim.account.share is own, within_quota))
+        for victim in drop_unneeded(taken, Headroom(account, n), last_needed=False)
+    ]
 
 
 def lowest_value(flavors: list[Account], count: int, lendable: float) -> tuple[bool, int, int]:
