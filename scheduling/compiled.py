@@ -21,10 +21,11 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent
 BUILD_DIR = PACKAGE.parent / "build" / "compiled"
 STAMP = BUILD_DIR / "scheduling" / "STAMP.json"
-# The hot loop and the logs it writes; everything else is numpy or runs once per replay.
+# The hot loop and the logs it writes; everything else is numpy or runs once per replay. Leaves
+# first: each module after those it imports (the side-by-side test loads the sources in this order).
 COMPILED = (
-    "engine.py", "rules.py", "indexes.py", "state.py", "fair.py", "calendar.py", "records.py",
-    "quota_tree.py", "fair_tree.py", "refusals.py", "victims.py",
+    "rules.py", "indexes.py", "quota_tree.py", "state.py", "records.py", "victims.py", "fair.py",
+    "fair_tree.py", "calendar.py", "refusals.py", "engine.py",
 )  # fmt: skip
 # The Python modules whose classes the compiled ones use: compiled code checks the declared types
 # of their attributes at run time, so a build is stale when one of them changes too (a Trace whose
