@@ -25,7 +25,7 @@ STAMP = BUILD_DIR / "scheduling" / "STAMP.json"
 # first: each module after those it imports (the side-by-side test loads the sources in this order).
 COMPILED = (
     "rules.py", "indexes.py", "quota_tree.py", "state.py", "records.py", "victims.py", "fair.py",
-    "fair_tree.py", "calendar.py", "refusals.py", "engine.py",
+    "fair_tree.py", "calendar.py", "refusals.py", "queues.py", "preemption_loops.py", "engine.py",
 )  # fmt: skip
 # The Python modules whose classes the compiled ones use: compiled code checks the declared types
 # of their attributes at run time, so a build is stale when one of them changes too (a Trace whose

@@ -39,7 +39,6 @@ from scheduling.fair import (
     cohort_pick,
     count_gpus_exactly,
     fair_victims,
-    left_out,
     lendable_gpus,
     refusal_before_search,
 )
@@ -47,13 +46,14 @@ from scheduling.fair_tree import TreeValues, round_lead, round_pick, tree_fair_v
 from scheduling.indexes import Group, job_id_order
 from scheduling.metrics import UsageLog, compute_metrics
 from scheduling.model import Cause, Change, FairStrategy, Policy, Queueing, UnschedulableReason
+from scheduling.preemption_loops import PreemptionLoops
+from scheduling.queues import Queues
 from scheduling.quota_tree import QuotaTree, is_tree_policy, quota_tree, tree_limit
 from scheduling.records import Records, as_array
 from scheduling.refusals import Refusals
 from scheduling.result import EventKind, JobOutcomes, ReplayResult, WaitHistory
 from scheduling.rules import (
     ADMITTED,
-    BEHIND_QUEUE_HEAD,
     CAPACITY,
     CAUSES,
     CROSS_SHARE,
@@ -63,7 +63,6 @@ from scheduling.rules import (
     NO_PASSING_ROOM,
     NO_ROOM,
     NO_VICTIMS,
-    PREEMPTIONS_BEFORE_LEFT_OUT,
     REFUSED,
     borrowing_level,
     instances,
@@ -79,7 +78,6 @@ from scheduling.rules import (
     unschedulable_reason,
     value_below,
     value_equal,
-    wait_reason,
 )
 from scheduling.state import (
     CANCELLED,
@@ -104,7 +102,6 @@ ProgressCallback = Callable[[float], None]
 # variables instead of looking each one up by name on every call.
 heappush: Final = heapq.heappush
 heappop: Final = heapq.heappop
-insort: Final = bisect.insort
 bisect_left: Final = bisect.bisect_left
 bisect_right: Final = bisect.bisect_right
 
@@ -119,8 +116,6 @@ END_OF_TIME: Final[float] = math.inf
 # The progress callback is called at least once per this many steps of the event loop (besides
 # each hundredth of the jobs submitted): a Python call per 256 steps costs well under 1%.
 PROGRESS_TICK_STEPS: Final = 256
-# Section 8's preemption loops: the findings kept in full in RESULT.json's summary.
-LOOP_FINDINGS_KEPT: Final = 100
 
 
 def replay(
@@ -253,11 +248,8 @@ class _Replay:
         self.flavored = bound.has_flavor_lists
         flavor_set = bound.flavor_set if self.flavored else np.zeros(0, np.int64)
         self.flavor_set_of = vec[i64](flavor_set.astype(np.int64))
-        self.flavor_accounts: dict[int, list[Account]] = {}  # by set, made at its first job
-        self.multi_groups: dict[tuple[int, int], Group] = {}  # by (set, count)
         self.saw_candidates = False  # a flavor scan met preemption candidates on some type
 
-        self.groups: list[Group] = []
         # The round's candidates (queue keys) and its cursor: the last admitted job's place.
         self.within_quota: list[int] = []
         self.borrowing: list[int] = []
@@ -267,7 +259,6 @@ class _Replay:
         # Section 13: the borrowing levels of a round are taken with the tree's usage as it started.
         self.round_usage: list[int] = []
         self.round_id = 0
-        self.pending_jobs = 0
         # Planned ends: a heap of instants (floats compare faster than event tuples) and the jobs
         # planned to end at each. A preempted job's entry stays and is skipped (its plan changed).
         self.finish_times: list[float] = []
@@ -275,12 +266,10 @@ class _Replay:
         self.events: list[tuple] = []
         self.log = UsageLog(n_types)
         self.usage_log: Records = self.log.usage_changes  # (time, share * n_types + type, usage)
-        self.pending_log: Records = self.log.pending_changes  # (time, share * n_types + type, instances)
         self.rerun_log: Records = self.log.rerun_costs  # (time, share * n_types + type, instance-seconds)
         self.history = WaitHistory.empty()  # per-job timelines: starts, preemptions, wait reasons
         self.starts_log: Records = self.history.starts
         self.preemptions_log: Records = self.history.preemptions
-        self.reasons_log: Records = self.history.reasons
         self.ignored_updates = 0
         # Section 11 (``resume``): the arrivals already placed at T0, and when the run stops.
         self.first_arrival = 0
@@ -317,20 +306,15 @@ class _Replay:
         count_gpus_exactly(self.pools)  # (share values compare exactly: GPUs in whole units)
         # Section 8 over section 13's tree: a value for every node (None: one cohort, section 8 as is).
         self.fair_tree: TreeValues | None = tree_values(policy, tree, self.pools)
-        # Section 8's preemption loops: the jobs preempted twice at the instant ``twice_at`` (left
-        # out of the searches there), those of them a search has left out so far (one finding
-        # each), and the findings: their number, the instants they were at, the first ones.
-        self.twice: list[Job] = []
-        self.twice_at = math.nan
-        self.loop_noted: set[int] = set()
-        self.loop_count = 0
-        self.loop_instants = 0
-        self.loop_last_instant = math.nan
-        self.loop_first: list[tuple[float, int, int]] = []  # (time, left-out job, preemptor)
         # What can make a refused job admissible again (section 4's reopening, section 8's memo).
         self.refusals = Refusals(
             self.shares, self.fair, self.flavored, tree, self.fair_tree is not None, self.by_arrival, n
         )
+        self.loops = PreemptionLoops(self.fair, self.refusals)  # section 8
+        self.queues = Queues(
+            n, self.strict, self.by_arrival, self.flavor_set_of, bound.flavor_sets, self.refusals,
+            self.history, self.log.pending_changes,
+        )  # fmt: skip
 
     def _open_accounts(self, policy: Policy, types: list[str]) -> None:
         """Each share's account of each type (a ``TreeAccount`` in a tree of cohorts), with the
@@ -431,7 +415,7 @@ class _Replay:
             if deadline_times and deadline_times[0] == now:
                 heappop(deadline_times)
                 happened |= self._cancel_all(self.expiring.pop(now), now)
-            if self.pending_jobs and happened:
+            if self.queues.pending_jobs and happened:
                 self.scheduling_pass(now)
             steps += 1
             if progress is not None and (next_submit >= next_report or steps >= next_tick):
@@ -440,8 +424,8 @@ class _Replay:
                 next_tick = steps + PROGRESS_TICK_STEPS
         # Under a calendar a job may wait for capacity that came and went (section 9: it stays
         # RUNNABLE); without one, a job left pending would be a bug.
-        if self.pending_jobs and not self.changes and self.until == END_OF_TIME:
-            raise RuntimeError(f"{self.pending_jobs} jobs were left pending with nothing running")
+        if self.queues.pending_jobs and not self.changes and self.until == END_OF_TIME:
+            raise RuntimeError(f"{self.queues.pending_jobs} jobs were left pending with nothing running")
 
     # --- section 11: the replay from a snapshot ---------------------------------------------------
 
@@ -465,10 +449,10 @@ class _Replay:
             preempted: list[Job] = []
             for victim in capacity_victims(pool):
                 self._preempt(victim, None, now, preempted, CAPACITY)
-            self._requeue(preempted, now)
+            self.queues.requeue(preempted, now)
         finishing_now = len(self.finish_times) > 0 and self.finish_times[0] == now
         cancelling_now = len(self.deadline_times) > 0 and self.deadline_times[0] == now
-        if self.pending_jobs and not finishing_now and not cancelling_now:
+        if self.queues.pending_jobs and not finishing_now and not cancelling_now:
             self.scheduling_pass(now)
 
     def _resume_running(self, job: Job, now: float, started_at: float) -> None:
@@ -512,7 +496,7 @@ class _Replay:
                 heappush(self.deadline_times, deadline)
             else:
                 due.append(job)
-        self._enqueue(job, now)
+        self.queues.enqueue(job, now)
 
     def _arrive(self, place: int) -> Job:
         """The job at this place in arrival order, made as it is submitted."""
@@ -563,13 +547,13 @@ class _Replay:
         job.state = RUNNABLE
         job.queued_since = now
         self._set_deadline(job, now)
-        self._enqueue(job, now)
+        self.queues.enqueue(job, now)
 
     def _unschedulable(self, job: Job) -> UnschedulableReason | None:
         """Section 6 (and 9); section 12: only if every accepted type is, with the first one's reason."""
         if job.flavored:
             first: UnschedulableReason | None = None
-            for t, account in enumerate(self._flavors_of(job)):
+            for t, account in enumerate(self.queues.flavors_of(job)):
                 reason = self._unschedulable_on(job, account)
                 if reason is None:
                     return None
@@ -577,16 +561,6 @@ class _Replay:
                     first = reason
             return first
         return self._unschedulable_on(job, job.account)
-
-    def _flavors_of(self, job: Job) -> list[Account]:
-        """The accounts of the types a job accepts, in its share's flavor order (section 12)."""
-        key = self.flavor_set_of[job.index]
-        accounts = self.flavor_accounts.get(key)
-        if accounts is None:  # (a set belongs to one share: the job's, whose first type it holds)
-            share = job.account.share
-            accounts = [share.accounts[t] for t in self.bound.flavor_sets[key]]
-            self.flavor_accounts[key] = accounts
-        return accounts
 
     def _unschedulable_on(self, job: Job, account: Account) -> UnschedulableReason | None:
         if self.tree is not None:
@@ -643,7 +617,7 @@ class _Replay:
         cancelled = False
         for job in jobs:
             if job.state == RUNNABLE and job.deadline == now:
-                self._dequeue(job, now)
+                self.queues.dequeue(job, now)
                 job.state = CANCELLED
                 job.end = now
                 job.queued += now - job.queued_since
@@ -687,7 +661,7 @@ class _Replay:
             preempted: list[Job] = []
             for victim in capacity_victims(pool):
                 self._preempt(victim, None, now, preempted, CAPACITY)
-            self._requeue(preempted, now)
+            self.queues.requeue(preempted, now)
         # What depends on capacity and quotas beyond the pools: fair sharing's L.
         self.lendable_gpus = lendable_gpus(self.pools)
         if self.fair_tree is not None:
@@ -708,9 +682,9 @@ class _Replay:
             self._set_priority(job, priority)
             job.account.running.add(job)
         else:
-            self._dequeue(job, now)
+            self.queues.dequeue(job, now)
             self._set_priority(job, priority)
-            self._enqueue(job, now)
+            self.queues.enqueue(job, now)
         self.refusals.on_priority_change(job, running)
 
     def _set_priority(self, job: Job, priority: int) -> None:
@@ -750,8 +724,8 @@ class _Replay:
         """Rounds until one admits nothing. A pass's last round refused every queue group at its
         head, so when no group has been reopened since, a pass would admit nothing."""
         if self.fair:
-            if self.twice and self.twice_at != now:
-                self._loop_instant(now)
+            if self.loops.twice and self.loops.twice_at != now:
+                self.loops.new_instant(now)
             while self._fair_round(now):
                 pass
             return
@@ -776,7 +750,7 @@ class _Replay:
         if self.tree is not None:
             self.round_usage = list(self.tree.usage)
         within_quota, borrowing = self.within_quota, self.borrowing
-        for g in self.groups:  # a flag per group: cheaper to walk than a set of the open ones
+        for g in self.queues.groups:  # a flag per group: cheaper to walk than a set of the open ones
             if g.open:
                 self._add_candidate(g)
         refusals = self.refusals
@@ -786,12 +760,12 @@ class _Replay:
         admitted = False
         while within_quota or borrowing:
             key = heappop(within_quota if within_quota else borrowing)
-            job = self._job_of(key)
-            g = self._group_of(job)
+            job = self.queues.job_of(key)
+            g = self.queues.group_of(job)
             g.candidate = False
             outcome = self.try_admit(job, now, preempted, g.fit_only)
             if outcome == ADMITTED:
-                self._add_waiting_time(g, now)
+                self.queues.add_waiting_time(g, now)
                 del g.jobs[g.ptr]
                 if not g.jobs:
                     refusals.close(g)  # nothing left to admit
@@ -809,10 +783,10 @@ class _Replay:
             else:
                 g.refused = Group.NO_VICTIMS if outcome == NO_VICTIMS else Group.REFUSED
                 refusals.close(g)
-                self._note_group_reason(g, job, now)
+                self.queues.note_group_reason(g, job, now)
         refusals.in_round = False
         if preempted:
-            self._requeue(preempted, now)
+            self.queues.requeue(preempted, now)
         return admitted
 
     def _fair_round(self, now: float) -> bool:
@@ -830,12 +804,12 @@ class _Replay:
         if self.strict:
             for share in self.shares:
                 if share.queue:
-                    g = self._group_of(self._job_of(share.queue[0]))
+                    g = self.queues.group_of(self.queues.job_of(share.queue[0]))
                     groups.append(g)
                     g.ptr = bisect_left(g.jobs, share.queue[0])
                     g.end = g.ptr + 1
         else:
-            for g in self.groups:
+            for g in self.queues.groups:
                 if g.jobs:
                     groups.append(g)
                     g.ptr = 0
@@ -871,11 +845,11 @@ class _Replay:
                 # Behind a refusal (in this round or an earlier one), nothing changed since.
                 g.ptr = g.ptr + 1 if fair_tree is None else _past_refusal(fair_tree, groups, g)
                 continue
-            job = self._job_of(key)
+            job = self.queues.job_of(key)
             if refusals.holds(job):
                 outcome = REFUSED  # (only its bookkeeping is done)
-                if self.twice:  # (its search would run, and leave out the same jobs)
-                    self._note_loops(job, now)
+                if self.loops.twice:  # (its search would run, and leave out the same jobs)
+                    self.loops.note(job, now)
             else:
                 outcome = self.try_admit(job, now, preempted)
                 refusals.note_fair_try(job, outcome == NO_ROOM, outcome == NO_PASSING_ROOM)
@@ -884,7 +858,7 @@ class _Replay:
                 if fair_tree is None:
                     _wake_asleep(groups, version, best_value, key)
                 if not self.strict:  # (strict: _start took it out of its queues already)
-                    self._add_waiting_time(g, now)
+                    self.queues.add_waiting_time(g, now)
                     del g.jobs[g.ptr]
                 g.end -= 1
                 if not g.jobs:
@@ -896,12 +870,12 @@ class _Replay:
             if refusals.memo:  # (over a tree no group sleeps: round_pick does not read it)
                 g.asleep_at = version
             if self.strict:
-                self._note_head_reason(job.account.share, job, now)
+                self.queues.note_head_reason(job.account.share, job, now)
             elif g.ptr == 0:  # (behind its head, a job's refusal says nothing new about the group)
                 g.reason_noted_at = version
-                self._note_group_reason(g, job, now)
+                self.queues.note_group_reason(g, job, now)
             g.ptr += 1
-        self._requeue(preempted, now)
+        self.queues.requeue(preempted, now)
         return admitted
 
     def _add_candidate(self, g: Group) -> None:
@@ -965,9 +939,9 @@ class _Replay:
         for share in self.shares:
             if share.queue:
                 head = share.queue[0]
-                job = self._job_of(head)
+                job = self.queues.job_of(head)
                 account = job.account
-                flavors = self._flavors_of(job) if job.flavored else [account]
+                flavors = self.queues.flavors_of(job) if job.flavored else [account]
                 if self.tree is not None:
                     level = self._tree_level(flavors, job.count, self.tree.usage)
                 elif job.flavored:
@@ -982,13 +956,13 @@ class _Replay:
             # Checked at its turn: a release earlier in the round may have reopened it.
             if share.refused:
                 continue
-            job = self._job_of(key[1])
+            job = self.queues.job_of(key[1])
             if self.try_admit(job, now, preempted) == ADMITTED:
                 admitted = True
                 continue
             share.refused = True
-            self._note_head_reason(share, job, now)
-        self._requeue(preempted, now)
+            self.queues.note_head_reason(share, job, now)
+        self.queues.requeue(preempted, now)
         return admitted
 
     # --- what can make a refused job admissible -------------------------------------------
@@ -1004,12 +978,12 @@ class _Replay:
         if no_candidates:
             return NO_VICTIMS
         if self.fair:
-            if self.twice:
-                self._note_loops(job, now)
+            if self.loops.twice:
+                self.loops.note(job, now)
             if self.fair_tree is not None:
                 chosen = tree_fair_victims(
                     job, self.fair_tree, self.final_first, len(self.strategies) > 1,
-                    now if self.twice else math.nan,
+                    now if self.loops.twice else math.nan,
                 )  # fmt: skip
                 if chosen is None:
                     return REFUSED
@@ -1028,7 +1002,7 @@ class _Replay:
                 return NO_PASSING_ROOM
             chosen = fair_victims(
                 job, self.final_first, len(self.strategies) > 1, self.lendable_gpus,
-                now if self.twice else math.nan,
+                now if self.loops.twice else math.nan,
             )  # fmt: skip
             if chosen is None:
                 return REFUSED
@@ -1061,7 +1035,7 @@ class _Replay:
         chosen_victims: list[tuple[Job, int]] = []
         best_rank = NO_LIMIT
         self.saw_candidates = False
-        for account in self._flavors_of(job):
+        for account in self.queues.flavors_of(job):
             job.account = account  # (the searches read the job's account)
             victims: list[tuple[Job, int]] = []
             freed = 0  # of its own share's usage of the type, by its victims
@@ -1098,7 +1072,7 @@ class _Replay:
             return REFUSED if self.saw_candidates or self.fair else NO_VICTIMS
         for victim, cause in chosen_victims:
             self._preempt(victim, job, now, preempted, cause)
-        self._leave_queue(job, now)
+        self.queues.leave_queue(job, now)
         job.account = chosen
         self._begin(job, now)
         return ADMITTED
@@ -1119,20 +1093,19 @@ class _Replay:
         their causes; None when it finds none. Nothing is changed but the loop findings: the search
         of every type scanned is a search that may leave a job out for section 8's loop rule."""
         if self.fair:
-            if self.twice:
-                self._note_loops(job, now)
+            if self.loops.twice:
+                self.loops.note(job, now)
             if self.fair_tree is not None:
                 return tree_fair_victims(
                     job, self.fair_tree, self.final_first, len(self.strategies) > 1,
-                    now if self.twice else math.nan,
+                    now if self.loops.twice else math.nan,
                 )  # fmt: skip
             lendable = self.lendable_gpus
             refusal = refusal_before_search(job, self.final_strategy, self.initial_strategy, lendable)
             if refusal in (NO_ROOM_AT_ALL, NO_ROOM_PASSING):
                 return None
-            return fair_victims(
-                job, self.final_first, len(self.strategies) > 1, lendable, now if self.twice else math.nan
-            )
+            loop_instant = now if self.loops.twice else math.nan
+            return fair_victims(job, self.final_first, len(self.strategies) > 1, lendable, loop_instant)
         candidates = victim_candidates(job) if self.tree is None else tree_victim_candidates(job, self.tree)
         if candidates is None:
             return None
@@ -1149,7 +1122,7 @@ class _Replay:
         self, victim: Job, preemptor: Job | None, now: float, preempted: list[Job], cause: int
     ) -> None:
         """``cause``: IN_SHARE, CROSS_SHARE, FAIR_SHARING, or CAPACITY (no preemptor)."""
-        self._count_preemption(victim, now)
+        self.loops.on_preemption(victim, now)
         account = victim.account
         share = account.share
         n = victim.count
@@ -1191,69 +1164,16 @@ class _Replay:
             victim.state = RUNNABLE
             victim.queued_since = now
             self._set_deadline(victim, now)
-            self._count_pending(victim, now, +1)
+            self.queues.count_pending(victim, now, +1)
             preempted.append(victim)  # considered again from the next round on
 
-    # --- section 8: preemption loops ----------------------------------------------------------
-
-    def _count_preemption(self, victim: Job, now: float) -> None:
-        """Preemptions of a job at one instant: with fair sharing, one preempted twice there is
-        left out of the searches at that instant (``rules.left_out_for_loop``)."""
-        if victim.preempted_at == now:
-            victim.preempted_here += 1
-        else:
-            victim.preempted_at = now
-            victim.preempted_here = 1
-        if self.fair and victim.preempted_here == PREEMPTIONS_BEFORE_LEFT_OUT:
-            if self.twice_at != now:
-                self._loop_instant(now)
-            self.twice.append(victim)
-
-    def _loop_instant(self, now: float) -> None:
-        """A new instant for the loop rule: the jobs left out at the last one are candidates again.
-        A refusal there may have come from leaving them out, so every refusal is reopened."""
-        if self.twice:
-            self.twice.clear()
-            self.loop_noted.clear()
-            self.refusals.on_loop_instant()
-        self.twice_at = now
-
-    def _note_loops(self, job: Job, now: float) -> None:
-        """``job`` does not fit and its search runs (or would, were its refusal not known): a finding
-        for each job it leaves out for the loop rule, the first time one is left out at ``now``. (The
-        engine skips a search only when one before it in the same state, of a job of the same
-        group and so with at least its candidates, ran: that one noted them.)"""
-        for victim in left_out(job, self.twice, now, RUNNING):
-            if victim.index in self.loop_noted:
-                continue
-            self.loop_noted.add(victim.index)
-            self.loop_count += 1
-            if self.loop_last_instant != now:
-                self.loop_last_instant = now
-                self.loop_instants += 1
-            if len(self.loop_first) < LOOP_FINDINGS_KEPT:
-                self.loop_first.append((now, victim.index, job.index))
-
     def preemption_loops(self) -> dict:
-        """RESULT.json's ``summary.preemption_loops``: {count, instants, first: up to 100 findings
-        {time, job_id, share, preemptor_id, preemptor_share}}."""
-        job_ids = self.bound.trace.job_id
+        """RESULT.json's ``summary.preemption_loops``."""
         names = [share.name for share in self.policy.shares]
-        share_of = self.share_of
-        first = [
-            {
-                "time": time,
-                "job_id": job_ids[victim],
-                "share": names[share_of[victim]],
-                "preemptor_id": job_ids[preemptor],
-                "preemptor_share": names[share_of[preemptor]],
-            }
-            for time, victim, preemptor in self.loop_first
-        ]
-        return {"count": self.loop_count, "instants": self.loop_instants, "first": first}
+        return self.loops.summary(self.bound.trace.job_id, names, list(self.share_of))
 
     def _start(self, job: Job, now: float) -> None:
-        self._leave_queue(job, now)
+        self.queues.leave_queue(job, now)
         self._begin(job, now)
 
     def _begin(self, job: Job, now: float) -> None:
@@ -1277,168 +1197,6 @@ class _Replay:
         self.starts_log.add2(now, job.index)
         if self.record_events:
             self.events.append((now, job.index, EventKind.START, None, -1))
-
-    # --- queues ----------------------------------------------------------------------------
-
-    def _job_of(self, key: int) -> Job:
-        """The job of a queue key (queue keys are of waiting jobs: never one that ended)."""
-        job = self.by_arrival[key % self.n_jobs]
-        assert job is not None
-        return job
-
-    def _group_of(self, job: Job) -> Group:
-        """Its queue group, made at the first submit of a job of its share, type and size."""
-        if job.group is not None:
-            return job.group
-        account = job.account
-        if job.flavored:
-            return self._multi_group_of(job)
-        for g in account.groups:
-            if g.count == job.count:
-                job.group = g
-                return g
-        g = Group(account, job.count, index=len(self.groups))
-        self.groups.append(g)
-        self.history.groups.add3(account.share.index, account.type, job.count)
-        account.groups.append(g)
-        account.groups.sort(key=lambda g: g.count)
-        job.group = g
-        return g
-
-    def _multi_group_of(self, job: Job) -> Group:
-        """Section 12: the queue group of jobs of one share, set of types and size, with the accounts
-        of its types (it is reopened by changes in any of their pools)."""
-        key = (self.flavor_set_of[job.index], job.count)
-        g = self.multi_groups.get(key)
-        if g is None:
-            flavors = self._flavors_of(job)
-            g = Group(flavors[0], job.count, index=len(self.groups))
-            g.flavors = flavors
-            self.groups.append(g)
-            # In the wait history its type is minus the mask of its types (scheduling.pending), so
-            # that it is told from the group of jobs of its first type alone.
-            mask = 0
-            for account in flavors:
-                mask |= 1 << account.type
-            self.history.groups.add3(flavors[0].share.index, -float(mask), job.count)
-            for account in flavors:
-                account.multi_groups.append(g)
-            self.multi_groups[key] = g
-        job.group = g
-        return g
-
-    def _enqueue(self, job: Job, now: float) -> None:
-        key = job.queue_key
-        group = self._group_of(job)
-        if not self.strict:
-            self._add_waiting_time(group, now)
-        insort(group.jobs, key)
-        if group.jobs[0] == key:
-            self.refusals.on_new_head(group)
-        if self.strict:
-            share = job.account.share
-            self._add_share_waiting_time(share, now)
-            insort(share.queue, key)
-            if share.queue[0] == key:
-                share.refused = False
-        self._count_pending(job, now, +1)
-
-    def _requeue(self, jobs: list[Job], now: float) -> None:
-        """Preempted jobs rejoin their queues at their original submit time's position."""
-        for job in jobs:
-            if job.state == RUNNABLE:
-                self._enqueue(job, now)
-                self._count_pending(job, now, -1)  # counted as pending when preempted
-
-    def _dequeue(self, job: Job, now: float) -> None:
-        key = job.queue_key
-        group = self._group_of(job)
-        if not self.strict:
-            self._add_waiting_time(group, now)
-        del group.jobs[bisect_left(group.jobs, key)]  # the jobs behind a refused head stay refused
-        if not group.jobs:
-            self.refusals.close(group)
-        if self.strict:
-            share = job.account.share
-            self._add_share_waiting_time(share, now)
-            index = bisect_left(share.queue, key)
-            del share.queue[index]
-            if index == 0:  # a new head, of another size or type: nothing is known about it
-                share.refused = False
-        self._count_pending(job, now, -1)
-
-    def _leave_queue(self, job: Job, now: float) -> None:
-        """An admitted job leaves the strict queue (the best-effort round removes it from its
-        group itself, at the position it already knows)."""
-        if self.strict:
-            key = job.queue_key
-            share = job.account.share
-            self._add_share_waiting_time(share, now)
-            del share.queue[bisect_left(share.queue, key)]
-            jobs = self._group_of(job).jobs
-            del jobs[bisect_left(jobs, key)]
-        self._count_pending(job, now, -1)
-
-    # --- why jobs wait: job-seconds per share and WaitReason, added up whenever a queue changes ---
-
-    def _wait_reason(self, job: Job) -> int:
-        account = job.account
-        if job.flavored:
-            account = self._group_of(job).account  # section 12 **(choice)**: its first type's reason
-        return wait_reason(
-            job.count,
-            account.usage,
-            account.quota,
-            account.borrow_limit,
-            account.share.borrows,
-            account.pool.used,
-            account.pool.capacity,
-        )
-
-    def _note_group_reason(self, g: Group, job: Job, now: float) -> None:
-        """best_effort_fifo: the group's head ``job`` was refused; its jobs wait for that reason
-        from now (the time so far goes to the old one)."""
-        reason = self._wait_reason(job)
-        if reason != g.reason or not g.reason_logged:
-            self._add_waiting_time(g, now)
-            self._settle_waiting_time(g)
-            g.reason = reason
-            g.reason_logged = True
-            self.reasons_log.add4(now, g.index, reason, -1)
-
-    def _note_head_reason(self, share: ShareState, job: Job, now: float) -> None:
-        """strict_fifo: the share's head ``job`` was refused; it waits for that reason from now."""
-        self._add_share_waiting_time(share, now)
-        share.reason = self._wait_reason(job)
-        self.reasons_log.add4(now, share.index, share.reason, job.index)
-
-    def _add_waiting_time(self, g: Group, now: float) -> None:
-        """best_effort_fifo: every job of a group waits for the reason its head was refused."""
-        if g.jobs:
-            g.waited += len(g.jobs) * (now - g.since)
-        g.since = now
-
-    def _settle_waiting_time(self, g: Group) -> None:
-        """A group's waiting time so far goes to its share's totals, by its reason (when the
-        reason changes and at the end: a native float until then, not a list entry)."""
-        g.account.share.waited[g.reason] += g.waited
-        g.waited = 0.0
-
-    def _add_share_waiting_time(self, share: ShareState, now: float) -> None:
-        """strict_fifo: the head of a share's queue waits for its own reason, the rest behind it."""
-        waiting = len(share.queue)
-        if waiting:
-            elapsed = now - share.since
-            share.waited[share.reason] += elapsed
-            share.waited[BEHIND_QUEUE_HEAD] += (waiting - 1) * elapsed
-        share.since = now
-
-    def _count_pending(self, job: Job, now: float, sign: int) -> None:
-        account = job.account
-        self.pending_jobs += sign
-        # (not sign * count: the compiled engine multiplies negative ints the slow way)
-        account.pending_instances += job.count if sign > 0 else -job.count
-        self.pending_log.change3(now, account.key, account.pending_instances)
 
     def _event(
         self, now: float, job: Job, kind: EventKind, cause: Cause | None = None, by: Job | None = None
@@ -1475,8 +1233,8 @@ class _Replay:
 
     def totals(self) -> Totals:
         """The per-share sums, once the groups' waiting time is settled into them."""
-        for g in self.groups:
-            self._settle_waiting_time(g)
+        for g in self.queues.groups:
+            self.queues.settle_waiting_time(g)
         return Totals(self.shares)
 
 
