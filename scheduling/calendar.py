@@ -8,11 +8,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from scheduling.model import Change, Policy, Share, UnschedulableReason
-from scheduling.quota_tree import quota_tree, tree_limit
+from scheduling.quota_tree import QuotaTree, quota_tree, tree_limit
 from scheduling.rules import (
     NO_LIMIT,
     capacity_victim_key,
     instances,
+    unschedulable_in_tree,
     unschedulable_over_calendar,
     unschedulable_reason,
 )
@@ -119,6 +120,47 @@ def unschedulable_at_every_instant(
             for capacity, quota, limit, borrowable in limits
         ]
     )
+
+
+class NeverRuns:
+    """Section 6: why a job of some size can never run on an account, or None; under a calendar
+    (section 9), only if it cannot at every instant of it; in a tree of cohorts (section 13), by
+    the share's potential available. Computed once per (account, size) under a calendar."""
+
+    def __init__(self, policy: Policy, types: list[str], tree: QuotaTree | None, has_changes: bool):
+        self.tree = tree
+        self.has_changes = has_changes
+        self.limits = limits_over_calendar(policy, types) if has_changes and tree is None else []
+        # Section 13 with a calendar: each share's potential available per type at every instant.
+        self.potentials = potentials_over_calendar(policy, types) if has_changes and tree else []
+        self.known: dict[tuple[int, int], UnschedulableReason | None] = {}
+
+    def reason(self, count: int, account: Account) -> UnschedulableReason | None:
+        if self.tree is not None:
+            return self._in_tree(count, account, self.tree)
+        if not self.has_changes:
+            return unschedulable_reason(
+                count, account.pool.capacity, account.quota, account.borrow_limit, account.borrowable_ever
+            )
+        key = (account.key, count)
+        if key not in self.known:
+            limits = self.limits[account.share.index][account.type]
+            self.known[key] = unschedulable_at_every_instant(count, limits)
+        return self.known[key]
+
+    def _in_tree(self, count: int, account: Account, tree: QuotaTree) -> UnschedulableReason | None:
+        if not self.has_changes:
+            potential = tree.potential(account.share.index, account.type)
+            return unschedulable_in_tree(count, account.pool.capacity, potential)
+        key = (account.key, count)
+        if key not in self.known:
+            self.known[key] = unschedulable_over_calendar(
+                [
+                    unschedulable_in_tree(count, capacity, potential)
+                    for capacity, potential in self.potentials[account.key]
+                ]
+            )
+        return self.known[key]
 
 
 def capacity_victims(pool: TypePool) -> list[Job]:

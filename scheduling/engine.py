@@ -13,7 +13,6 @@ shortcuts in the rules: every rule is checked against a literal reference model
 
 from __future__ import annotations
 
-import bisect
 import gc
 import heapq
 import math
@@ -26,24 +25,22 @@ from mypy_extensions import i64
 
 from scheduling.binding import BoundTrace, bind
 from scheduling.calendar import (
+    NeverRuns,
     borrow_limit_at,
     capacity_victims,
     change_instants,
-    limits_over_calendar,
-    potentials_over_calendar,
-    unschedulable_at_every_instant,
 )
 from scheduling.fair import (
     NO_ROOM_AT_ALL,
     NO_ROOM_PASSING,
-    cohort_pick,
     count_gpus_exactly,
     fair_victims,
     lendable_gpus,
     refusal_before_search,
 )
-from scheduling.fair_tree import TreeValues, round_lead, round_pick, tree_fair_victims, tree_values
-from scheduling.indexes import Group, job_id_order
+from scheduling.fair_round import fair_round
+from scheduling.fair_tree import TreeValues, tree_fair_victims, tree_values
+from scheduling.indexes import job_id_order
 from scheduling.metrics import UsageLog, compute_metrics
 from scheduling.model import Cause, Change, FairStrategy, Policy, Queueing, UnschedulableReason
 from scheduling.preemption_loops import PreemptionLoops
@@ -52,6 +49,7 @@ from scheduling.quota_tree import QuotaTree, is_tree_policy, quota_tree, tree_li
 from scheduling.records import Records, as_array
 from scheduling.refusals import Refusals
 from scheduling.result import EventKind, JobOutcomes, ReplayResult, WaitHistory
+from scheduling.rounds import Admission, Rounds
 from scheduling.rules import (
     ADMITTED,
     CAPACITY,
@@ -64,20 +62,13 @@ from scheduling.rules import (
     NO_ROOM,
     NO_VICTIMS,
     REFUSED,
-    borrowing_level,
     instances,
     preemption_cause,
     queue_key,
     rerun_cost,
     retries_exhausted,
-    round_key,
     runnable_deadline,
     saved_work,
-    unschedulable_in_tree,
-    unschedulable_over_calendar,
-    unschedulable_reason,
-    value_below,
-    value_equal,
 )
 from scheduling.state import (
     CANCELLED,
@@ -98,12 +89,9 @@ from scheduling.victims import find_victims, tree_victim_candidates, victim_cand
 
 ProgressCallback = Callable[[float], None]
 
-# The C functions of the hot loop, bound once as Final names: the compiled engine keeps them in C
-# variables instead of looking each one up by name on every call.
+# (Final names: see scheduling.compiled, writing for the compiler.)
 heappush: Final = heapq.heappush
 heappop: Final = heapq.heappop
-bisect_left: Final = bisect.bisect_left
-bisect_right: Final = bisect.bisect_right
 
 # Section 12: a type's mode for a job that accepts several (better first), and what no type gave.
 FIT: Final = 0
@@ -178,17 +166,12 @@ def resume(
             gc.enable()
 
 
-def _first(candidate: tuple) -> tuple:
-    return candidate[0]
-
-
 def _trace_order(job: Job) -> int:
     return job.index
 
 
-class _Replay:
+class _Replay(Admission):
     def __init__(self, policy: Policy, bound: BoundTrace, record_events: bool):
-        trace = bound.trace
         self.policy = policy
         self.bound = bound
         self.record_events = record_events
@@ -211,14 +194,69 @@ class _Replay:
         tree = self.tree
         self._open_accounts(policy, types)
 
+        self._read_columns(bound)
+        n = self.n_jobs
+        self.reason: dict[int, UnschedulableReason] = {}  # of UNSCHEDULABLE jobs
+        # Section 12: jobs that accept several types; each set's accounts in its share's order.
+        self.flavored = bound.has_flavor_lists
+        flavor_set = bound.flavor_set if self.flavored else np.zeros(0, np.int64)
+        self.flavor_set_of = vec[i64](flavor_set.astype(np.int64))
+        self.saw_candidates = False  # a flavor scan met preemption candidates on some type
+        # Planned ends: a heap of instants (floats compare faster than event tuples) and the jobs
+        # planned to end at each. A preempted job's entry stays and is skipped (its plan changed).
+        self.finish_times: list[float] = []
+        self.finishing: dict[float, list[Job]] = {}
+        self.events: list[tuple] = []
+        self.log = UsageLog(n_types)
+        self.usage_log: Records = self.log.usage_changes  # (time, share * n_types + type, usage)
+        self.rerun_log: Records = self.log.rerun_costs  # (time, share * n_types + type, instance-seconds)
+        self.history = WaitHistory.empty()  # per-job timelines: starts, preemptions, wait reasons
+        self.starts_log: Records = self.history.starts
+        self.preemptions_log: Records = self.history.preemptions
+        self.ignored_updates = 0
+        # Section 11 (``resume``): the arrivals already placed at T0, and when the run stops.
+        self.first_arrival = 0
+        self.until = END_OF_TIME
+
+        # Section 9: the calendar of changes, applied at their instants, and section 6's limits at
+        # every instant of it (a job is unschedulable only if it is so at all of them).
+        self.type_index = {name: t for t, name in enumerate(types)}
+        self.changes = change_instants(policy)
+        self.next_change = 0
+        self.never_runs = NeverRuns(policy, types, tree, bool(self.changes))
+        self.capacity_log: Records = self.log.capacity_changes  # (time, type, capacity)
+        self.quota_log: Records = self.log.quota_changes  # (time, share * n_types + type, quota)
+        # Section 10: when RUNNABLE jobs run out of time, as a heap of instants and the jobs due at
+        # each (a job that started since, or was preempted again, has another deadline: skipped).
+        timeout = policy.runnable_timeout_seconds
+        self.timeout = math.inf if timeout is None else float(timeout)
+        self.deadline_times: list[float] = []
+        self.expiring: dict[float, list[Job]] = {}
+        self._fair_sharing(policy)
+        count_gpus_exactly(self.pools)  # (share values compare exactly: GPUs in whole units)
+        # Section 8 over section 13's tree: a value for every node (None: one cohort, section 8 as is).
+        self.fair_tree: TreeValues | None = tree_values(policy, tree, self.pools)
+        # What can make a refused job admissible again (section 4's reopening, section 8's memo).
+        self.refusals = Refusals(
+            self.shares, self.fair, self.flavored, tree, self.fair_tree is not None, self.by_arrival, n
+        )
+        self.loops = PreemptionLoops(self.fair, self.refusals)  # section 8
+        self.queues = Queues(
+            n, self.strict, self.by_arrival, self.flavor_set_of, bound.flavor_sets, self.refusals,
+            self.history, self.log.pending_changes,
+        )  # fmt: skip
+        self.rounds = Rounds(
+            self, self.queues, self.refusals, self.shares, tree, self.fair_tree, self.strict, n
+        )
+
+    def _read_columns(self, bound: BoundTrace) -> None:
+        """The trace's job columns, the arrival order and the outcome columns, as native arrays."""
+        trace = bound.trace
         # Jobs: their columns in trace order, as native arrays; a job becomes a ``Job`` when it
         # is submitted and leaves ``jobs`` (its outcome written to the outcome columns) when it
-        # ends. A million jobs made up front were 300 MB written once and read at their turn;
-        # made and let go in time, the few thousand alive at once reuse each other's memory.
+        # ends: made and let go in time, the few thousand alive at once reuse each other's memory
+        # (a million made up front would be 300 MB).
         self.n_jobs = n = len(trace)
-        # Section 13: borrowing levels above 1 share the round's second heap (``_add_candidate``):
-        # a multiple of n_jobs wider than the queue keys' range (priorities 0-9999).
-        self.level_stride = 10001 * max(1, n)
         self.share_of = vec[i64](bound.share.astype(np.int64))
         self.type_of = vec[i64](bound.instance_type.astype(np.int64))
         self.count = vec[i64](trace.instance_count.astype(np.int64))
@@ -243,78 +281,18 @@ class _Replay:
         self.outcome_preemptions = vec[float](np.zeros(n))
         self.outcome_lost = vec[float](np.zeros(n))
         self.outcome_type = vec[float](bound.instance_type.astype(np.float64))  # the last run's type
-        self.reason: dict[int, UnschedulableReason] = {}  # of UNSCHEDULABLE jobs
-        # Section 12: jobs that accept several types; each set's accounts in its share's order.
-        self.flavored = bound.has_flavor_lists
-        flavor_set = bound.flavor_set if self.flavored else np.zeros(0, np.int64)
-        self.flavor_set_of = vec[i64](flavor_set.astype(np.int64))
-        self.saw_candidates = False  # a flavor scan met preemption candidates on some type
 
-        # The round's candidates (queue keys) and its cursor: the last admitted job's place.
-        self.within_quota: list[int] = []
-        self.borrowing: list[int] = []
-        self.has_cursor = False
-        self.cursor_level = 0
-        self.cursor_key = 0
-        # Section 13: the borrowing levels of a round are taken with the tree's usage as it started.
-        self.round_usage: list[int] = []
-        self.round_id = 0
-        # Planned ends: a heap of instants (floats compare faster than event tuples) and the jobs
-        # planned to end at each. A preempted job's entry stays and is skipped (its plan changed).
-        self.finish_times: list[float] = []
-        self.finishing: dict[float, list[Job]] = {}
-        self.events: list[tuple] = []
-        self.log = UsageLog(n_types)
-        self.usage_log: Records = self.log.usage_changes  # (time, share * n_types + type, usage)
-        self.rerun_log: Records = self.log.rerun_costs  # (time, share * n_types + type, instance-seconds)
-        self.history = WaitHistory.empty()  # per-job timelines: starts, preemptions, wait reasons
-        self.starts_log: Records = self.history.starts
-        self.preemptions_log: Records = self.history.preemptions
-        self.ignored_updates = 0
-        # Section 11 (``resume``): the arrivals already placed at T0, and when the run stops.
-        self.first_arrival = 0
-        self.until = END_OF_TIME
-
-        # Section 9: the calendar of changes, applied at their instants, and section 6's limits at
-        # every instant of it (a job is unschedulable only if it is so at all of them).
-        self.type_index = {name: t for t, name in enumerate(types)}
-        self.changes = change_instants(policy)
-        self.next_change = 0
-        self.calendar_limits = limits_over_calendar(policy, types) if self.changes and tree is None else []
-        # Section 13 with a calendar: each share's potential available per type at every instant.
-        self.tree_potentials = potentials_over_calendar(policy, types) if self.changes and tree else []
-        self.unschedulable_known: dict[tuple[int, int], UnschedulableReason | None] = {}
-        self.capacity_log: Records = self.log.capacity_changes  # (time, type, capacity)
-        self.quota_log: Records = self.log.quota_changes  # (time, share * n_types + type, quota)
-        # Section 10: when RUNNABLE jobs run out of time, as a heap of instants and the jobs due at
-        # each (a job that started since, or was preempted again, has another deadline: skipped).
-        timeout = policy.runnable_timeout_seconds
-        self.timeout = math.inf if timeout is None else float(timeout)
-        self.deadline_times: list[float] = []
-        self.expiring: dict[float, list[Job]] = {}
-        # Section 8: fair sharing's strategies and L, the pool's lendable GPUs (changed only by the
-        # calendar).
+    def _fair_sharing(self, policy: Policy) -> None:
+        """Section 8: fair sharing's strategies and L, the pool's lendable GPUs (changed only by the
+        calendar)."""
         self.fair = policy.fair_sharing is not None
         self.strategies = policy.fair_sharing.preemption_strategies if policy.fair_sharing is not None else ()
         self.lendable_gpus = lendable_gpus(self.pools)
-        # (bools: the compiled engine would look the enum members up on every try)
         self.final_strategy = FairStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE in self.strategies
         self.initial_strategy = FairStrategy.LESS_THAN_INITIAL_SHARE in self.strategies
         self.final_first = (  # (else initial)
             bool(self.strategies) and self.strategies[0] is FairStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE
         )
-        count_gpus_exactly(self.pools)  # (share values compare exactly: GPUs in whole units)
-        # Section 8 over section 13's tree: a value for every node (None: one cohort, section 8 as is).
-        self.fair_tree: TreeValues | None = tree_values(policy, tree, self.pools)
-        # What can make a refused job admissible again (section 4's reopening, section 8's memo).
-        self.refusals = Refusals(
-            self.shares, self.fair, self.flavored, tree, self.fair_tree is not None, self.by_arrival, n
-        )
-        self.loops = PreemptionLoops(self.fair, self.refusals)  # section 8
-        self.queues = Queues(
-            n, self.strict, self.by_arrival, self.flavor_set_of, bound.flavor_sets, self.refusals,
-            self.history, self.log.pending_changes,
-        )  # fmt: skip
 
     def _open_accounts(self, policy: Policy, types: list[str]) -> None:
         """Each share's account of each type (a ``TreeAccount`` in a tree of cohorts), with the
@@ -344,14 +322,12 @@ class _Replay:
     def _change_usage(self, now: float, account: Account, delta: int) -> None:
         """A real change (a start, finish or preemption), kept in the usage log for the metrics;
         victim searches try changes with ``Account.shift`` alone."""
-        if account.round != self.round_id:  # its first change in this round: keep where it started
-            account.round = self.round_id
+        round_id = self.rounds.round_id
+        if account.round != round_id:  # its first change in this round: keep where it started
+            account.round = round_id
             account.usage_at_round_start = account.usage
         self.refusals.on_usage_change(account, delta)
         self.usage_log.change3(now, account.key, account.usage)
-
-    def _usage_at_round_start(self, account: Account) -> int:
-        return account.usage_at_round_start if account.round == self.round_id else account.usage
 
     # --- the event loop -------------------------------------------------------------------
 
@@ -550,48 +526,17 @@ class _Replay:
         self.queues.enqueue(job, now)
 
     def _unschedulable(self, job: Job) -> UnschedulableReason | None:
-        """Section 6 (and 9); section 12: only if every accepted type is, with the first one's reason."""
+        """Section 6 (and 9, 13); section 12: only if every accepted type is, with the first one's reason."""
         if job.flavored:
             first: UnschedulableReason | None = None
             for t, account in enumerate(self.queues.flavors_of(job)):
-                reason = self._unschedulable_on(job, account)
+                reason = self.never_runs.reason(job.count, account)
                 if reason is None:
                     return None
                 if t == 0:
                     first = reason
             return first
-        return self._unschedulable_on(job, job.account)
-
-    def _unschedulable_on(self, job: Job, account: Account) -> UnschedulableReason | None:
-        if self.tree is not None:
-            return self._unschedulable_in_tree(job.count, account)
-        if not self.changes:
-            return unschedulable_reason(
-                job.count, account.pool.capacity, account.quota, account.borrow_limit, account.borrowable_ever
-            )
-        key = (account.key, job.count)
-        if key not in self.unschedulable_known:
-            limits = self.calendar_limits[account.share.index][account.type]
-            self.unschedulable_known[key] = unschedulable_at_every_instant(job.count, limits)
-        return self.unschedulable_known[key]
-
-    def _unschedulable_in_tree(self, count: int, account: Account) -> UnschedulableReason | None:
-        """Section 13: the share's potential available in the tree (and the pool), at every instant
-        of the calendar when there is one (section 9)."""
-        tree = self.tree
-        assert tree is not None
-        if not self.changes:
-            potential = tree.potential(account.share.index, account.type)
-            return unschedulable_in_tree(count, account.pool.capacity, potential)
-        key = (account.key, count)
-        if key not in self.unschedulable_known:
-            self.unschedulable_known[key] = unschedulable_over_calendar(
-                [
-                    unschedulable_in_tree(count, capacity, potential)
-                    for capacity, potential in self.tree_potentials[account.key]
-                ]
-            )
-        return self.unschedulable_known[key]
+        return self.never_runs.reason(job.count, job.account)
 
     # --- section 10: the time limit in RUNNABLE -------------------------------------------------
 
@@ -726,244 +671,15 @@ class _Replay:
         if self.fair:
             if self.loops.twice and self.loops.twice_at != now:
                 self.loops.new_instant(now)
-            while self._fair_round(now):
+            while fair_round(self.rounds, now, self.lendable_gpus, self.loops):
                 pass
             return
         if self.strict:
-            while self._strict_round(now):
+            while self.rounds.strict_fifo(now):
                 pass
             return
-        while self.refusals.open_groups and self._best_effort_round(now):
+        while self.refusals.open_groups and self.rounds.best_effort(now):
             pass
-
-    def _best_effort_round(self, now: float) -> bool:
-        """Consider every pending job once, in round order; admit what fits or can preempt.
-
-        Only open groups are looked at: a closed group's head was refused in the current state
-        and so would be every job behind it. The round's candidates (each open group's first job
-        past the cursor) are kept in two heaps of queue keys, jobs that need not borrow and jobs
-        that do, which is ``round_key``'s order: an admission changes only its own group's
-        candidate and those of the groups it reopened, which join in at the cursor, where the
-        literal walk over all pending jobs would be."""
-        self.round_id += 1
-        self.has_cursor = False
-        if self.tree is not None:
-            self.round_usage = list(self.tree.usage)
-        within_quota, borrowing = self.within_quota, self.borrowing
-        for g in self.queues.groups:  # a flag per group: cheaper to walk than a set of the open ones
-            if g.open:
-                self._add_candidate(g)
-        refusals = self.refusals
-        refusals.reopened.clear()
-        refusals.in_round = True
-        preempted: list[Job] = []
-        admitted = False
-        while within_quota or borrowing:
-            key = heappop(within_quota if within_quota else borrowing)
-            job = self.queues.job_of(key)
-            g = self.queues.group_of(job)
-            g.candidate = False
-            outcome = self.try_admit(job, now, preempted, g.fit_only)
-            if outcome == ADMITTED:
-                self.queues.add_waiting_time(g, now)
-                del g.jobs[g.ptr]
-                if not g.jobs:
-                    refusals.close(g)  # nothing left to admit
-                admitted = True
-                self.has_cursor = True
-                self.cursor_level = g.level
-                self.cursor_key = job.queue_key
-                self._add_candidate(g)
-                for other in refusals.reopened:
-                    if not other.candidate:
-                        self._add_candidate(other)
-                refusals.reopened.clear()
-            elif g.ptr:
-                g.refused = Group.BEHIND
-            else:
-                g.refused = Group.NO_VICTIMS if outcome == NO_VICTIMS else Group.REFUSED
-                refusals.close(g)
-                self.queues.note_group_reason(g, job, now)
-        refusals.in_round = False
-        if preempted:
-            self.queues.requeue(preempted, now)
-        return admitted
-
-    def _fair_round(self, now: float) -> bool:
-        """Section 8's round: candidates one at a time, the next being the one whose share would
-        have the lowest value with it admitted (values as they are at that moment), then queue
-        order. best_effort_fifo: every pending job as the round starts; strict_fifo: each share's
-        head as the round starts.
-
-        Each queue group offers its jobs in queue order, all with the same value. A refusal
-        holds for the jobs behind it in its group as long as nothing changed since
-        (``version``), so those are passed over without a try until the next change."""
-        self.round_id += 1
-        groups: list[Group] = []
-        # Each group offers the jobs from ptr to end: strict, its share's head; else all its jobs.
-        if self.strict:
-            for share in self.shares:
-                if share.queue:
-                    g = self.queues.group_of(self.queues.job_of(share.queue[0]))
-                    groups.append(g)
-                    g.ptr = bisect_left(g.jobs, share.queue[0])
-                    g.end = g.ptr + 1
-        else:
-            for g in self.queues.groups:
-                if g.jobs:
-                    groups.append(g)
-                    g.ptr = 0
-                    g.end = len(g.jobs)
-        refusals = self.refusals
-        if not self.strict and refusals.round_would_repeat(groups):
-            return False
-        preempted: list[Job] = []
-        admitted = False
-        lendable = self.lendable_gpus
-        # A group refused in this round at the current version is asleep: every job behind the
-        # refusal would be passed over until the next change, so rather than pick them one by
-        # one (a scan of all groups each), the group sits out and, at the next admission, skips
-        # at once the jobs it would have offered before it (see _wake_asleep).
-        # (kept on the groups rather than in lists: the compiled engine keeps fields unboxed)
-        for g in groups:
-            g.asleep_at = -1
-        fair_tree = self.fair_tree
-        while True:
-            version = refusals.version
-            # Over a tree the order is a tournament (values of every node change with any share's
-            # usage): no group sleeps, each job behind a refusal is picked and passed over in turn.
-            if fair_tree is not None:
-                best = round_pick(fair_tree, groups, version)
-            else:
-                best = cohort_pick(groups, version, refusals.calendar_changed_at, lendable)
-            if best is None:
-                break
-            g = best
-            key = g.jobs[g.ptr]
-            best_value = g.value
-            if refusals.behind_refusal(g, key):
-                # Behind a refusal (in this round or an earlier one), nothing changed since.
-                g.ptr = g.ptr + 1 if fair_tree is None else _past_refusal(fair_tree, groups, g)
-                continue
-            job = self.queues.job_of(key)
-            if refusals.holds(job):
-                outcome = REFUSED  # (only its bookkeeping is done)
-                if self.loops.twice:  # (its search would run, and leave out the same jobs)
-                    self.loops.note(job, now)
-            else:
-                outcome = self.try_admit(job, now, preempted)
-                refusals.note_fair_try(job, outcome == NO_ROOM, outcome == NO_PASSING_ROOM)
-            if outcome == ADMITTED:
-                admitted = True
-                if fair_tree is None:
-                    _wake_asleep(groups, version, best_value, key)
-                if not self.strict:  # (strict: _start took it out of its queues already)
-                    self.queues.add_waiting_time(g, now)
-                    del g.jobs[g.ptr]
-                g.end -= 1
-                if not g.jobs:
-                    refusals.close(g)
-                continue
-            g.refused_at = version
-            g.refused_key = key
-            job.refused_at = version
-            if refusals.memo:  # (over a tree no group sleeps: round_pick does not read it)
-                g.asleep_at = version
-            if self.strict:
-                self.queues.note_head_reason(job.account.share, job, now)
-            elif g.ptr == 0:  # (behind its head, a job's refusal says nothing new about the group)
-                g.reason_noted_at = version
-                self.queues.note_group_reason(g, job, now)
-            g.ptr += 1
-        self.queues.requeue(preempted, now)
-        return admitted
-
-    def _add_candidate(self, g: Group) -> None:
-        """Its first job past the round's cursor, if any, becomes a candidate of the round."""
-        if g.round != self.round_id:  # first look in this round
-            g.round = self.round_id
-            g.ptr = 0
-            account = g.account
-            if self.tree is not None:
-                g.level = self._tree_level(g.flavors if g.flavors else [account], g.count, self.round_usage)
-            elif g.flavors:
-                g.level = borrowing_level(self._every_flavor_borrows(g.flavors, g.count, True))
-            else:
-                g.level = borrowing_level(self._usage_at_round_start(account) + g.count > account.quota)
-            g.refused = Group.OPEN
-        elif g.refused:
-            return  # refused behind the cursor in this round and not reopened since
-        if self.has_cursor:
-            if g.level < self.cursor_level:
-                return
-            if g.level == self.cursor_level:
-                g.ptr = bisect_right(g.jobs, self.cursor_key, g.ptr)
-        if g.ptr < len(g.jobs):
-            if g.level == 0:
-                heappush(self.within_quota, g.jobs[g.ptr])
-            else:
-                # Levels above 1 (section 13) sort after level 1 in the one heap: a queue key plus a
-                # multiple of n_jobs above every queue key's range (the job is still key % n_jobs).
-                heappush(self.borrowing, (g.level - 1) * self.level_stride + g.jobs[g.ptr])
-            g.candidate = True
-
-    def _tree_level(self, flavors: list[Account], count: int, usage: list[int]) -> int:
-        """Section 13's borrowing level, with the tree's ``usage`` as given; section 12 **(choice)**:
-        for a job that accepts several types, the lowest over them (as ``_every_flavor_borrows``)."""
-        tree = self.tree
-        assert tree is not None
-        best = NO_LIMIT
-        for account in flavors:
-            level = tree.level(account.share.index, account.type, count, usage)
-            if level < best:
-                best = level
-        return best
-
-    def _every_flavor_borrows(self, flavors: list[Account], count: int, at_round_start: bool) -> bool:
-        """Section 12 **(choice)**: a job that accepts several types needs to borrow, for the round's
-        order, only when it would on every one of them."""
-        for account in flavors:
-            usage = self._usage_at_round_start(account) if at_round_start else account.usage
-            if usage + count <= account.quota:
-                return False
-        return True
-
-    def _strict_round(self, now: float) -> bool:
-        """strict_fifo: the round's candidates are each share's first pending job as the round
-        starts, at most one per share (Kueue pops one head per ClusterQueue per cycle); a share
-        whose head is admitted offers its next job in the next round. A head refused earlier
-        stays refused (``ShareState.refused``) until something could help it, and is then
-        considered at its place in the round's order."""
-        self.round_id += 1
-        candidates = []
-        for share in self.shares:
-            if share.queue:
-                head = share.queue[0]
-                job = self.queues.job_of(head)
-                account = job.account
-                flavors = self.queues.flavors_of(job) if job.flavored else [account]
-                if self.tree is not None:
-                    level = self._tree_level(flavors, job.count, self.tree.usage)
-                elif job.flavored:
-                    level = borrowing_level(self._every_flavor_borrows(flavors, job.count, False))
-                else:
-                    level = borrowing_level(account.usage + job.count > account.quota)
-                candidates.append((round_key(level, head), share))
-        candidates.sort(key=_first)
-        preempted: list[Job] = []
-        admitted = False
-        for key, share in candidates:
-            # Checked at its turn: a release earlier in the round may have reopened it.
-            if share.refused:
-                continue
-            job = self.queues.job_of(key[1])
-            if self.try_admit(job, now, preempted) == ADMITTED:
-                admitted = True
-                continue
-            share.refused = True
-            self.queues.note_head_reason(share, job, now)
-        self.queues.requeue(preempted, now)
-        return admitted
 
     # --- what can make a refused job admissible -------------------------------------------
 
@@ -1236,24 +952,3 @@ class _Replay:
         for g in self.queues.groups:
             self.queues.settle_waiting_time(g)
         return Totals(self.shares)
-
-
-def _past_refusal(values: TreeValues, groups: list[Group], g: Group) -> int:
-    """Over a tree: where the group's cursor goes when the pick is behind its refusal. Its jobs that
-    would be picked next one after another, each passed over, are passed over at once."""
-    bound = round_lead(values, groups, g)
-    return g.end if bound < 0 else max(g.ptr + 1, bisect_left(g.jobs, bound, g.ptr, g.end))
-
-
-def _wake_asleep(groups: list[Group], version: int, value: tuple[bool, int, int], key: int) -> None:
-    """An admission ends the state in which the round's asleep groups were refused. While it
-    lasted, values stood still, so the round took candidates in increasing (value, queue key)
-    order: each asleep group would have offered, and passed over, every job ordered before the
-    admitted one. Skip those now; the rest are tried in the new state."""
-    for g in groups:
-        if g.asleep_at != version or g.ptr >= g.end:
-            continue
-        if value_below(g.value, value):
-            g.ptr = g.end
-        elif value_equal(g.value, value):
-            g.ptr = bisect_right(g.jobs, key, g.ptr, g.end)

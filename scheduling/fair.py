@@ -94,8 +94,7 @@ class _Candidates:
     tie-break: read lazily from its account's running levels (a share may run thousands of jobs;
     ``Running.in_victim_order``'s order, filtered by ``in_share_allows`` for the preemptor's own
     share, else by ``reclaim_allows``, less the jobs left out for a loop at ``exclude_at``), or from
-    a list. (A cursor rather than a generator: the compiled engine resumes a generator through
-    Python's iterator protocol.)"""
+    a list."""
 
     __slots__ = (
         "share", "running", "below", "preemptor", "level", "entries", "runs", "place", "listed", "next",
@@ -357,9 +356,8 @@ def fair_victims(
     """Section 8's preemption for a job that does not fit: the victims and each one's cause, or
     None when no choice makes it fit (then nobody is preempted). ``final_first``: the first
     strategy is LessThanOrEqualToFinalShare (else LessThanInitialShare); ``initial_second``: the list
-    has LessThanInitialShare second. (Bools: the compiled engine would look the enum members up
-    on every search.) ``exclude_at``: the current instant when some jobs were preempted twice at
-    it (the loop rule leaves them out), else nan."""
+    has LessThanInitialShare second. ``exclude_at``: the current instant when some jobs were
+    preempted twice at it (the loop rule leaves them out), else nan."""
     account = job.account
     own = account.share
     n = job.count

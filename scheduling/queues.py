@@ -197,7 +197,7 @@ class Queues:
 
     def settle_waiting_time(self, g: Group) -> None:
         """A group's waiting time so far goes to its share's totals, by its reason (when the
-        reason changes and at the end: a native float until then, not a list entry)."""
+        reason changes and at the end)."""
         g.account.share.waited[g.reason] += g.waited
         g.waited = 0.0
 
@@ -213,6 +213,5 @@ class Queues:
     def count_pending(self, job: Job, now: float, sign: int) -> None:
         account = job.account
         self.pending_jobs += sign
-        # (not sign * count: the compiled engine multiplies negative ints the slow way)
         account.pending_instances += job.count if sign > 0 else -job.count
         self.pending_log.change3(now, account.key, account.pending_instances)

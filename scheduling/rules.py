@@ -54,7 +54,6 @@ def headroom(
     share may take its idle quota that it cannot lend plus the invariant's current slack: every
     further instance either stops being lendable or is borrowed, costing one unit."""
     slack = unassigned + lendable_sum - borrowed_sum
-    # Two-argument min()s: the compiled engine turns them into plain comparisons.
     return min(min(free, quota - usage + borrow_limit), unlendable + slack)
 
 
@@ -98,8 +97,7 @@ def queue_key(priority: i64, arrival: i64, n_jobs: i64) -> i64:
     """A share's queue order: priority (higher first), then submit time, then job_id, as one
     integer. ``arrival`` is the job's place in (submit time, job_id) order, so comparing keys
     compares (-priority, submit time, job_id) without a tuple; the job is
-    ``by_arrival[key % n_jobs]``. (i64: priorities are 0-9999, so the key fits, and the compiled
-    engine multiplies natively.)"""
+    ``by_arrival[key % n_jobs]``. (i64: priorities are 0-9999, so the key fits.)"""
     return -priority * n_jobs + arrival
 
 
@@ -170,8 +168,7 @@ def share_value(
 
 
 def value_below(a: tuple[bool, int, int], b: tuple[bool, int, int]) -> bool:
-    """a < b for two share values: infinite above finite, else by cross-multiplication (written
-    out: the compiled engine then compares native fields instead of two Python tuples)."""
+    """a < b for two share values: infinite above finite, else by cross-multiplication."""
     if a[0] != b[0]:
         return b[0]
     if a[2] == b[2]:  # (the same weight's denominator, as a rule: no multiplication)

@@ -25,8 +25,7 @@ from scheduling.quota_tree import QuotaTree
 from scheduling.result import State
 from scheduling.rules import POOL_FULL, exact_number, headroom, lendable
 
-# Job states as module constants: the compiled engine reads these as native ints instead of
-# looking up enum members on every use.
+# Job states as module constants (native ints).
 PENDING_SUBMIT: Final[int] = int(State.PENDING_SUBMIT)
 RUNNABLE: Final[int] = int(State.RUNNABLE)
 RUNNING: Final[int] = int(State.RUNNING)
