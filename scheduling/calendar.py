@@ -8,16 +8,17 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from scheduling.model import Change, Policy, Share, UnschedulableReason
-from scheduling.quota_tree import quota_tree, tree_limit
+from scheduling.quota_tree import QuotaTree, quota_tree, tree_limit
 from scheduling.rules import (
     NO_LIMIT,
     capacity_victim_key,
     instances,
-    invariant_holds,
+    unschedulable_in_tree,
     unschedulable_over_calendar,
     unschedulable_reason,
 )
 from scheduling.state import Account, Job, TypePool
+from scheduling.victims import PoolValid, drop_unneeded, take_until_fits
 
 
 def change_instants(policy: Policy) -> list[tuple[float, list[Change]]]:
@@ -121,17 +122,66 @@ def unschedulable_at_every_instant(
     )
 
 
+class NeverRuns:
+    """Section 6: why a job of some size can never run on an account, or None; under a calendar
+    (section 9), only if it cannot at every instant of it; in a tree of cohorts (section 13), by
+    the share's potential available. Computed once per (account, size) under a calendar."""
+
+    def __init__(self, policy: Policy, types: list[str], tree: QuotaTree | None, has_changes: bool):
+        self.tree = tree
+        self.has_changes = has_changes
+        self.limits = limits_over_calendar(policy, types) if has_changes and tree is None else []
+        # Section 13 with a calendar: each share's potential available per type at every instant.
+        self.potentials = potentials_over_calendar(policy, types) if has_changes and tree else []
+        self.known: dict[tuple[int, int], UnschedulableReason | None] = {}
+
+    def reason(self, count: int, account: Account) -> UnschedulableReason | None:
+        if self.tree is not None:
+            return self._in_tree(count, account, self.tree)
+        if not self.has_changes:
+            return unschedulable_reason(
+                count, account.pool.capacity, account.quota, account.borrow_limit, account.borrowable_ever
+            )
+        key = (account.key, count)
+        if key not in self.known:
+            limits = self.limits[account.share.index][account.type]
+            self.known[key] = unschedulable_at_every_instant(count, limits)
+        return self.known[key]
+
+    def _in_tree(self, count: int, account: Account, tree: QuotaTree) -> UnschedulableReason | None:
+        if not self.has_changes:
+            potential = tree.potential(account.share.index, account.type)
+            return unschedulable_in_tree(count, account.pool.capacity, potential)
+        key = (account.key, count)
+        if key not in self.known:
+            self.known[key] = unschedulable_over_calendar(
+                [
+                    unschedulable_in_tree(count, capacity, potential)
+                    for capacity, potential in self.potentials[account.key]
+                ]
+            )
+        return self.known[key]
+
+
 def capacity_victims(pool: TypePool) -> list[Job]:
     """Section 9: while the pool holds more than its capacity or the borrowing invariant fails,
     take the next running job in ``capacity_victim_key``'s order, chosen anew after each one (a
     share stops borrowing as its jobs go); then walk the taken list backwards and keep running
     every job that is not needed. Usage is left as it was: the caller preempts the victims."""
-    # Within one account the order is the same at every pick, so each account gives its jobs in
-    # victim order and only the accounts' next jobs are compared.
+    fit = PoolValid(pool)
+    taken: list[Job] = []
+    if not fit.holds():
+        take_until_fits(_capacity_order(pool), fit, taken)  # (not holding at the end: an invalid calendar)
+    return drop_unneeded(taken, fit, last_needed=False)
+
+
+def _capacity_order(pool: TypePool) -> Iterator[Job]:
+    """The running jobs in ``capacity_victim_key``'s order, the next one chosen with usage as the
+    ones before left it. Within one account the order is the same at every pick, so each account
+    gives its jobs in victim order and only the accounts' next jobs are compared."""
     queues: list[Iterator[Job]] = [account.running.in_victim_order(NO_LIMIT) for account in pool.accounts]
     heads: list[Job | None] = [next(queue, None) for queue in queues]
-    taken: list[Job] = []
-    while not _holds(pool):
+    while True:
         best = -1
         best_key: tuple = ()
         for i, job in enumerate(heads):
@@ -142,28 +192,8 @@ def capacity_victims(pool: TypePool) -> list[Job]:
             if best < 0 or key < best_key:
                 best, best_key = i, key
         if best < 0:
-            break  # nothing left running: only reachable with an invalid calendar
+            return  # nothing left running: only reachable with an invalid calendar
         victim = heads[best]
         assert victim is not None
-        victim.account.shift(-victim.count)
-        taken.append(victim)
         heads[best] = next(queues[best], None)
-    victims: list[Job] = []
-    for index in range(len(taken) - 1, -1, -1):
-        victim = taken[index]
-        victim.account.shift(victim.count)
-        if _holds(pool):
-            continue  # not needed: it keeps running
-        victim.account.shift(-victim.count)
-        victims.append(victim)
-    for victim in victims:
-        victim.account.shift(victim.count)
-    victims.reverse()
-    return victims
-
-
-def _holds(pool: TypePool) -> bool:
-    tree = pool.tree
-    if tree is not None:  # section 13: the pool's capacity, and the tree's invariant
-        return pool.used <= pool.capacity and tree.holds(pool.index)
-    return invariant_holds(pool.used, pool.capacity, pool.unassigned, pool.lendable, pool.borrowed)
+        yield victim

@@ -8,6 +8,32 @@ engine is never shadowed by a stale build: it runs as pure Python until it is re
 ``SCHEDULING_ENGINE`` chooses: ``auto`` (the default: compiled when a fresh build exists),
 ``python`` (always the source) or ``compiled`` (fail at import when there is no fresh build;
 the test command sets it so that a failed build cannot pass unnoticed).
+
+Writing for the compiler: the engine modules are plain typed Python, and a few habits keep the
+compiled code fast without changing what it computes (the comments in the modules do not repeat
+them):
+
+- C functions of the hot loop (``heapq.heappush``, ``bisect.insort``...) are bound once as
+  ``Final`` module names, so the compiled code keeps them in C variables instead of looking them
+  up on every call.
+- Enum members used in the loop become native ints or bools once (job states, wait reasons,
+  the fair-sharing strategies as ``final_first`` / ``initial_second``): comparing an enum member
+  is a lookup on every use.
+- The state is ``__slots__`` classes (``scheduling.state``, ``Group``): fields are C struct
+  fields, unboxed; per-round marks live on the groups (``asleep_at``, ``valued_at``) rather than
+  in lists or sets, and waiting time is a float field until it is settled.
+- Queue keys are ``i64`` (priorities 0-9999 keep them in range) and multiply natively; a
+  multiplication by a negative ``sign`` is written as a branch (negative ints take a slow path).
+- Share values are compared field by field (``value_below``), not as tuples; ``headroom`` is two
+  two-argument ``min()``s (plain comparisons); candidate cursors are classes rather than
+  generators (a generator resumes through Python's iterator protocol), except where they run
+  once per calendar change.
+- The logs append to ``librt.vecs.vec[float]`` (``scheduling.records``): no float object per
+  value, and the writers pass plain numbers, not tuples.
+- The loop never releases the GIL, so a worker's liveness is the progress callback every few
+  hundred steps (``PROGRESS_TICK_STEPS``).
+- ``COMPILED`` is ordered leaves first, so that the side-by-side test can load every source
+  after the ones it imports.
 """
 
 from __future__ import annotations
@@ -21,10 +47,12 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent
 BUILD_DIR = PACKAGE.parent / "build" / "compiled"
 STAMP = BUILD_DIR / "scheduling" / "STAMP.json"
-# The hot loop and the logs it writes; everything else is numpy or runs once per replay.
+# The hot loop and the logs it writes; everything else is numpy or runs once per replay. Leaves
+# first: each module after those it imports (the side-by-side test loads the sources in this order).
 COMPILED = (
-    "engine.py", "rules.py", "indexes.py", "state.py", "fair.py", "calendar.py", "records.py",
-    "quota_tree.py", "fair_tree.py",
+    "rules.py", "indexes.py", "quota_tree.py", "state.py", "records.py", "victims.py", "fair.py",
+    "fair_tree.py", "calendar.py", "refusals.py", "queues.py", "preemption_loops.py", "rounds.py",
+    "fair_round.py", "engine.py",
 )  # fmt: skip
 # The Python modules whose classes the compiled ones use: compiled code checks the declared types
 # of their attributes at run time, so a build is stale when one of them changes too (a Trace whose

@@ -4,20 +4,19 @@ scheduling pass.
 Where to look: the rules are functions in ``scheduling.rules``; the state (jobs, accounts, type
 pools, shares) is in ``scheduling.state``; the indexes that make a pass fast (queue groups,
 running levels) in ``scheduling.indexes``; fair sharing's victim search in ``scheduling.fair``.
-This module holds the event loop, the rounds of a pass, and the bookkeeping that reopens refused
-queue groups when something could help them. Speed comes from the data structures, not from
+This module holds the event loop and the rounds of a pass; what can make a refused job admissible
+again (reopening refused queue groups, fair sharing's memo of refusals) is ``scheduling.refusals``,
+which the loop tells what happened. Speed comes from the data structures, not from
 shortcuts in the rules: every rule is checked against a literal reference model
 (tests/scheduling/reference.py).
 """
 
 from __future__ import annotations
 
-import bisect
 import gc
 import heapq
 import math
-from collections.abc import Callable, Iterator
-from itertools import chain
+from collections.abc import Callable
 from typing import Final
 
 import numpy as np
@@ -26,47 +25,50 @@ from mypy_extensions import i64
 
 from scheduling.binding import BoundTrace, bind
 from scheduling.calendar import (
+    NeverRuns,
     borrow_limit_at,
     capacity_victims,
     change_instants,
-    limits_over_calendar,
-    potentials_over_calendar,
-    unschedulable_at_every_instant,
 )
 from scheduling.fair import (
     NO_ROOM_AT_ALL,
     NO_ROOM_PASSING,
-    borrowed_gpus,
     count_gpus_exactly,
     fair_victims,
-    left_out,
     lendable_gpus,
     refusal_before_search,
-    value_with,
 )
-from scheduling.fair_tree import TreeValues, round_lead, round_pick, tree_fair_victims, tree_values
-from scheduling.indexes import Group, job_id_order, victim_order
+from scheduling.fair_round import fair_round
+from scheduling.fair_tree import TreeValues, tree_fair_victims, tree_values
+from scheduling.indexes import job_id_order
 from scheduling.metrics import UsageLog, compute_metrics
 from scheduling.model import Cause, Change, FairStrategy, Policy, Queueing, UnschedulableReason
+from scheduling.preemption_loops import PreemptionLoops
+from scheduling.queues import Queues
 from scheduling.quota_tree import QuotaTree, is_tree_policy, quota_tree, tree_limit
 from scheduling.records import Records, as_array
+from scheduling.refusals import Refusals
 from scheduling.result import EventKind, JobOutcomes, ReplayResult, WaitHistory
+from scheduling.rounds import Admission, Rounds
 from scheduling.rules import (
-    BEHIND_QUEUE_HEAD,
+    ADMITTED,
+    CAPACITY,
+    CAUSES,
+    CROSS_SHARE,
+    FAIR_SHARING,
+    IN_SHARE,
     NO_LIMIT,
-    PREEMPTIONS_BEFORE_LEFT_OUT,
-    ZERO_VALUE,
-    borrowing_level,
-    fair_round_before,
+    NO_PASSING_ROOM,
+    NO_ROOM,
+    NO_VICTIMS,
+    REFUSED,
     instances,
+    preemption_cause,
     queue_key,
-    round_key,
-    unschedulable_in_tree,
-    unschedulable_over_calendar,
-    unschedulable_reason,
-    value_below,
-    value_equal,
-    wait_reason,
+    rerun_cost,
+    retries_exhausted,
+    runnable_deadline,
+    saved_work,
 )
 from scheduling.state import (
     CANCELLED,
@@ -83,23 +85,13 @@ from scheduling.state import (
     TypePool,
 )
 from scheduling.trace import Trace
+from scheduling.victims import find_victims, tree_victim_candidates, victim_candidates
 
 ProgressCallback = Callable[[float], None]
 
-# The C functions of the hot loop, bound once as Final names: the compiled engine keeps them in C
-# variables instead of looking each one up by name on every call.
+# (Final names: see scheduling.compiled, writing for the compiler.)
 heappush: Final = heapq.heappush
 heappop: Final = heapq.heappop
-insort: Final = bisect.insort
-bisect_left: Final = bisect.bisect_left
-bisect_right: Final = bisect.bisect_right
-
-# What trying to admit a job gave.
-ADMITTED: Final = 0
-REFUSED: Final = 1  # there were preemption candidates, but freeing them would not make it fit
-NO_VICTIMS: Final = 2  # there was no preemption candidate at all
-NO_ROOM: Final = 3  # fair sharing: it would not fit even were every candidate preempted
-NO_PASSING_ROOM: Final = 4  # nor were every candidate preempted that could pass a strategy
 
 # Section 12: a type's mode for a job that accepts several (better first), and what no type gave.
 FIT: Final = 0
@@ -109,18 +101,9 @@ NO_FIT: Final = 3
 
 END_OF_TIME: Final[float] = math.inf
 
-# Preemption causes as the codes of the wait history's preemption records (0 and 1 as before:
-# in-share, cross-share), and the Cause each stands for.
-IN_SHARE: Final = 0
-CROSS_SHARE: Final = 1
-FAIR_SHARING: Final = 2
-CAPACITY: Final = 3
-CAUSES: Final = (Cause.IN_SHARE, Cause.CROSS_SHARE, Cause.FAIR_SHARING, Cause.CAPACITY)
 # The progress callback is called at least once per this many steps of the event loop (besides
 # each hundredth of the jobs submitted): a Python call per 256 steps costs well under 1%.
 PROGRESS_TICK_STEPS: Final = 256
-# Section 8's preemption loops: the findings kept in full in RESULT.json's summary.
-LOOP_FINDINGS_KEPT: Final = 100
 
 
 def replay(
@@ -183,17 +166,12 @@ def resume(
             gc.enable()
 
 
-def _first(candidate: tuple) -> tuple:
-    return candidate[0]
-
-
 def _trace_order(job: Job) -> int:
     return job.index
 
 
-class _Replay:
+class _Replay(Admission):
     def __init__(self, policy: Policy, bound: BoundTrace, record_events: bool):
-        trace = bound.trace
         self.policy = policy
         self.bound = bound
         self.record_events = record_events
@@ -216,14 +194,69 @@ class _Replay:
         tree = self.tree
         self._open_accounts(policy, types)
 
+        self._read_columns(bound)
+        n = self.n_jobs
+        self.reason: dict[int, UnschedulableReason] = {}  # of UNSCHEDULABLE jobs
+        # Section 12: jobs that accept several types; each set's accounts in its share's order.
+        self.flavored = bound.has_flavor_lists
+        flavor_set = bound.flavor_set if self.flavored else np.zeros(0, np.int64)
+        self.flavor_set_of = vec[i64](flavor_set.astype(np.int64))
+        self.saw_candidates = False  # a flavor scan met preemption candidates on some type
+        # Planned ends: a heap of instants (floats compare faster than event tuples) and the jobs
+        # planned to end at each. A preempted job's entry stays and is skipped (its plan changed).
+        self.finish_times: list[float] = []
+        self.finishing: dict[float, list[Job]] = {}
+        self.events: list[tuple] = []
+        self.log = UsageLog(n_types)
+        self.usage_log: Records = self.log.usage_changes  # (time, share * n_types + type, usage)
+        self.rerun_log: Records = self.log.rerun_costs  # (time, share * n_types + type, instance-seconds)
+        self.history = WaitHistory.empty()  # per-job timelines: starts, preemptions, wait reasons
+        self.starts_log: Records = self.history.starts
+        self.preemptions_log: Records = self.history.preemptions
+        self.ignored_updates = 0
+        # Section 11 (``resume``): the arrivals already placed at T0, and when the run stops.
+        self.first_arrival = 0
+        self.until = END_OF_TIME
+
+        # Section 9: the calendar of changes, applied at their instants, and section 6's limits at
+        # every instant of it (a job is unschedulable only if it is so at all of them).
+        self.type_index = {name: t for t, name in enumerate(types)}
+        self.changes = change_instants(policy)
+        self.next_change = 0
+        self.never_runs = NeverRuns(policy, types, tree, bool(self.changes))
+        self.capacity_log: Records = self.log.capacity_changes  # (time, type, capacity)
+        self.quota_log: Records = self.log.quota_changes  # (time, share * n_types + type, quota)
+        # Section 10: when RUNNABLE jobs run out of time, as a heap of instants and the jobs due at
+        # each (a job that started since, or was preempted again, has another deadline: skipped).
+        timeout = policy.runnable_timeout_seconds
+        self.timeout = math.inf if timeout is None else float(timeout)
+        self.deadline_times: list[float] = []
+        self.expiring: dict[float, list[Job]] = {}
+        self._fair_sharing(policy)
+        count_gpus_exactly(self.pools)  # (share values compare exactly: GPUs in whole units)
+        # Section 8 over section 13's tree: a value for every node (None: one cohort, section 8 as is).
+        self.fair_tree: TreeValues | None = tree_values(policy, tree, self.pools)
+        # What can make a refused job admissible again (section 4's reopening, section 8's memo).
+        self.refusals = Refusals(
+            self.shares, self.fair, self.flavored, tree, self.fair_tree is not None, self.by_arrival, n
+        )
+        self.loops = PreemptionLoops(self.fair, self.refusals)  # section 8
+        self.queues = Queues(
+            n, self.strict, self.by_arrival, self.flavor_set_of, bound.flavor_sets, self.refusals,
+            self.history, self.log.pending_changes,
+        )  # fmt: skip
+        self.rounds = Rounds(
+            self, self.queues, self.refusals, self.shares, tree, self.fair_tree, self.strict, n
+        )
+
+    def _read_columns(self, bound: BoundTrace) -> None:
+        """The trace's job columns, the arrival order and the outcome columns, as native arrays."""
+        trace = bound.trace
         # Jobs: their columns in trace order, as native arrays; a job becomes a ``Job`` when it
         # is submitted and leaves ``jobs`` (its outcome written to the outcome columns) when it
-        # ends. A million jobs made up front were 300 MB written once and read at their turn;
-        # made and let go in time, the few thousand alive at once reuse each other's memory.
+        # ends: made and let go in time, the few thousand alive at once reuse each other's memory
+        # (a million made up front would be 300 MB).
         self.n_jobs = n = len(trace)
-        # Section 13: borrowing levels above 1 share the round's second heap (``_add_candidate``):
-        # a multiple of n_jobs wider than the queue keys' range (priorities 0-9999).
-        self.level_stride = 10001 * max(1, n)
         self.share_of = vec[i64](bound.share.astype(np.int64))
         self.type_of = vec[i64](bound.instance_type.astype(np.int64))
         self.count = vec[i64](trace.instance_count.astype(np.int64))
@@ -248,101 +281,18 @@ class _Replay:
         self.outcome_preemptions = vec[float](np.zeros(n))
         self.outcome_lost = vec[float](np.zeros(n))
         self.outcome_type = vec[float](bound.instance_type.astype(np.float64))  # the last run's type
-        self.reason: dict[int, UnschedulableReason] = {}  # of UNSCHEDULABLE jobs
-        # Section 12: jobs that accept several types; each set's accounts in its share's order.
-        self.flavored = bound.has_flavor_lists
-        flavor_set = bound.flavor_set if self.flavored else np.zeros(0, np.int64)
-        self.flavor_set_of = vec[i64](flavor_set.astype(np.int64))
-        self.flavor_accounts: dict[int, list[Account]] = {}  # by set, made at its first job
-        self.multi_groups: dict[tuple[int, int], Group] = {}  # by (set, count)
-        self.saw_candidates = False  # a flavor scan met preemption candidates on some type
-        self.own_freeable = 0  # scratch of _own_candidates
 
-        self.groups: list[Group] = []
-        self.open_groups = 0  # groups whose head may be admissible (``Group.open``)
-        self.in_round = False  # a best-effort round is under way
-        # The round's candidates (queue keys) and its cursor: the last admitted job's place.
-        self.within_quota: list[int] = []
-        self.borrowing: list[int] = []
-        self.has_cursor = False
-        self.cursor_level = 0
-        self.cursor_key = 0
-        # Section 13: the borrowing levels of a round are taken with the tree's usage as it started.
-        self.round_usage: list[int] = []
-        self.reopened: list[Group] = []  # groups reopened during the round's current admission
-        self.round_id = 0
-        self.pending_jobs = 0
-        # Planned ends: a heap of instants (floats compare faster than event tuples) and the jobs
-        # planned to end at each. A preempted job's entry stays and is skipped (its plan changed).
-        self.finish_times: list[float] = []
-        self.finishing: dict[float, list[Job]] = {}
-        self.events: list[tuple] = []
-        self.log = UsageLog(n_types)
-        self.usage_log: Records = self.log.usage_changes  # (time, share * n_types + type, usage)
-        self.pending_log: Records = self.log.pending_changes  # (time, share * n_types + type, instances)
-        self.rerun_log: Records = self.log.rerun_costs  # (time, share * n_types + type, instance-seconds)
-        self.history = WaitHistory.empty()  # per-job timelines: starts, preemptions, wait reasons
-        self.starts_log: Records = self.history.starts
-        self.preemptions_log: Records = self.history.preemptions
-        self.reasons_log: Records = self.history.reasons
-        self.ignored_updates = 0
-        # Section 11 (``resume``): the arrivals already placed at T0, and when the run stops.
-        self.first_arrival = 0
-        self.until = END_OF_TIME
-
-        # Section 9: the calendar of changes, applied at their instants, and section 6's limits at
-        # every instant of it (a job is unschedulable only if it is so at all of them).
-        self.type_index = {name: t for t, name in enumerate(types)}
-        self.changes = change_instants(policy)
-        self.next_change = 0
-        self.calendar_limits = limits_over_calendar(policy, types) if self.changes and tree is None else []
-        # Section 13 with a calendar: each share's potential available per type at every instant.
-        self.tree_potentials = potentials_over_calendar(policy, types) if self.changes and tree else []
-        self.unschedulable_known: dict[tuple[int, int], UnschedulableReason | None] = {}
-        self.capacity_log: Records = self.log.capacity_changes  # (time, type, capacity)
-        self.quota_log: Records = self.log.quota_changes  # (time, share * n_types + type, quota)
-        # Section 10: when RUNNABLE jobs run out of time, as a heap of instants and the jobs due at
-        # each (a job that started since, or was preempted again, has another deadline: skipped).
-        timeout = policy.runnable_timeout_seconds
-        self.timeout = math.inf if timeout is None else float(timeout)
-        self.deadline_times: list[float] = []
-        self.expiring: dict[float, list[Job]] = {}
-        # Section 8: fair sharing's strategies and L, the pool's lendable GPUs (changed only by the
-        # calendar), and a count of the changes that can turn a refusal into an admission.
+    def _fair_sharing(self, policy: Policy) -> None:
+        """Section 8: fair sharing's strategies and L, the pool's lendable GPUs (changed only by the
+        calendar)."""
         self.fair = policy.fair_sharing is not None
         self.strategies = policy.fair_sharing.preemption_strategies if policy.fair_sharing is not None else ()
         self.lendable_gpus = lendable_gpus(self.pools)
-        # (bools: the compiled engine would look the enum members up on every try)
         self.final_strategy = FairStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE in self.strategies
         self.initial_strategy = FairStrategy.LESS_THAN_INITIAL_SHARE in self.strategies
         self.final_first = (  # (else initial)
             bool(self.strategies) and self.strategies[0] is FairStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE
         )
-        self.version = 0
-        # The version of the last change that could turn any refusal into an admission (a job's
-        # refusal holds while no such change, for all shares or for its own, came after it).
-        self.reopened_all_at = 0
-        # A refusal for want of room (NO_ROOM) holds longer: until a change that could add
-        # candidates (this) or releases that could add the room it lacked (``Account.room_released``).
-        self.room_reopened_all_at = 0
-        self.calendar_changed_at = 0  # the version of the last change of capacity or quotas
-        # A NO_PASSING_ROOM refusal holds until a change that could add passing candidates or
-        # lower its share's value (this, ``ShareState.passing_reopened_at``), or releases by other
-        # shares that could add the room it lacked (``TypePool.released``, ``Account.released``).
-        self.passing_reopened_all_at = 0
-        count_gpus_exactly(self.pools)  # (share values compare exactly: GPUs in whole units)
-        # Section 8 over section 13's tree: a value for every node (None: one cohort, section 8 as is).
-        self.fair_tree: TreeValues | None = tree_values(policy, tree, self.pools)
-        # Section 8's preemption loops: the jobs preempted twice at the instant ``twice_at`` (left
-        # out of the searches there), those of them a search has left out so far (one finding
-        # each), and the findings: their number, the instants they were at, the first ones.
-        self.twice: list[Job] = []
-        self.twice_at = math.nan
-        self.loop_noted: set[int] = set()
-        self.loop_count = 0
-        self.loop_instants = 0
-        self.loop_last_instant = math.nan
-        self.loop_first: list[tuple[float, int, int]] = []  # (time, left-out job, preemptor)
 
     def _open_accounts(self, policy: Policy, types: list[str]) -> None:
         """Each share's account of each type (a ``TreeAccount`` in a tree of cohorts), with the
@@ -372,72 +322,12 @@ class _Replay:
     def _change_usage(self, now: float, account: Account, delta: int) -> None:
         """A real change (a start, finish or preemption), kept in the usage log for the metrics;
         victim searches try changes with ``Account.shift`` alone."""
-        if account.round != self.round_id:  # its first change in this round: keep where it started
-            account.round = self.round_id
+        round_id = self.rounds.round_id
+        if account.round != round_id:  # its first change in this round: keep where it started
+            account.round = round_id
             account.usage_at_round_start = account.usage
-        share = account.share
-        borrowed_before = self.fair and borrowed_gpus(share) > 0
-        account.shift(delta)
-        self.version += 1
-        share.usage_changed_at = self.version
-        if self.fair:  # (the versions serve fair rounds only)
-            borrowed_after = borrowed_gpus(share) > 0
-            if delta > 0 and not borrowed_after and self._start_stays_in_share(account):
-                # A start after which its share borrows no GPUs (B = 0) changes no share's value
-                # and adds no reclaim candidate: other shares' refused jobs would run the same
-                # victim search with less room (headroom only falls as another share's usage
-                # grows), so they stay refused. Only its own share's may change (a new in-share
-                # candidate).
-                share.reopened_at = self.version
-            else:
-                self.reopened_all_at = self.version
-            self._fair_room_changed(account, delta, borrowed_before, borrowed_after)
+        self.refusals.on_usage_change(account, delta)
         self.usage_log.change3(now, account.key, account.usage)
-
-    def _start_stays_in_share(self, account: Account) -> bool:
-        """Section 13: a start whose usage stays within its share's local quota changes no cohort's
-        usage, so no node's value and no other share's headroom or candidates (one more used
-        above it could raise a cohort's value, which a refused job's strategies compare)."""
-        return self.tree is None or self.tree.within_local_quota(account.share.index, account.type)
-
-    def _fair_room_changed(
-        self, account: Account, delta: int, borrowed_before: bool, borrowed_after: bool
-    ) -> None:
-        """Which NO_ROOM refusals a change of usage can end. Such a job J would not fit were every
-        one of its candidates C preempted; its room then is the headroom with C's usage removed,
-        and that only grows when usage outside C falls or C grows. A start adds either a job of C
-        (the room with C removed is unchanged) or one outside it (less room), and C grows only
-        when a share starts to borrow (its jobs become reclaim candidates): then every NO_ROOM
-        refusal is reopened. A release of a job of C leaves the room unchanged (C loses it, or
-        more if its share stops borrowing); one outside C adds room in its type's pool. The
-        released job is in C for the other shares' jobs when its share borrowed and they reclaim
-        ``any`` (``lower_priority`` depends on J's priority: counted); for its own share's
-        jobs, it may not be (counted). A release of c instances adds at most c to J's room (each
-        of headroom's three limits grows by at most c), so the instances released outside C
-        are counted per account, and J stays refused while they are fewer than the room it
-        lacked (``Job.room_deficit``). ``borrowed_before``, ``borrowed_after``: whether the share
-        borrowed GPUs (B > 0) before and after the change."""
-        share = account.share
-        if delta > 0:
-            if borrowed_after and not borrowed_before:
-                self.room_reopened_all_at = self.version
-            if account.usage > account.quota:
-                # Its share's value rose: candidates of it may now pass a NO_PASSING_ROOM job's
-                # strategy (they were left out of that job's room).
-                self.passing_reopened_all_at = self.version
-            return
-        for other in account.pool.accounts:
-            if other is account or not (borrowed_before and other.share.reclaims_any):
-                other.room_released -= delta
-        # A NO_PASSING_ROOM job of this share: its lowest value fell, so more shares' candidates
-        # may pass. Of other shares: counted as room, whether the released job was a candidate
-        # that could pass or not (a share's value only falls with a release).
-        share.passing_reopened_at = self.version
-        account.pool.released -= delta
-        account.released -= delta
-
-    def _usage_at_round_start(self, account: Account) -> int:
-        return account.usage_at_round_start if account.round == self.round_id else account.usage
 
     # --- the event loop -------------------------------------------------------------------
 
@@ -501,7 +391,7 @@ class _Replay:
             if deadline_times and deadline_times[0] == now:
                 heappop(deadline_times)
                 happened |= self._cancel_all(self.expiring.pop(now), now)
-            if self.pending_jobs and happened:
+            if self.queues.pending_jobs and happened:
                 self.scheduling_pass(now)
             steps += 1
             if progress is not None and (next_submit >= next_report or steps >= next_tick):
@@ -510,8 +400,8 @@ class _Replay:
                 next_tick = steps + PROGRESS_TICK_STEPS
         # Under a calendar a job may wait for capacity that came and went (section 9: it stays
         # RUNNABLE); without one, a job left pending would be a bug.
-        if self.pending_jobs and not self.changes and self.until == END_OF_TIME:
-            raise RuntimeError(f"{self.pending_jobs} jobs were left pending with nothing running")
+        if self.queues.pending_jobs and not self.changes and self.until == END_OF_TIME:
+            raise RuntimeError(f"{self.queues.pending_jobs} jobs were left pending with nothing running")
 
     # --- section 11: the replay from a snapshot ---------------------------------------------------
 
@@ -535,10 +425,10 @@ class _Replay:
             preempted: list[Job] = []
             for victim in capacity_victims(pool):
                 self._preempt(victim, None, now, preempted, CAPACITY)
-            self._requeue(preempted, now)
+            self.queues.requeue(preempted, now)
         finishing_now = len(self.finish_times) > 0 and self.finish_times[0] == now
         cancelling_now = len(self.deadline_times) > 0 and self.deadline_times[0] == now
-        if self.pending_jobs and not finishing_now and not cancelling_now:
+        if self.queues.pending_jobs and not finishing_now and not cancelling_now:
             self.scheduling_pass(now)
 
     def _resume_running(self, job: Job, now: float, started_at: float) -> None:
@@ -551,7 +441,7 @@ class _Replay:
         job.first_start = started_at
         self._change_usage(now, job.account, job.count)
         job.account.running.add(job)
-        self._started(job)
+        self.refusals.on_start(job)
         end = started_at + self.startup + job.duration
         job.planned_end = end
         ending = self.finishing.get(end)
@@ -574,7 +464,7 @@ class _Replay:
         job.state = RUNNABLE
         job.queued_since = job.submit
         if self.timeout != END_OF_TIME:
-            deadline = max(job.submit + self.timeout, now)
+            deadline = runnable_deadline(job.submit, self.timeout, now)
             job.deadline = deadline
             due = self.expiring.get(deadline)
             if due is None:
@@ -582,7 +472,7 @@ class _Replay:
                 heappush(self.deadline_times, deadline)
             else:
                 due.append(job)
-        self._enqueue(job, now)
+        self.queues.enqueue(job, now)
 
     def _arrive(self, place: int) -> Job:
         """The job at this place in arrival order, made as it is submitted."""
@@ -633,61 +523,20 @@ class _Replay:
         job.state = RUNNABLE
         job.queued_since = now
         self._set_deadline(job, now)
-        self._enqueue(job, now)
+        self.queues.enqueue(job, now)
 
     def _unschedulable(self, job: Job) -> UnschedulableReason | None:
-        """Section 6 (and 9); section 12: only if every accepted type is, with the first one's reason."""
+        """Section 6 (and 9, 13); section 12: only if every accepted type is, with the first one's reason."""
         if job.flavored:
             first: UnschedulableReason | None = None
-            for t, account in enumerate(self._flavors_of(job)):
-                reason = self._unschedulable_on(job, account)
+            for t, account in enumerate(self.queues.flavors_of(job)):
+                reason = self.never_runs.reason(job.count, account)
                 if reason is None:
                     return None
                 if t == 0:
                     first = reason
             return first
-        return self._unschedulable_on(job, job.account)
-
-    def _flavors_of(self, job: Job) -> list[Account]:
-        """The accounts of the types a job accepts, in its share's flavor order (section 12)."""
-        key = self.flavor_set_of[job.index]
-        accounts = self.flavor_accounts.get(key)
-        if accounts is None:  # (a set belongs to one share: the job's, whose first type it holds)
-            share = job.account.share
-            accounts = [share.accounts[t] for t in self.bound.flavor_sets[key]]
-            self.flavor_accounts[key] = accounts
-        return accounts
-
-    def _unschedulable_on(self, job: Job, account: Account) -> UnschedulableReason | None:
-        if self.tree is not None:
-            return self._unschedulable_in_tree(job.count, account)
-        if not self.changes:
-            return unschedulable_reason(
-                job.count, account.pool.capacity, account.quota, account.borrow_limit, account.borrowable_ever
-            )
-        key = (account.key, job.count)
-        if key not in self.unschedulable_known:
-            limits = self.calendar_limits[account.share.index][account.type]
-            self.unschedulable_known[key] = unschedulable_at_every_instant(job.count, limits)
-        return self.unschedulable_known[key]
-
-    def _unschedulable_in_tree(self, count: int, account: Account) -> UnschedulableReason | None:
-        """Section 13: the share's potential available in the tree (and the pool), at every instant
-        of the calendar when there is one (section 9)."""
-        tree = self.tree
-        assert tree is not None
-        if not self.changes:
-            potential = tree.potential(account.share.index, account.type)
-            return unschedulable_in_tree(count, account.pool.capacity, potential)
-        key = (account.key, count)
-        if key not in self.unschedulable_known:
-            self.unschedulable_known[key] = unschedulable_over_calendar(
-                [
-                    unschedulable_in_tree(count, capacity, potential)
-                    for capacity, potential in self.tree_potentials[account.key]
-                ]
-            )
-        return self.unschedulable_known[key]
+        return self.never_runs.reason(job.count, job.account)
 
     # --- section 10: the time limit in RUNNABLE -------------------------------------------------
 
@@ -696,7 +545,7 @@ class _Replay:
         RUNNABLE, without a break, when the limit has passed."""
         if self.timeout == END_OF_TIME:
             return
-        deadline = now + self.timeout
+        deadline = runnable_deadline(now, self.timeout, now)
         job.deadline = deadline
         due = self.expiring.get(deadline)
         if due is None:
@@ -713,7 +562,7 @@ class _Replay:
         cancelled = False
         for job in jobs:
             if job.state == RUNNABLE and job.deadline == now:
-                self._dequeue(job, now)
+                self.queues.dequeue(job, now)
                 job.state = CANCELLED
                 job.end = now
                 job.queued += now - job.queued_since
@@ -757,26 +606,12 @@ class _Replay:
             preempted: list[Job] = []
             for victim in capacity_victims(pool):
                 self._preempt(victim, None, now, preempted, CAPACITY)
-            self._requeue(preempted, now)
-            for account in pool.accounts:
-                for g in account.groups:
-                    if g.jobs:
-                        self._reopen(g)
-            self._reopen_multi_groups(pool)
-        for share in self.shares:
-            share.refused = False
-        self._calendar_changed()
-
-    def _calendar_changed(self) -> None:
-        """What depends on capacity and quotas beyond the pools: fair sharing's L."""
+            self.queues.requeue(preempted, now)
+        # What depends on capacity and quotas beyond the pools: fair sharing's L.
         self.lendable_gpus = lendable_gpus(self.pools)
         if self.fair_tree is not None:
             self.fair_tree.refresh()
-        self.version += 1
-        self.reopened_all_at = self.version
-        self.calendar_changed_at = self.version
-        self.room_reopened_all_at = self.version
-        self.passing_reopened_all_at = self.version
+        self.refusals.on_calendar_change([self.pools[t] for t in touched])
 
     def update_priority(self, update: int, now: float) -> None:
         """UpdateServiceJob: ignored (and counted) for unknown, not yet submitted or ended jobs."""
@@ -786,19 +621,16 @@ class _Replay:
         if job is None:  # not submitted yet, or ended: neither RUNNABLE nor RUNNING
             self.ignored_updates += 1
             return
-        self.version += 1
-        self.reopened_all_at = self.version
-        self.room_reopened_all_at = self.version  # (candidates depend on priorities)
-        self.passing_reopened_all_at = self.version
-        if job.state == RUNNABLE:
-            self._dequeue(job, now)
-            self._set_priority(job, priority)
-            self._enqueue(job, now)
-        else:
+        running = job.state != RUNNABLE
+        if running:
             job.account.running.remove(job)
             self._set_priority(job, priority)
             job.account.running.add(job)
-            self._capacity_released(job.account.pool, owner=None, victims_changed=True)
+        else:
+            self.queues.dequeue(job, now)
+            self._set_priority(job, priority)
+            self.queues.enqueue(job, now)
+        self.refusals.on_priority_change(job, running)
 
     def _set_priority(self, job: Job, priority: int) -> None:
         """A new priority and the queue key that goes with it (the job is out of its queues and
@@ -826,7 +658,7 @@ class _Replay:
         account.running.remove(job)
         self._change_usage(now, account, -job.count)
         account.startup += min(now - job.start_time, self.startup) * job.count
-        self._capacity_released(account.pool, owner=account.share)
+        self.refusals.on_release(account.pool, owner=account.share)
         if self.record_events:
             self.events.append((now, job.index, EventKind.FINISH, None, -1))
         self._ended(job)
@@ -837,511 +669,19 @@ class _Replay:
         """Rounds until one admits nothing. A pass's last round refused every queue group at its
         head, so when no group has been reopened since, a pass would admit nothing."""
         if self.fair:
-            if self.twice and self.twice_at != now:
-                self._loop_instant(now)
-            while self._fair_round(now):
+            if self.loops.twice and self.loops.twice_at != now:
+                self.loops.new_instant(now)
+            while fair_round(self.rounds, now, self.lendable_gpus, self.loops):
                 pass
             return
         if self.strict:
-            while self._strict_round(now):
+            while self.rounds.strict_fifo(now):
                 pass
             return
-        while self.open_groups and self._best_effort_round(now):
+        while self.refusals.open_groups and self.rounds.best_effort(now):
             pass
 
-    def _best_effort_round(self, now: float) -> bool:
-        """Consider every pending job once, in round order; admit what fits or can preempt.
-
-        Only open groups are looked at: a closed group's head was refused in the current state
-        and so would be every job behind it. The round's candidates (each open group's first job
-        past the cursor) are kept in two heaps of queue keys, jobs that need not borrow and jobs
-        that do, which is ``round_key``'s order: an admission changes only its own group's
-        candidate and those of the groups it reopened, which join in at the cursor, where the
-        literal walk over all pending jobs would be."""
-        self.round_id += 1
-        self.has_cursor = False
-        if self.tree is not None:
-            self.round_usage = list(self.tree.usage)
-        within_quota, borrowing = self.within_quota, self.borrowing
-        for g in self.groups:  # a flag per group: cheaper to walk than a set of the open ones
-            if g.open:
-                self._add_candidate(g)
-        self.reopened.clear()
-        self.in_round = True
-        preempted: list[Job] = []
-        admitted = False
-        while within_quota or borrowing:
-            key = heappop(within_quota if within_quota else borrowing)
-            job = self._job_of(key)
-            g = self._group_of(job)
-            g.candidate = False
-            outcome = self.try_admit(job, now, preempted, g.fit_only)
-            if outcome == ADMITTED:
-                self._add_waiting_time(g, now)
-                del g.jobs[g.ptr]
-                if not g.jobs:
-                    self._close(g)  # nothing left to admit
-                admitted = True
-                self.has_cursor = True
-                self.cursor_level = g.level
-                self.cursor_key = job.queue_key
-                self._add_candidate(g)
-                for other in self.reopened:
-                    if not other.candidate:
-                        self._add_candidate(other)
-                self.reopened.clear()
-            elif g.ptr:
-                g.refused = Group.BEHIND
-            else:
-                g.refused = Group.NO_VICTIMS if outcome == NO_VICTIMS else Group.REFUSED
-                self._close(g)
-                reason = self._wait_reason(job)
-                if reason != g.reason or not g.reason_logged:
-                    self._add_waiting_time(g, now)  # the time so far, at the old reason
-                    self._settle_waiting_time(g)
-                    g.reason = reason
-                    g.reason_logged = True
-                    self.reasons_log.add4(now, g.index, reason, -1)
-        self.in_round = False
-        if preempted:
-            self._requeue(preempted, now)
-        return admitted
-
-    def _fair_round(self, now: float) -> bool:
-        """Section 8's round: candidates one at a time, the next being the one whose share would
-        have the lowest value with it admitted (values as they are at that moment), then queue
-        order. best_effort_fifo: every pending job as the round starts; strict_fifo: each share's
-        head as the round starts.
-
-        Each queue group offers its jobs in queue order, all with the same value. A refusal
-        holds for the jobs behind it in its group as long as nothing changed since
-        (``version``), so those are passed over without a try until the next change."""
-        self.round_id += 1
-        groups: list[Group] = []
-        # Each group offers the jobs from ptr to end: strict, its share's head; else all its jobs.
-        if self.strict:
-            for share in self.shares:
-                if share.queue:
-                    g = self._group_of(self._job_of(share.queue[0]))
-                    groups.append(g)
-                    g.ptr = bisect_left(g.jobs, share.queue[0])
-                    g.end = g.ptr + 1
-        else:
-            for g in self.groups:
-                if g.jobs:
-                    groups.append(g)
-                    g.ptr = 0
-                    g.end = len(g.jobs)
-        if not self.strict and self._round_would_repeat(groups):
-            return False
-        preempted: list[Job] = []
-        admitted = False
-        lendable = self.lendable_gpus
-        # A group refused in this round at the current version is asleep: every job behind the
-        # refusal would be passed over until the next change, so rather than pick them one by
-        # one (a scan of all groups each), the group sits out and, at the next admission, skips
-        # at once the jobs it would have offered before it (see _wake_asleep).
-        # (kept on the groups rather than in lists: the compiled engine keeps fields unboxed)
-        for g in groups:
-            g.asleep_at = -1
-        fair_tree = self.fair_tree
-        while True:
-            best: Group | None = None
-            best_value = ZERO_VALUE
-            best_queue = 0
-            version = self.version
-            # Over a tree the order is a tournament (values of every node change with any share's
-            # usage): no group sleeps, each job behind a refusal is picked and passed over in turn.
-            if fair_tree is not None:
-                best = round_pick(fair_tree, groups, version)
-            else:
-                for g in groups:
-                    if g.ptr >= g.end or g.asleep_at == version:
-                        continue  # (an asleep group's value is as it was when it was picked)
-                    # Its value changes only with its share's usage and with the calendar.
-                    valued_at = g.valued_at
-                    if valued_at < g.account.share.usage_changed_at or valued_at < self.calendar_changed_at:
-                        g.value = (
-                            self._lowest_value(g.flavors, g.count, lendable)
-                            if g.flavors
-                            else value_with(g.account, g.count, lendable)
-                        )
-                        g.valued_at = version
-                    queue = g.jobs[g.ptr]
-                    if best is None or fair_round_before(g.value, queue, best_value, best_queue):
-                        best, best_value, best_queue = g, g.value, queue
-            if best is None:
-                break
-            g = best
-            key = g.jobs[g.ptr]
-            if g.refused_at == version and key > g.refused_key:
-                # Behind a refusal (in this round or an earlier one), nothing changed since.
-                g.ptr = g.ptr + 1 if fair_tree is None else _past_refusal(fair_tree, groups, g)
-                continue
-            job = self._job_of(key)
-            if self._refusal_holds(job):
-                outcome = REFUSED  # (only its bookkeeping is done)
-                if self.twice:  # (its search would run, and leave out the same jobs)
-                    self._note_loops(job, now)
-            else:
-                outcome = self.try_admit(job, now, preempted)
-                job.no_room = outcome == NO_ROOM
-                job.no_passing_room = outcome == NO_PASSING_ROOM
-                account = job.account  # (room_deficit: set by the try)
-                job.room_released_at = account.room_released
-                job.passing_released_at = account.pool.released - account.released
-            if outcome == ADMITTED:
-                admitted = True
-                if fair_tree is None:
-                    _wake_asleep(groups, version, best_value, best_queue)
-                if not self.strict:  # (strict: _start took it out of its queues already)
-                    self._add_waiting_time(g, now)
-                    del g.jobs[g.ptr]
-                g.end -= 1
-                if not g.jobs:
-                    self._close(g)
-                continue
-            g.refused_at = version
-            g.refused_key = key
-            job.refused_at = version
-            g.asleep_at = version  # (over a tree no group sleeps: round_pick does not read it)
-            if self.strict:
-                share = job.account.share
-                self._add_share_waiting_time(share, now)
-                share.reason = self._wait_reason(job)
-                self.reasons_log.add4(now, share.index, share.reason, job.index)
-            elif g.ptr == 0:  # (behind its head, a job's refusal says nothing new about the group)
-                g.reason_noted_at = version
-                reason = self._wait_reason(job)
-                if reason != g.reason or not g.reason_logged:
-                    self._add_waiting_time(g, now)
-                    self._settle_waiting_time(g)
-                    g.reason = reason
-                    g.reason_logged = True
-                    self.reasons_log.add4(now, g.index, reason, -1)
-            g.ptr += 1
-        self._requeue(preempted, now)
-        return admitted
-
-    def _lowest_value(self, flavors: list[Account], count: int, lendable: float) -> tuple[bool, int, int]:
-        """Section 12 **(choice)**: a job that accepts several types takes its place in a fair round
-        by the lowest value its share would have with it admitted on one of them."""
-        best = value_with(flavors[0], count, lendable)
-        for account in flavors:
-            value = value_with(account, count, lendable)
-            if value_below(value, best):
-                best = value
-        return best
-
-    def _refusal_holds(self, job: Job) -> bool:
-        """Fair sharing: the job was refused before, and nothing since could change that (a try
-        depends only on usage, running jobs, priorities and L: see _change_usage), or nothing
-        could give it room (see _fair_room_changed). It would be refused again."""
-        if job.flavored:
-            return False  # (the bookkeeping below follows one account)
-        refused_at = job.refused_at
-        account = job.account
-        if refused_at >= self.reopened_all_at and refused_at >= account.share.reopened_at:
-            return True
-        if self.fair_tree is not None:
-            # (the room bookkeeping below counts one cohort's releases and values: over a tree a
-            # release reaches only the shares below where it is stored)
-            return False
-        if job.no_room:
-            return (
-                refused_at >= self.room_reopened_all_at
-                and account.room_released - job.room_released_at < job.room_deficit
-            )
-        if job.no_passing_room:
-            return (
-                refused_at >= self.passing_reopened_all_at
-                and refused_at >= account.share.passing_reopened_at
-                and account.pool.released - account.released - job.passing_released_at < job.room_deficit
-            )
-        return False
-
-    def _round_would_repeat(self, groups: list[Group]) -> bool:
-        """best_effort_fifo: every group's first job was refused, and its reason noted, at the
-        current version (an earlier round, since which nothing changed). This round would refuse
-        them all again and note nothing new (why a group waits depends only on usage, quotas and
-        capacity, all as they were), so it is not run. (strict_fifo notes every refusal.)"""
-        version = self.version
-        for g in groups:
-            if g.refused_at != version or g.refused_key != g.jobs[0] or g.reason_noted_at != version:
-                return False
-        return True
-
-    def _add_candidate(self, g: Group) -> None:
-        """Its first job past the round's cursor, if any, becomes a candidate of the round."""
-        if g.round != self.round_id:  # first look in this round
-            g.round = self.round_id
-            g.ptr = 0
-            account = g.account
-            if self.tree is not None:
-                g.level = self._tree_level(g.flavors if g.flavors else [account], g.count, self.round_usage)
-            elif g.flavors:
-                g.level = borrowing_level(self._every_flavor_borrows(g.flavors, g.count, True))
-            else:
-                g.level = borrowing_level(self._usage_at_round_start(account) + g.count > account.quota)
-            g.refused = Group.OPEN
-        elif g.refused:
-            return  # refused behind the cursor in this round and not reopened since
-        if self.has_cursor:
-            if g.level < self.cursor_level:
-                return
-            if g.level == self.cursor_level:
-                g.ptr = bisect_right(g.jobs, self.cursor_key, g.ptr)
-        if g.ptr < len(g.jobs):
-            if g.level == 0:
-                heappush(self.within_quota, g.jobs[g.ptr])
-            else:
-                # Levels above 1 (section 13) sort after level 1 in the one heap: a queue key plus a
-                # multiple of n_jobs above every queue key's range (the job is still key % n_jobs).
-                heappush(self.borrowing, (g.level - 1) * self.level_stride + g.jobs[g.ptr])
-            g.candidate = True
-
-    def _tree_level(self, flavors: list[Account], count: int, usage: list[int]) -> int:
-        """Section 13's borrowing level, with the tree's ``usage`` as given; section 12 **(choice)**:
-        for a job that accepts several types, the lowest over them (as ``_every_flavor_borrows``)."""
-        tree = self.tree
-        assert tree is not None
-        best = NO_LIMIT
-        for account in flavors:
-            level = tree.level(account.share.index, account.type, count, usage)
-            if level < best:
-                best = level
-        return best
-
-    def _every_flavor_borrows(self, flavors: list[Account], count: int, at_round_start: bool) -> bool:
-        """Section 12 **(choice)**: a job that accepts several types needs to borrow, for the round's
-        order, only when it would on every one of them."""
-        for account in flavors:
-            usage = self._usage_at_round_start(account) if at_round_start else account.usage
-            if usage + count <= account.quota:
-                return False
-        return True
-
-    def _strict_round(self, now: float) -> bool:
-        """strict_fifo: the round's candidates are each share's first pending job as the round
-        starts, at most one per share (Kueue pops one head per ClusterQueue per cycle); a share
-        whose head is admitted offers its next job in the next round. A head refused earlier
-        stays refused (``ShareState.refused``) until something could help it, and is then
-        considered at its place in the round's order."""
-        self.round_id += 1
-        candidates = []
-        for share in self.shares:
-            if share.queue:
-                head = share.queue[0]
-                job = self._job_of(head)
-                account = job.account
-                flavors = self._flavors_of(job) if job.flavored else [account]
-                if self.tree is not None:
-                    level = self._tree_level(flavors, job.count, self.tree.usage)
-                elif job.flavored:
-                    level = borrowing_level(self._every_flavor_borrows(flavors, job.count, False))
-                else:
-                    level = borrowing_level(account.usage + job.count > account.quota)
-                candidates.append((round_key(level, head), share))
-        candidates.sort(key=_first)
-        preempted: list[Job] = []
-        admitted = False
-        for key, share in candidates:
-            # Checked at its turn: a release earlier in the round may have reopened it.
-            if share.refused:
-                continue
-            job = self._job_of(key[1])
-            if self.try_admit(job, now, preempted) == ADMITTED:
-                admitted = True
-                continue
-            share.refused = True
-            self._add_share_waiting_time(share, now)
-            share.reason = self._wait_reason(job)
-            self.reasons_log.add4(now, share.index, share.reason, job.index)
-        self._requeue(preempted, now)
-        return admitted
-
     # --- what can make a refused job admissible -------------------------------------------
-
-    def _capacity_released(
-        self, pool: TypePool, owner: ShareState | None, victims_changed: bool = False
-    ) -> None:
-        """A job of share ``owner`` ended or was preempted (or a running job changed priority:
-        ``victims_changed``, no owner). Refusals may be stale, except for a group that had no
-        preemption candidate at all and still cannot fit in the pool: a release gives it no
-        candidate, unless it was its own share's (its usage fell: it may now reclaim)."""
-        if self.fair:
-            return  # fair rounds look at every queue group (see _fair_round)
-        if self.tree is not None:
-            self._tree_released(pool, owner, victims_changed)
-            return
-        for account in pool.accounts:
-            # Its own share's usage fell: within quota now, it may reclaim from borrowers.
-            may_reclaim_now = account.share is owner and account.share.may_reclaim
-            room = -1  # the share's headroom, computed once if needed
-            # (section 12: a group whose jobs accept this type and others was refused on every type;
-            # only this type's room and candidates changed, so the same terms hold for it)
-            for g in account.groups + account.multi_groups if self.flavored else account.groups:
-                if not g.jobs or (g.refused == Group.OPEN and not g.fit_only):
-                    continue  # open already, with nothing assumed about it
-                knows_no_victims = g.refused == Group.NO_VICTIMS or (g.refused == Group.OPEN and g.fit_only)
-                if knows_no_victims and not victims_changed:
-                    within_quota = account.usage + g.count <= account.quota
-                    if not (may_reclaim_now and within_quota):
-                        if g.refused == Group.OPEN:
-                            continue  # still without candidates, and open
-                        if room < 0:
-                            room = account.headroom()
-                        if g.count <= room:
-                            self._reopen(g, fit_only=True)
-                        continue
-                self._reopen(g)
-        for share in self.shares:
-            share.refused = False
-
-    def _tree_released(self, pool: TypePool, owner: ShareState | None, victims_changed: bool) -> None:
-        """Section 13: a release may raise what any share has available (every path ends at the
-        root), so refusals may be stale. A group that had no preemption candidate gains one only
-        when the release lowered usage below the root on its share's path (hierarchical advantage
-        grows only there; a release makes no node borrow) and it now has a reclaim candidate at all;
-        otherwise it is reopened only to fit."""
-        tree = self.tree
-        assert tree is not None
-        for account in pool.accounts:
-            share = account.share
-            reaches = victims_changed or owner is None or tree.release_reaches(owner.index, share.index)
-            # The largest job of its share that now has reclaim candidates, found once if needed.
-            reach = NO_LIMIT if victims_changed or owner is None else (-2 if reaches else -1)
-            room = -1  # the share's headroom, computed once if needed
-            for g in account.groups + account.multi_groups if self.flavored else account.groups:
-                if not g.jobs or (g.refused == Group.OPEN and not g.fit_only):
-                    continue
-                knows_no_victims = g.refused == Group.NO_VICTIMS or (g.refused == Group.OPEN and g.fit_only)
-                if knows_no_victims and reach == -2:
-                    reach = self._tree_reclaim_reach(account)
-                if knows_no_victims and g.count > reach:
-                    if g.refused == Group.OPEN:
-                        continue  # still without candidates, and open
-                    if room < 0:
-                        room = account.headroom()
-                    if g.count <= room:
-                        self._reopen(g, fit_only=True)
-                    continue
-                self._reopen(g)
-        for share in self.shares:
-            share.refused = False
-
-    def _reopen(self, g: Group, fit_only: bool = False) -> None:
-        g.fit_only = fit_only and (g.fit_only or g.refused == Group.NO_VICTIMS)
-        g.refused = Group.OPEN
-        if not g.open:
-            g.open = True
-            self.open_groups += 1
-        if self.in_round:
-            self.reopened.append(g)
-
-    def _close(self, g: Group) -> None:
-        if g.open:
-            g.open = False
-            self.open_groups -= 1
-
-    def _started(self, job: Job) -> None:
-        """A start only takes capacity (fitting gets harder for everyone), but the started job is
-        a new preemption candidate: for heads of its own share that outrank it (in-share), and,
-        when its share now borrows, for heads of other shares that may reclaim it."""
-        if self.fair:
-            return
-        account = job.account
-        share = account.share
-        priority = job.priority
-        if share.preempts_in_share:
-            equal_too = share.preempts_equal_too
-            # (section 12: the groups whose jobs accept this type and others, on the same terms)
-            for g in account.groups + account.multi_groups if self.flavored else account.groups:
-                if (
-                    (g.refused or g.fit_only)
-                    and g.jobs
-                    and (
-                        self._head_priority(g) > priority
-                        or (equal_too and self._head_priority(g) == priority)
-                    )
-                ):
-                    self._reopen(g)
-            share.refused = False
-        if self.tree is not None:
-            self._tree_started(account)
-        elif account.borrows_now():
-            lowest = account.running.lowest_priority()  # a borrowing share's jobs are all candidates
-            for other in account.pool.accounts:
-                if other is account or not other.share.may_reclaim:
-                    continue
-                reclaims_any = other.share.reclaims_any
-                room = other.quota - other.usage  # reclaim only within quota
-                for g in other.groups + other.multi_groups if self.flavored else other.groups:
-                    if (
-                        (g.refused or g.fit_only)
-                        and g.jobs
-                        and g.count <= room
-                        and (reclaims_any or self._head_priority(g) > lowest)
-                    ):
-                        self._reopen(g)
-                other.share.refused = False
-
-    def _tree_reclaim_levels(self, account: Account) -> list[int]:
-        """The common ancestors with the account's share at which another share of the pool borrows
-        (it and its ancestors below that one: section 13's reclaim candidates, priority aside)."""
-        tree = self.tree
-        assert tree is not None
-        out: list[int] = []
-        if not account.share.may_reclaim:
-            return out
-        n_shares = tree.n_shares
-        s = account.share.index
-        for other in account.pool.accounts:
-            if other is account or not other.running:
-                continue
-            lca = tree.lca[other.share.index * n_shares + s]
-            if lca not in out and tree.borrows_below(other.share.index, lca, account.type):
-                out.append(lca)
-        return out
-
-    def _tree_reclaim_reach(self, account: Account) -> int:
-        """The most instances with which a job of the account's share has hierarchical advantage at
-        one of ``_tree_reclaim_levels``: a job that large or smaller has reclaim candidates (priority
-        aside); -1 when none has."""
-        tree = self.tree
-        assert tree is not None
-        best = -1
-        for lca in self._tree_reclaim_levels(account):
-            reach = tree.advantage_limit(account.share.index, account.type, lca)
-            if reach > best:
-                best = reach
-        return best
-
-    def _tree_started(self, account: Account) -> None:
-        """Section 13: a start raises usage only along its share's path; a job of another share gains
-        reclaim candidates only when a node on that path now borrows (a candidate's share and its
-        ancestors below the common one must). Then every group of a share that may reclaim is
-        reopened (correct first: which of them gained depends on where the paths meet)."""
-        tree = self.tree
-        assert tree is not None
-        t = account.type
-        node = account.share.index
-        while node >= 0 and not tree.over_quota(node, t):
-            node = tree.parent[node]
-        if node < 0:
-            return
-        n_shares = tree.n_shares
-        for other in account.pool.accounts:
-            if other is account or not other.share.may_reclaim:
-                continue
-            # Its new candidates are all at the common ancestor with the started job's share (the
-            # nodes that now borrow are on that share's path): they count only with advantage there.
-            lca = tree.lca[account.share.index * n_shares + other.share.index]
-            reach = tree.advantage_limit(other.share.index, t, lca)
-            for g in other.groups + other.multi_groups if self.flavored else other.groups:
-                if (g.refused or g.fit_only) and g.jobs and g.count <= reach:
-                    self._reopen(g)
-            other.share.refused = False
 
     def try_admit(self, job: Job, now: float, preempted: list[Job], no_candidates: bool = False) -> int:
         """Fit, else preempt, else stay RUNNABLE (section 4, steps 1-3). ``no_candidates``: the
@@ -1354,12 +694,12 @@ class _Replay:
         if no_candidates:
             return NO_VICTIMS
         if self.fair:
-            if self.twice:
-                self._note_loops(job, now)
+            if self.loops.twice:
+                self.loops.note(job, now)
             if self.fair_tree is not None:
                 chosen = tree_fair_victims(
                     job, self.fair_tree, self.final_first, len(self.strategies) > 1,
-                    now if self.twice else math.nan,
+                    now if self.loops.twice else math.nan,
                 )  # fmt: skip
                 if chosen is None:
                     return REFUSED
@@ -1368,7 +708,7 @@ class _Replay:
                 self._start(job, now)
                 return ADMITTED
             # Refusals the search would give, told without it; NO_ROOM holds longer (see
-            # _fair_room_changed).
+            # Refusals._fair_room_changed).
             refusal = refusal_before_search(
                 job, self.final_strategy, self.initial_strategy, self.lendable_gpus
             )
@@ -1378,7 +718,7 @@ class _Replay:
                 return NO_PASSING_ROOM
             chosen = fair_victims(
                 job, self.final_first, len(self.strategies) > 1, self.lendable_gpus,
-                now if self.twice else math.nan,
+                now if self.loops.twice else math.nan,
             )  # fmt: skip
             if chosen is None:
                 return REFUSED
@@ -1386,16 +726,15 @@ class _Replay:
                 self._preempt(victim, job, now, preempted, cause)
             self._start(job, now)
             return ADMITTED
-        candidates = self._victim_candidates(job) if self.tree is None else self._tree_victim_candidates(job)
+        candidates = victim_candidates(job) if self.tree is None else tree_victim_candidates(job, self.tree)
         if candidates is None:
             return NO_VICTIMS
-        victims = self.find_victims(job, candidates)
+        victims = find_victims(job, candidates)
         if victims is None:
             return REFUSED
         share = job.account.share
         for victim in victims:
-            cause = IN_SHARE if victim.account.share is share else CROSS_SHARE
-            self._preempt(victim, job, now, preempted, cause)
+            self._preempt(victim, job, now, preempted, preemption_cause(victim.account.share is share, True))
         self._start(job, now)
         return ADMITTED
 
@@ -1412,7 +751,7 @@ class _Replay:
         chosen_victims: list[tuple[Job, int]] = []
         best_rank = NO_LIMIT
         self.saw_candidates = False
-        for account in self._flavors_of(job):
+        for account in self.queues.flavors_of(job):
             job.account = account  # (the searches read the job's account)
             victims: list[tuple[Job, int]] = []
             freed = 0  # of its own share's usage of the type, by its victims
@@ -1445,11 +784,11 @@ class _Replay:
         job.account = waiting_on
         if chosen is None:
             # No candidate on any type: releases that cannot make one fit, or give it candidates,
-            # leave it refused (``_capacity_released``, per type).
+            # leave it refused (``Refusals.on_release``, per type).
             return REFUSED if self.saw_candidates or self.fair else NO_VICTIMS
         for victim, cause in chosen_victims:
             self._preempt(victim, job, now, preempted, cause)
-        self._leave_queue(job, now)
+        self.queues.leave_queue(job, now)
         job.account = chosen
         self._begin(job, now)
         return ADMITTED
@@ -1470,202 +809,43 @@ class _Replay:
         their causes; None when it finds none. Nothing is changed but the loop findings: the search
         of every type scanned is a search that may leave a job out for section 8's loop rule."""
         if self.fair:
-            if self.twice:
-                self._note_loops(job, now)
+            if self.loops.twice:
+                self.loops.note(job, now)
             if self.fair_tree is not None:
                 return tree_fair_victims(
                     job, self.fair_tree, self.final_first, len(self.strategies) > 1,
-                    now if self.twice else math.nan,
+                    now if self.loops.twice else math.nan,
                 )  # fmt: skip
             lendable = self.lendable_gpus
             refusal = refusal_before_search(job, self.final_strategy, self.initial_strategy, lendable)
             if refusal in (NO_ROOM_AT_ALL, NO_ROOM_PASSING):
                 return None
-            return fair_victims(
-                job, self.final_first, len(self.strategies) > 1, lendable, now if self.twice else math.nan
-            )
-        candidates = self._victim_candidates(job) if self.tree is None else self._tree_victim_candidates(job)
+            loop_instant = now if self.loops.twice else math.nan
+            return fair_victims(job, self.final_first, len(self.strategies) > 1, lendable, loop_instant)
+        candidates = victim_candidates(job) if self.tree is None else tree_victim_candidates(job, self.tree)
         if candidates is None:
             return None
         self.saw_candidates = True
-        victims = self.find_victims(job, candidates)
+        victims = find_victims(job, candidates)
         if victims is None:
             return None
         share = job.account.share
-        return [(victim, IN_SHARE if victim.account.share is share else CROSS_SHARE) for victim in victims]
-
-    def _reopen_multi_groups(self, pool: TypePool) -> None:
-        """Section 12: a change of capacity or quotas may help any group that accepts the type."""
-        for account in pool.accounts:
-            for g in account.multi_groups:
-                if g.jobs:
-                    self._reopen(g)
+        return [(victim, preemption_cause(victim.account.share is share, True)) for victim in victims]
 
     # --- preemption (section 4, step 2) ----------------------------------------------------
-
-    def find_victims(self, job: Job, candidates: Iterator[Job]) -> list[Job] | None:
-        """Kueue's classic victim search: take candidates in order until the job fits, then
-        walk the taken list backwards dropping every victim not needed. None if it never fits."""
-        account = job.account
-        n = job.count
-        taken: list[Job] = []
-        fits = False
-        for victim in candidates:
-            owner = victim.account
-            if owner.share is not account.share and not owner.still_reclaimable_by(account):
-                continue  # a reclaim candidate stops being one once its share no longer borrows
-            owner.shift(-victim.count)
-            taken.append(victim)
-            if n <= account.headroom():
-                fits = True
-                break
-        if not fits:
-            for victim in taken:
-                victim.account.shift(victim.count)
-            return None
-        needed = [True] * len(taken)
-        for index in range(len(taken) - 2, -1, -1):
-            victim = taken[index]
-            victim.account.shift(victim.count)
-            if n <= account.headroom():
-                needed[index] = False
-            else:
-                victim.account.shift(-victim.count)
-        victims = [victim for index, victim in enumerate(taken) if needed[index]]
-        for victim in victims:  # _preempt applies the release for real
-            victim.account.shift(victim.count)
-        return victims
-
-    def _victim_candidates(self, job: Job) -> Iterator[Job] | None:
-        """Other shares' borrowing jobs (cross-share reclaim) first, then the share's own
-        lower-priority jobs (in-share preemption); None when there is none. An empty iterator
-        when they could not free enough even all together."""
-        account = job.account
-        share = account.share
-        n = job.count
-        priority = job.priority
-        cross: list[Iterator[Job]] = []
-        freeable = 0
-        if share.may_reclaim and account.usage + n <= account.quota:
-            for other in account.pool.accounts:
-                running = other.running
-                if other is account or not running or not other.borrows_now():
-                    continue
-                if share.reclaims_any:
-                    freeable += other.usage
-                    cross.append(running.in_victim_order(NO_LIMIT))
-                elif running.lowest_priority() < priority:
-                    freeable += running.instances_below(priority)
-                    cross.append(running.in_victim_order(priority))
-        own: Iterator[Job] = iter(())
-        running = account.running
-        if share.preempts_in_share and running and running.lowest_priority() <= priority:
-            if not share.preempts_equal_too:
-                if running.lowest_priority() < priority:
-                    freeable += running.instances_below(priority)
-                    own = running.in_victim_order(priority)
-            else:
-                submit = job.submit
-                freeable += running.instances_below(priority + 1)
-                own = iter(
-                    [
-                        other
-                        for other in running.in_victim_order(priority + 1)
-                        if other.priority < priority or other.submit > submit  # equal priority: newer only
-                    ]
-                )
-        if not freeable:
-            return None
-        pool = account.pool
-        if pool.used - freeable + n > pool.capacity:
-            return iter(())
-        if not cross:
-            return own
-        # Other shares' jobs together in victim order (merging one share's would only slow it down).
-        others = cross[0] if len(cross) == 1 else heapq.merge(*cross, key=victim_order)
-        return chain(others, own)
-
-    def _tree_victim_candidates(self, job: Job) -> Iterator[Job] | None:
-        """Section 13's candidates (Kueue's hierarchical preemption): other shares' jobs that borrow
-        at the level of their lowest common ancestor with the job's share, where the job has
-        hierarchical advantage (it fits within the subtree quota just below that ancestor), in
-        victim order; then the share's own, as section 4. None when there is none; an empty
-        iterator when they could not free enough even all together."""
-        tree = self.tree
-        assert tree is not None
-        account = job.account
-        share = account.share
-        n = job.count
-        t = account.type
-        priority = job.priority
-        cross: list[Iterator[Job]] = []
-        freeable = 0
-        if share.may_reclaim:
-            n_shares = tree.n_shares
-            for other in account.pool.accounts:
-                running = other.running
-                if other is account or not running:
-                    continue
-                lca = tree.lca[other.share.index * n_shares + share.index]
-                if not tree.borrows_below(other.share.index, lca, t):
-                    continue
-                if not tree.advantage_at(share.index, t, n, lca):
-                    continue
-                if share.reclaims_any:
-                    freeable += other.usage
-                    cross.append(running.in_victim_order(NO_LIMIT))
-                elif running.lowest_priority() < priority:
-                    freeable += running.instances_below(priority)
-                    cross.append(running.in_victim_order(priority))
-        own = self._own_candidates(job)
-        freeable += self.own_freeable
-        if not freeable:
-            return None
-        pool = account.pool
-        if pool.used - freeable + n > pool.capacity:
-            return iter(())
-        if not cross:
-            return own
-        others = cross[0] if len(cross) == 1 else heapq.merge(*cross, key=victim_order)
-        return chain(others, own)
-
-    def _own_candidates(self, job: Job) -> Iterator[Job]:
-        """In-share candidates (section 4), their instances in ``own_freeable``."""
-        account = job.account
-        share = account.share
-        priority = job.priority
-        self.own_freeable = 0
-        running = account.running
-        if not (share.preempts_in_share and running and running.lowest_priority() <= priority):
-            return iter(())
-        if not share.preempts_equal_too:
-            if running.lowest_priority() < priority:
-                self.own_freeable = running.instances_below(priority)
-                return running.in_victim_order(priority)
-            return iter(())
-        submit = job.submit
-        self.own_freeable = running.instances_below(priority + 1)
-        return iter(
-            [
-                other
-                for other in running.in_victim_order(priority + 1)
-                if other.priority < priority or other.submit > submit  # equal priority: newer only
-            ]
-        )
 
     def _preempt(
         self, victim: Job, preemptor: Job | None, now: float, preempted: list[Job], cause: int
     ) -> None:
         """``cause``: IN_SHARE, CROSS_SHARE, FAIR_SHARING, or CAPACITY (no preemptor)."""
-        self._count_preemption(victim, now)
+        self.loops.on_preemption(victim, now)
         account = victim.account
         share = account.share
         n = victim.count
         held = now - victim.start_time
         startup_spent = min(held, self.startup)
         progress = victim.saved + max(0.0, held - self.startup)
-        interval = victim.checkpoint
-        saved = (progress // interval) * interval if interval > 0 else 0.0
+        saved = saved_work(progress, victim.checkpoint)
         lost = progress - saved
         victim.saved = saved
         victim.lost += lost
@@ -1673,7 +853,7 @@ class _Replay:
         victim.planned_end = math.nan  # its finish entry is now stale
         account.running.remove(victim)
         self._change_usage(now, account, -n)
-        self._capacity_released(account.pool, owner=share)
+        self.refusals.on_release(account.pool, owner=share)
         account.lost += lost * n
         account.startup += startup_spent * n
         account.rerun_startup += startup_spent * n
@@ -1685,9 +865,9 @@ class _Replay:
             share.fair_sharing_preemptions += 1
         else:
             share.capacity_preemptions += 1
-        self.rerun_log.add3(now, account.key, (lost + startup_spent) * n)
+        self.rerun_log.add3(now, account.key, rerun_cost(lost, startup_spent, n))
         self.preemptions_log.add4(now, victim.index, -1 if preemptor is None else preemptor.index, cause)
-        failed = 0 <= victim.retries < victim.preemptions
+        failed = retries_exhausted(victim.retries, victim.preemptions)
         if self.record_events:
             self._event(now, victim, EventKind.PREEMPT, CAUSES[cause], preemptor)
             if failed:
@@ -1700,72 +880,16 @@ class _Replay:
             victim.state = RUNNABLE
             victim.queued_since = now
             self._set_deadline(victim, now)
-            self._count_pending(victim, now, +1)
+            self.queues.count_pending(victim, now, +1)
             preempted.append(victim)  # considered again from the next round on
 
-    # --- section 8: preemption loops ----------------------------------------------------------
-
-    def _count_preemption(self, victim: Job, now: float) -> None:
-        """Preemptions of a job at one instant: with fair sharing, one preempted twice there is
-        left out of the searches at that instant (``rules.left_out_for_loop``)."""
-        if victim.preempted_at == now:
-            victim.preempted_here += 1
-        else:
-            victim.preempted_at = now
-            victim.preempted_here = 1
-        if self.fair and victim.preempted_here == PREEMPTIONS_BEFORE_LEFT_OUT:
-            if self.twice_at != now:
-                self._loop_instant(now)
-            self.twice.append(victim)
-
-    def _loop_instant(self, now: float) -> None:
-        """A new instant for the loop rule: the jobs left out at the last one are candidates again.
-        A refusal there may have come from leaving them out, so every refusal is reopened."""
-        if self.twice:
-            self.twice.clear()
-            self.loop_noted.clear()
-            self.version += 1
-            self.reopened_all_at = self.version
-            self.room_reopened_all_at = self.version
-            self.passing_reopened_all_at = self.version
-        self.twice_at = now
-
-    def _note_loops(self, job: Job, now: float) -> None:
-        """``job`` does not fit and its search runs (or would, were its refusal not known): a finding
-        for each job it leaves out for the loop rule, the first time one is left out at ``now``. (The
-        engine skips a search only when one before it in the same state, of a job of the same
-        group and so with at least its candidates, ran: that one noted them.)"""
-        for victim in left_out(job, self.twice, now, RUNNING):
-            if victim.index in self.loop_noted:
-                continue
-            self.loop_noted.add(victim.index)
-            self.loop_count += 1
-            if self.loop_last_instant != now:
-                self.loop_last_instant = now
-                self.loop_instants += 1
-            if len(self.loop_first) < LOOP_FINDINGS_KEPT:
-                self.loop_first.append((now, victim.index, job.index))
-
     def preemption_loops(self) -> dict:
-        """RESULT.json's ``summary.preemption_loops``: {count, instants, first: up to 100 findings
-        {time, job_id, share, preemptor_id, preemptor_share}}."""
-        job_ids = self.bound.trace.job_id
+        """RESULT.json's ``summary.preemption_loops``."""
         names = [share.name for share in self.policy.shares]
-        share_of = self.share_of
-        first = [
-            {
-                "time": time,
-                "job_id": job_ids[victim],
-                "share": names[share_of[victim]],
-                "preemptor_id": job_ids[preemptor],
-                "preemptor_share": names[share_of[preemptor]],
-            }
-            for time, victim, preemptor in self.loop_first
-        ]
-        return {"count": self.loop_count, "instants": self.loop_instants, "first": first}
+        return self.loops.summary(self.bound.trace.job_id, names, list(self.share_of))
 
     def _start(self, job: Job, now: float) -> None:
-        self._leave_queue(job, now)
+        self.queues.leave_queue(job, now)
         self._begin(job, now)
 
     def _begin(self, job: Job, now: float) -> None:
@@ -1777,7 +901,7 @@ class _Replay:
         job.queued += now - job.queued_since
         self._change_usage(now, job.account, job.count)
         job.account.running.add(job)
-        self._started(job)
+        self.refusals.on_start(job)
         end = now + self.startup + (job.duration - job.saved)
         job.planned_end = end
         ending = self.finishing.get(end)
@@ -1789,154 +913,6 @@ class _Replay:
         self.starts_log.add2(now, job.index)
         if self.record_events:
             self.events.append((now, job.index, EventKind.START, None, -1))
-
-    # --- queues ----------------------------------------------------------------------------
-
-    def _job_of(self, key: int) -> Job:
-        """The job of a queue key (queue keys are of waiting jobs: never one that ended)."""
-        job = self.by_arrival[key % self.n_jobs]
-        assert job is not None
-        return job
-
-    def _head_priority(self, g: Group) -> int:
-        return self._job_of(g.jobs[0]).priority
-
-    def _group_of(self, job: Job) -> Group:
-        """Its queue group, made at the first submit of a job of its share, type and size."""
-        if job.group is not None:
-            return job.group
-        account = job.account
-        if job.flavored:
-            return self._multi_group_of(job)
-        for g in account.groups:
-            if g.count == job.count:
-                job.group = g
-                return g
-        g = Group(account, job.count, index=len(self.groups))
-        self.groups.append(g)
-        self.history.groups.add3(account.share.index, account.type, job.count)
-        account.groups.append(g)
-        account.groups.sort(key=lambda g: g.count)
-        job.group = g
-        return g
-
-    def _multi_group_of(self, job: Job) -> Group:
-        """Section 12: the queue group of jobs of one share, set of types and size, with the accounts
-        of its types (it is reopened by changes in any of their pools)."""
-        key = (self.flavor_set_of[job.index], job.count)
-        g = self.multi_groups.get(key)
-        if g is None:
-            flavors = self._flavors_of(job)
-            g = Group(flavors[0], job.count, index=len(self.groups))
-            g.flavors = flavors
-            self.groups.append(g)
-            # In the wait history its type is minus the mask of its types (scheduling.pending), so
-            # that it is told from the group of jobs of its first type alone.
-            mask = 0
-            for account in flavors:
-                mask |= 1 << account.type
-            self.history.groups.add3(flavors[0].share.index, -float(mask), job.count)
-            for account in flavors:
-                account.multi_groups.append(g)
-            self.multi_groups[key] = g
-        job.group = g
-        return g
-
-    def _enqueue(self, job: Job, now: float) -> None:
-        key = job.queue_key
-        group = self._group_of(job)
-        if not self.strict:
-            self._add_waiting_time(group, now)
-        insort(group.jobs, key)
-        if group.jobs[0] == key:  # a new head: the group's refusal said nothing about it
-            self._reopen(group)
-        if self.strict:
-            share = job.account.share
-            self._add_share_waiting_time(share, now)
-            insort(share.queue, key)
-            if share.queue[0] == key:
-                share.refused = False
-        self._count_pending(job, now, +1)
-
-    def _requeue(self, jobs: list[Job], now: float) -> None:
-        """Preempted jobs rejoin their queues at their original submit time's position."""
-        for job in jobs:
-            if job.state == RUNNABLE:
-                self._enqueue(job, now)
-                self._count_pending(job, now, -1)  # counted as pending when preempted
-
-    def _dequeue(self, job: Job, now: float) -> None:
-        key = job.queue_key
-        group = self._group_of(job)
-        if not self.strict:
-            self._add_waiting_time(group, now)
-        del group.jobs[bisect_left(group.jobs, key)]  # the jobs behind a refused head stay refused
-        if not group.jobs:
-            self._close(group)
-        if self.strict:
-            share = job.account.share
-            self._add_share_waiting_time(share, now)
-            index = bisect_left(share.queue, key)
-            del share.queue[index]
-            if index == 0:  # a new head, of another size or type: nothing is known about it
-                share.refused = False
-        self._count_pending(job, now, -1)
-
-    def _leave_queue(self, job: Job, now: float) -> None:
-        """An admitted job leaves the strict queue (the best-effort round removes it from its
-        group itself, at the position it already knows)."""
-        if self.strict:
-            key = job.queue_key
-            share = job.account.share
-            self._add_share_waiting_time(share, now)
-            del share.queue[bisect_left(share.queue, key)]
-            jobs = self._group_of(job).jobs
-            del jobs[bisect_left(jobs, key)]
-        self._count_pending(job, now, -1)
-
-    # --- why jobs wait: job-seconds per share and WaitReason, added up whenever a queue changes ---
-
-    def _wait_reason(self, job: Job) -> int:
-        account = job.account
-        if job.flavored:
-            account = self._group_of(job).account  # section 12 **(choice)**: its first type's reason
-        return wait_reason(
-            job.count,
-            account.usage,
-            account.quota,
-            account.borrow_limit,
-            account.share.borrows,
-            account.pool.used,
-            account.pool.capacity,
-        )
-
-    def _add_waiting_time(self, g: Group, now: float) -> None:
-        """best_effort_fifo: every job of a group waits for the reason its head was refused."""
-        if g.jobs:
-            g.waited += len(g.jobs) * (now - g.since)
-        g.since = now
-
-    def _settle_waiting_time(self, g: Group) -> None:
-        """A group's waiting time so far goes to its share's totals, by its reason (when the
-        reason changes and at the end: a native float until then, not a list entry)."""
-        g.account.share.waited[g.reason] += g.waited
-        g.waited = 0.0
-
-    def _add_share_waiting_time(self, share: ShareState, now: float) -> None:
-        """strict_fifo: the head of a share's queue waits for its own reason, the rest behind it."""
-        waiting = len(share.queue)
-        if waiting:
-            elapsed = now - share.since
-            share.waited[share.reason] += elapsed
-            share.waited[BEHIND_QUEUE_HEAD] += (waiting - 1) * elapsed
-        share.since = now
-
-    def _count_pending(self, job: Job, now: float, sign: int) -> None:
-        account = job.account
-        self.pending_jobs += sign
-        # (not sign * count: the compiled engine multiplies negative ints the slow way)
-        account.pending_instances += job.count if sign > 0 else -job.count
-        self.pending_log.change3(now, account.key, account.pending_instances)
 
     def _event(
         self, now: float, job: Job, kind: EventKind, cause: Cause | None = None, by: Job | None = None
@@ -1973,27 +949,6 @@ class _Replay:
 
     def totals(self) -> Totals:
         """The per-share sums, once the groups' waiting time is settled into them."""
-        for g in self.groups:
-            self._settle_waiting_time(g)
+        for g in self.queues.groups:
+            self.queues.settle_waiting_time(g)
         return Totals(self.shares)
-
-
-def _past_refusal(values: TreeValues, groups: list[Group], g: Group) -> int:
-    """Over a tree: where the group's cursor goes when the pick is behind its refusal. Its jobs that
-    would be picked next one after another, each passed over, are passed over at once."""
-    bound = round_lead(values, groups, g)
-    return g.end if bound < 0 else max(g.ptr + 1, bisect_left(g.jobs, bound, g.ptr, g.end))
-
-
-def _wake_asleep(groups: list[Group], version: int, value: tuple[bool, int, int], key: int) -> None:
-    """An admission ends the state in which the round's asleep groups were refused. While it
-    lasted, values stood still, so the round took candidates in increasing (value, queue key)
-    order: each asleep group would have offered, and passed over, every job ordered before the
-    admitted one. Skip those now; the rest are tried in the new state."""
-    for g in groups:
-        if g.asleep_at != version or g.ptr >= g.end:
-            continue
-        if value_below(g.value, value):
-            g.ptr = g.end
-        elif value_equal(g.value, value):
-            g.ptr = bisect_right(g.jobs, key, g.ptr, g.end)

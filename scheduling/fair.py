@@ -10,16 +10,18 @@ from __future__ import annotations
 from math import lcm
 from typing import Final
 
-from scheduling.indexes import Running
+from scheduling.indexes import Group, Running
 from scheduling.rules import (
     NO_LIMIT,
     ZERO_VALUE,
     exact_number,
+    fair_round_before,
     final_share_passes,
     in_share_allows,
     in_share_levels_below,
     initial_share_passes,
     left_out_for_loop,
+    preemption_cause,
     reclaim_allows,
     share_value,
     target_tie_before,
@@ -28,11 +30,7 @@ from scheduling.rules import (
     victim_key,
 )
 from scheduling.state import Account, Job, ShareState, TypePool
-
-# Causes, as scheduling.engine codes them.
-IN_SHARE = 0
-CROSS_SHARE = 1
-FAIR_SHARING = 2
+from scheduling.victims import Headroom, drop_unneeded, give_back
 
 
 def lendable_gpus(pools: list[TypePool]) -> float:
@@ -96,8 +94,7 @@ class _Candidates:
     tie-break: read lazily from its account's running levels (a share may run thousands of jobs;
     ``Running.in_victim_order``'s order, filtered by ``in_share_allows`` for the preemptor's own
     share, else by ``reclaim_allows``, less the jobs left out for a loop at ``exclude_at``), or from
-    a list. (A cursor rather than a generator: the compiled engine resumes a generator through
-    Python's iterator protocol.)"""
+    a list."""
 
     __slots__ = (
         "share", "running", "below", "preemptor", "level", "entries", "runs", "place", "listed", "next",
@@ -359,9 +356,8 @@ def fair_victims(
     """Section 8's preemption for a job that does not fit: the victims and each one's cause, or
     None when no choice makes it fit (then nobody is preempted). ``final_first``: the first
     strategy is LessThanOrEqualToFinalShare (else LessThanInitialShare); ``initial_second``: the list
-    has LessThanInitialShare second. (Bools: the compiled engine would look the enum members up
-    on every search.) ``exclude_at``: the current instant when some jobs were preempted twice at
-    it (the loop rule leaves them out), else nan."""
+    has LessThanInitialShare second. ``exclude_at``: the current instant when some jobs were
+    preempted twice at it (the loop rule leaves them out), else nan."""
     account = job.account
     own = account.share
     n = job.count
@@ -444,22 +440,45 @@ def victims_needed(job: Job, taken: list[Job], within_quota: bool) -> list[tuple
     fits = _fits(account, n)
     account.shift(-n)
     if not fits:
-        for victim in taken:
-            victim.account.shift(victim.count)
+        give_back(taken)
         return None
-    needed = [True] * len(taken)
-    for index in range(len(taken) - 1, -1, -1):
-        victim = taken[index]
-        victim.account.shift(victim.count)
-        if n <= account.headroom():
-            needed[index] = False
-        else:
-            victim.account.shift(-victim.count)
-    out: list[tuple[Job, int]] = []
-    for index, victim in enumerate(taken):
-        if needed[index]:
-            victim.account.shift(victim.count)  # the engine applies the release for real
-            cross = CROSS_SHARE if within_quota else FAIR_SHARING
-            cause = IN_SHARE if victim.account.share is own else cross
-            out.append((victim, cause))
-    return out
+    return [
+        (victim, preemption_cause(victim.account.share is own, within_quota))
+        for victim in drop_unneeded(taken, Headroom(account, n), last_needed=False)
+    ]
+
+
+def lowest_value(flavors: list[Account], count: int, lendable: float) -> tuple[bool, int, int]:
+    """Section 12 **(choice)**: a job that accepts several types takes its place in a fair round
+    by the lowest value its share would have with it admitted on one of them."""
+    best = value_with(flavors[0], count, lendable)
+    for account in flavors:
+        value = value_with(account, count, lendable)
+        if value_below(value, best):
+            best = value
+    return best
+
+
+def cohort_pick(groups: list[Group], version: int, calendar_changed_at: int, lendable: float) -> Group | None:
+    """Section 8's next candidate in one cohort: the group whose share would have the lowest value
+    with its next job admitted, then queue order (``fair_round_before``); None when no group has a
+    job left to offer. Groups asleep at ``version`` sit out (their value is as when picked). A
+    group's value changes only with its share's usage and with the calendar: it is recomputed
+    only after one of them changed."""
+    best: Group | None = None
+    best_value = ZERO_VALUE
+    best_queue = 0
+    for g in groups:
+        if g.ptr >= g.end or g.asleep_at == version:
+            continue
+        valued_at = g.valued_at
+        if valued_at < g.account.share.usage_changed_at or valued_at < calendar_changed_at:
+            if g.flavors:
+                g.value = lowest_value(g.flavors, g.count, lendable)
+            else:
+                g.value = value_with(g.account, g.count, lendable)
+            g.valued_at = version
+        queue = g.jobs[g.ptr]
+        if best is None or fair_round_before(g.value, queue, best_value, best_queue):
+            best, best_value, best_queue = g, g.value, queue
+    return best

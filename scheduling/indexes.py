@@ -142,7 +142,7 @@ class Group:
     submit time, and the head has the highest priority and the earliest submit: if the head
     cannot be admitted, no job behind it can be in the same state. A round therefore asks
     only the first job past its cursor, and a refused group stays ``refused`` until a change
-    that could help it (see ``_Replay._capacity_released`` and ``_Replay._started``)."""
+    that could help it (see ``Refusals.on_release`` and ``Refusals.on_start``)."""
 
     # Why the group was last refused. REFUSED and NO_VICTIMS speak for the head and so for the
     # whole group; NO_VICTIMS survives releases that cannot help it. BEHIND: a job past the
@@ -160,7 +160,7 @@ class Group:
         self.level = 0  # its borrowing level as the round started (section 4 / 13's round order)
         self.ptr = 0
         self.refused = Group.OPEN
-        self.open = False  # counted in _Replay.open_groups: its head may be admissible
+        self.open = False  # counted in Refusals.open_groups: its head may be admissible
         self.round = -1  # the round that last set ptr and level
         self.candidate = False  # its job at ptr is in the round's candidates
         # Reopened only because it fitted after a release: it still has no preemption candidate.

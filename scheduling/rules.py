@@ -13,7 +13,7 @@ from typing import Final
 
 from mypy_extensions import i64
 
-from scheduling.model import UnschedulableReason, WaitReason
+from scheduling.model import Cause, UnschedulableReason, WaitReason
 
 # A limit of "unlimited" in the per-(share, type) tables: more instances than any pool has, so
 # integer arithmetic (and the compiled engine's native ints) give the same answers as infinity.
@@ -54,7 +54,6 @@ def headroom(
     share may take its idle quota that it cannot lend plus the invariant's current slack: every
     further instance either stops being lendable or is borrowed, costing one unit."""
     slack = unassigned + lendable_sum - borrowed_sum
-    # Two-argument min()s: the compiled engine turns them into plain comparisons.
     return min(min(free, quota - usage + borrow_limit), unlendable + slack)
 
 
@@ -98,8 +97,7 @@ def queue_key(priority: i64, arrival: i64, n_jobs: i64) -> i64:
     """A share's queue order: priority (higher first), then submit time, then job_id, as one
     integer. ``arrival`` is the job's place in (submit time, job_id) order, so comparing keys
     compares (-priority, submit time, job_id) without a tuple; the job is
-    ``by_arrival[key % n_jobs]``. (i64: priorities are 0-9999, so the key fits, and the compiled
-    engine multiplies natively.)"""
+    ``by_arrival[key % n_jobs]``. (i64: priorities are 0-9999, so the key fits.)"""
     return -priority * n_jobs + arrival
 
 
@@ -170,8 +168,7 @@ def share_value(
 
 
 def value_below(a: tuple[bool, int, int], b: tuple[bool, int, int]) -> bool:
-    """a < b for two share values: infinite above finite, else by cross-multiplication (written
-    out: the compiled engine then compares native fields instead of two Python tuples)."""
+    """a < b for two share values: infinite above finite, else by cross-multiplication."""
     if a[0] != b[0]:
         return b[0]
     if a[2] == b[2]:  # (the same weight's denominator, as a rule: no multiplication)
@@ -270,3 +267,64 @@ def wait_reason(
     if used + count > capacity:
         return POOL_FULL
     return NOTHING_LENDABLE
+
+
+# --- section 4: what trying to admit a job gives (one vocabulary for every round) ----------------
+
+ADMITTED: Final = 0
+REFUSED: Final = 1  # there were preemption candidates, but freeing them would not make it fit
+NO_VICTIMS: Final = 2  # there was no preemption candidate at all
+NO_ROOM: Final = 3  # fair sharing: it would not fit even were every candidate preempted
+NO_PASSING_ROOM: Final = 4  # nor were every candidate preempted that could pass a strategy
+
+
+def within_quota_once_admitted(usage: int, count: int, quota: int) -> bool:
+    """Section 4: a job stays within its share's quota once admitted (its share may reclaim, and
+    it takes the round's first borrowing level) when the share's usage with it is at most the
+    quota."""
+    return usage + count <= quota
+
+
+# --- sections 4, 8 and 9: preemption causes and what a preemption costs ------------------------
+
+# The codes of the wait history's preemption records, and the Cause each stands for (CAUSES).
+IN_SHARE: Final = 0
+CROSS_SHARE: Final = 1
+FAIR_SHARING: Final = 2
+CAPACITY: Final = 3
+CAUSES: Final = (Cause.IN_SHARE, Cause.CROSS_SHARE, Cause.FAIR_SHARING, Cause.CAPACITY)
+
+
+def preemption_cause(same_share: bool, preemptor_within_quota: bool) -> int:
+    """Why a victim goes: in-share when it is of the preemptor's share; else cross-share reclaim
+    when the preemptor stays within its quota (section 4), fair sharing when it borrows (section 8:
+    only a fair-sharing search takes victims for a borrowing job)."""
+    if same_share:
+        return IN_SHARE
+    return CROSS_SHARE if preemptor_within_quota else FAIR_SHARING
+
+
+def saved_work(progress: float, checkpoint_interval: float) -> float:
+    """Section 2: the work a preempted job keeps: its progress down to its last checkpoint (none
+    without checkpoints)."""
+    if checkpoint_interval > 0:
+        return (progress // checkpoint_interval) * checkpoint_interval
+    return 0.0
+
+
+def rerun_cost(lost: float, startup_spent: float, count: int) -> float:
+    """Section 2: the instance-seconds a preemption wastes: the work lost since the last
+    checkpoint and the start-up spent, on each of the job's instances."""
+    return (lost + startup_spent) * count
+
+
+def retries_exhausted(retries: int, preemptions: int) -> bool:
+    """Section 2: a job preempted more often than its retries fails (retries < 0: no limit)."""
+    return 0 <= retries < preemptions
+
+
+def runnable_deadline(runnable_since: float, timeout: float, now: float) -> float:
+    """Section 10 **(choice)**: when a RUNNABLE job is cancelled: its limit counted from when it
+    became RUNNABLE, and not before the instant it is placed at (a resumed job whose limit ran
+    out before the snapshot is cancelled at the snapshot's instant)."""
+    return max(runnable_since + timeout, now)

@@ -25,8 +25,7 @@ from scheduling.quota_tree import QuotaTree
 from scheduling.result import State
 from scheduling.rules import POOL_FULL, exact_number, headroom, lendable
 
-# Job states as module constants: the compiled engine reads these as native ints instead of
-# looking up enum members on every use.
+# Job states as module constants (native ints).
 PENDING_SUBMIT: Final[int] = int(State.PENDING_SUBMIT)
 RUNNABLE: Final[int] = int(State.RUNNABLE)
 RUNNING: Final[int] = int(State.RUNNING)
@@ -71,10 +70,10 @@ class ShareState:
         # The weight as an exact fraction: share values compare exactly (rules.share_value).
         self.weight_num, self.weight_den = exact_number(share.fair_weight)
         # Fair sharing: the version of the last change that could turn a refusal of its jobs
-        # into an admission (see _Replay._change_usage).
+        # into an admission (see Refusals.on_usage_change).
         self.reopened_at = 0
         self.usage_changed_at = 0  # the version of its last change of usage (its value may change)
-        self.passing_reopened_at = 0  # of its last release (see _Replay._fair_room_changed)
+        self.passing_reopened_at = 0  # of its last release (see Refusals._fair_room_changed)
         # Section 12's flavorFungibility, for its jobs that accept several types.
         fungibility = share.flavor_fungibility
         self.try_next_on_borrow = fungibility.when_can_borrow is WhenCan.TRY_NEXT_FLAVOR
@@ -101,7 +100,7 @@ class TypePool:
         self.borrowed = 0  # sum over shares of usage above quota
         self.lendable = 0  # sum over shares of what they may lend now
         self.accounts: list[Account] = []  # by share
-        self.released = 0  # fair sharing: instances released so far (see _Replay._fair_room_changed)
+        self.released = 0  # fair sharing: instances released so far (see Refusals._fair_room_changed)
 
 
 class Account:

@@ -458,12 +458,12 @@ def test_quota_tree_matches_cohort_tree_on_random_trees(seed):
 @pytest.mark.parametrize("seed", range(60))
 def test_reopening_shortcuts_change_no_outcome(seed, monkeypatch):
     # The engine keeps refused queue groups closed until a release or a start could help them
-    # (_tree_released, _tree_started). Reopening every group at every release and start instead must
-    # give the same replay, event for event, on random trees and traces (pure Python only: the
-    # compiled engine's methods cannot be replaced).
+    # (Refusals._tree_released, Refusals._tree_started). Reopening every group at every release and
+    # start instead must give the same replay, event for event, on random trees and traces (pure Python
+    # only: the compiled engine's methods cannot be replaced).
     import random
 
-    from scheduling import engine
+    from scheduling import refusals
     from scheduling.compiled import engine_kind
 
     if engine_kind() != "python":
@@ -485,12 +485,12 @@ def test_reopening_shortcuts_change_no_outcome(seed, monkeypatch):
         for account in pool.accounts:
             for g in account.groups:
                 if g.jobs:
-                    self._reopen(g)
+                    self.reopen(g)
         for share_state in self.shares:
             share_state.refused = False
 
-    monkeypatch.setattr(engine._Replay, "_tree_released", reopen_all)
-    monkeypatch.setattr(engine._Replay, "_tree_started", lambda self, account: reopen_all(self, account.pool))
+    monkeypatch.setattr(refusals.Refusals, "_tree_released", reopen_all)
+    monkeypatch.setattr(refusals.Refusals, "_tree_started", lambda self, a: reopen_all(self, a.pool))
     assert engine_run_events(pol, jobs) == shortcut
 
 

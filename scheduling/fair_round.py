@@ -1,0 +1,138 @@
+"""Section 8's round: candidates one at a time, the next being the one whose share would have the
+lowest value with it admitted, then queue order; a refusal's memo (``scheduling.refusals``) lets
+the jobs behind a refusal be passed over without a try until the next change.
+"""
+
+from __future__ import annotations
+
+import bisect
+from typing import Final
+
+from scheduling.fair import cohort_pick
+from scheduling.fair_tree import TreeValues, round_lead, round_pick
+from scheduling.indexes import Group
+from scheduling.preemption_loops import PreemptionLoops
+from scheduling.rounds import Rounds
+from scheduling.rules import ADMITTED, NO_PASSING_ROOM, NO_ROOM, REFUSED, value_below, value_equal
+from scheduling.state import Job
+
+bisect_left: Final = bisect.bisect_left
+bisect_right: Final = bisect.bisect_right
+
+
+def fair_round(r: Rounds, now: float, lendable: float, loops: PreemptionLoops) -> bool:
+    """Section 8's round: candidates one at a time, the next being the one whose share would
+    have the lowest value with it admitted (values as they are at that moment), then queue
+    order. best_effort_fifo: every pending job as the round starts; strict_fifo: each share's
+    head as the round starts.
+
+    Each queue group offers its jobs in queue order, all with the same value. A refusal
+    holds for the jobs behind it in its group as long as nothing changed since
+    (``version``), so those are passed over without a try until the next change."""
+    r.round_id += 1
+    groups = _offered(r)
+    refusals = r.refusals
+    if not r.strict and refusals.round_would_repeat(groups):
+        return False
+    preempted: list[Job] = []
+    admitted = False
+    # A group refused in this round at the current version is asleep: every job behind the
+    # refusal would be passed over until the next change, so rather than pick them one by
+    # one (a scan of all groups each), the group sits out and, at the next admission, skips
+    # at once the jobs it would have offered before it (see _wake_asleep).
+    for g in groups:
+        g.asleep_at = -1
+    fair_tree = r.fair_tree
+    while True:
+        version = refusals.version
+        # Over a tree the order is a tournament (values of every node change with any share's
+        # usage): no group sleeps, each job behind a refusal is picked and passed over in turn.
+        if fair_tree is not None:
+            best = round_pick(fair_tree, groups, version)
+        else:
+            best = cohort_pick(groups, version, refusals.calendar_changed_at, lendable)
+        if best is None:
+            break
+        g = best
+        key = g.jobs[g.ptr]
+        best_value = g.value
+        if refusals.behind_refusal(g, key):
+            # Behind a refusal (in this round or an earlier one), nothing changed since.
+            g.ptr = g.ptr + 1 if fair_tree is None else _past_refusal(fair_tree, groups, g)
+            continue
+        job = r.queues.job_of(key)
+        if refusals.holds(job):
+            outcome = REFUSED  # (only its bookkeeping is done)
+            if loops.twice:  # (its search would run, and leave out the same jobs)
+                loops.note(job, now)
+        else:
+            outcome = r.admission.try_admit(job, now, preempted)
+            refusals.note_fair_try(job, outcome == NO_ROOM, outcome == NO_PASSING_ROOM)
+        if outcome == ADMITTED:
+            admitted = True
+            if fair_tree is None:
+                _wake_asleep(groups, version, best_value, key)
+            if not r.strict:  # (strict: _start took it out of its queues already)
+                r.queues.add_waiting_time(g, now)
+                del g.jobs[g.ptr]
+            g.end -= 1
+            if not g.jobs:
+                refusals.close(g)
+            continue
+        g.refused_at = version
+        g.refused_key = key
+        job.refused_at = version
+        if refusals.memo:  # (over a tree no group sleeps: round_pick does not read it)
+            g.asleep_at = version
+        if r.strict:
+            r.queues.note_head_reason(job.account.share, job, now)
+        elif g.ptr == 0:  # (behind its head, a job's refusal says nothing new about the group)
+            g.reason_noted_at = version
+            r.queues.note_group_reason(g, job, now)
+        g.ptr += 1
+    r.queues.requeue(preempted, now)
+    return admitted
+
+
+
+def _offered(r: Rounds) -> list[Group]:
+    """The groups of the round, each offering the jobs from ptr to end: strict, its share's head;
+    else all its jobs."""
+    groups: list[Group] = []
+    if r.strict:
+        for share in r.shares:
+            if share.queue:
+                g = r.queues.group_of(r.queues.job_of(share.queue[0]))
+                groups.append(g)
+                g.ptr = bisect_left(g.jobs, share.queue[0])
+                g.end = g.ptr + 1
+    else:
+        for g in r.queues.groups:
+            if g.jobs:
+                groups.append(g)
+                g.ptr = 0
+                g.end = len(g.jobs)
+    return groups
+
+
+def _past_refusal(values: TreeValues, groups: list[Group], g: Group) -> int:
+    """Over a tree: where the group's cursor goes when the pick is behind its refusal. Its jobs that
+    would be picked next one after another, each passed over, are passed over at once."""
+    bound = round_lead(values, groups, g)
+    return g.end if bound < 0 else max(g.ptr + 1, bisect_left(g.jobs, bound, g.ptr, g.end))
+
+
+
+
+def _wake_asleep(groups: list[Group], version: int, value: tuple[bool, int, int], key: int) -> None:
+    """An admission ends the state in which the round's asleep groups were refused. While it
+    lasted, values stood still, so the round took candidates in increasing (value, queue key)
+    order: each asleep group would have offered, and passed over, every job ordered before the
+    admitted one. Skip those now; the rest are tried in the new state."""
+    for g in groups:
+        if g.asleep_at != version or g.ptr >= g.end:
+            continue
+        if value_below(g.value, value):
+            g.ptr = g.end
+        elif value_equal(g.value, value):
+            g.ptr = bisect_right(g.jobs, key, g.ptr, g.end)

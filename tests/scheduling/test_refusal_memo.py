@@ -1,0 +1,62 @@
+"""Section 8's refusal memo (scheduling.refusals) only skips tries that would be refused again: with it
+switched off (SCHEDULING_REFUSAL_MEMO=off, every try made) a replay gives the same RESULT, jobs, events
+and metrics, on the property tests' scenarios and on synthetic traces like the benchmark's."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from test_properties import cohort_scenarios, flavor_scenarios, loop_scenarios, property_settings, scenarios
+
+from scheduling.engine import replay
+from scheduling.model import Policy
+from scheduling.synthetic import demo_policy_dict, demo_pool_gpus, generate
+
+
+def both_ways(monkeypatch, policy: Policy, trace) -> tuple[str, str]:
+    """RESULT.json (with jobs and events) with the memo on, then off."""
+    out = []
+    for memo in ("on", "off"):
+        monkeypatch.setenv("SCHEDULING_REFUSAL_MEMO", memo)
+        result = replay(policy, trace, record_events=True)
+        out.append(
+            json.dumps(result.to_dict(include_jobs=True, include_events=True), sort_keys=True, default=str)
+        )
+    return out[0], out[1]
+
+
+@property_settings(150)
+@given(
+    scenario=st.one_of(scenarios(), loop_scenarios(), flavor_scenarios(), cohort_scenarios(fair=True)),
+)
+def test_the_memo_changes_no_outcome(build_trace, scenario):
+    policy_dict, jobs, updates = scenario
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        on, off = both_ways(monkeypatch, Policy.from_dict(policy_dict), build_trace(jobs, updates))
+    assert on == off
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("queueing", ["best_effort_fifo", "strict_fifo"])
+@pytest.mark.parametrize("variant", ["fair", "fair-calendar"])
+def test_the_memo_changes_no_outcome_on_synthetic_traces(monkeypatch, seed, queueing, variant):
+    trace = generate(1_500, seed=seed)
+    policy = demo_policy_dict(demo_pool_gpus(trace))
+    policy["fair_sharing"] = {}
+    policy["queueing"] = queueing
+    if variant == "fair-calendar":  # a fifth more for the first share in the middle third, then less
+        end = float(trace.submit_time.max())
+        gpus, first, last = policy["capacity"]["gpu"], policy["shares"][0], policy["shares"][-1]
+        extra, quota = gpus // 5, first["capacity"]["gpu"]
+        policy["changes"] = [
+            {"time": end / 3, "capacity": {"gpu": gpus + extra}},
+            {"time": end / 3, "share": first["name"], "capacity": {"gpu": quota + extra}},
+            {"time": 2 * end / 3, "capacity": {"gpu": gpus}},
+            {"time": 2 * end / 3, "share": first["name"], "capacity": {"gpu": quota}},
+            {"time": 2 * end / 3, "share": last["name"], "capacity": {"gpu": last["capacity"]["gpu"] // 2}},
+        ]
+    on, off = both_ways(monkeypatch, Policy.from_dict(policy), trace)
+    assert on == off
