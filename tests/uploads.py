@@ -6,21 +6,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from django.test import TestCase
-
-from planner.celery import app as celery_app
-
-
-@contextmanager
-def eager_worker():
-    """Tasks run inline, when the transaction that sent them commits."""
-    previous = celery_app.conf.task_always_eager
-    celery_app.conf.task_always_eager = True
-    try:
-        with TestCase.captureOnCommitCallbacks(execute=True):
-            yield
-    finally:
-        celery_app.conf.task_always_eager = previous
+from tests.fixtures import eager_worker
 
 
 def upload_trace(client, payload: dict, *, wait: bool = True):

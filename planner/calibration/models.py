@@ -11,8 +11,9 @@ from django.conf import settings
 from django.db import models
 
 from planner.capacity.models import Policy
-from planner.studies.models import FINISHED, RunStatus, heartbeat_is_stale
+from planner.studies.models import FINISHED, RunStatus
 from planner.traces.models import Trace
+from planner.worker_rows import WorkerAttempt
 
 
 def calibration_summary(metrics: dict) -> dict:
@@ -23,7 +24,7 @@ def calibration_summary(metrics: dict) -> dict:
     return {"blocks": [{key: block[key] for key in keep if key in block} for block in blocks]}
 
 
-class Calibration(models.Model):
+class Calibration(WorkerAttempt):
     """The trace replayed under ``policy_snapshot`` (the policy in force, as it was when asked),
     compared with the waits the trace recorded. ``metrics`` is ``scheduling.calibration.calibrate``."""
 
@@ -39,14 +40,6 @@ class Calibration(models.Model):
     status = models.CharField(
         max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED, db_index=True
     )
-    progress = models.FloatField(default=0)
-    error = models.TextField(blank=True)
-    attempts = models.PositiveIntegerField(default=0)
-    worker = models.CharField(max_length=255, blank=True)
-    worker_process = models.JSONField(
-        null=True, blank=True, help_text="the process computing the attempt (planner.studies.liveness)"
-    )
-    heartbeat = models.DateTimeField(null=True, blank=True)
     metrics = models.JSONField(null=True, blank=True)
     summary = models.JSONField(null=True, blank=True, help_text="see calibration_summary")
     created_by = models.ForeignKey(
@@ -57,8 +50,6 @@ class Calibration(models.Model):
         related_name="calibrations",
     )
     created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -69,6 +60,3 @@ class Calibration(models.Model):
     @property
     def finished(self) -> bool:
         return self.status in FINISHED
-
-    def heartbeat_is_stale(self, now=None) -> bool:
-        return heartbeat_is_stale(self, now)

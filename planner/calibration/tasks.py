@@ -6,12 +6,11 @@ from __future__ import annotations
 
 from celery import shared_task
 from django.conf import settings
-from django.utils import timezone
 
 from planner.calibration.models import Calibration, calibration_summary
 from planner.strict_json import strict_json
-from planner.studies.attempts import Heartbeat, owned, run_attempt
-from planner.studies.models import RunStatus
+from planner.studies.attempts import Heartbeat, run_attempt
+from planner.worker_results import record_success
 from scheduling.calibration import calibrate
 from scheduling.engine import replay
 from scheduling.model import Policy as EnginePolicy
@@ -27,17 +26,7 @@ def execute(pk: int, attempt: int) -> bool:
         result = replay(policy, trace, progress=heartbeat.report)
         heartbeat.check()
         metrics = strict_json(calibrate(trace, result))
-    now = timezone.now()
-    recorded = owned(Calibration, pk, attempt).update(
-        status=RunStatus.SUCCEEDED,
-        metrics=metrics,
-        summary=calibration_summary(metrics),
-        progress=1.0,
-        error="",
-        heartbeat=now,
-        finished_at=now,
-    )
-    return bool(recorded)
+    return record_success(Calibration, pk, attempt, metrics=metrics, summary=calibration_summary(metrics))
 
 
 @shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=None)

@@ -12,8 +12,9 @@ from django.conf import settings
 from django.db import models
 
 from planner.capacity.models import Policy
-from planner.studies.models import FINISHED, RunStatus, heartbeat_is_stale
+from planner.studies.models import FINISHED, RunStatus
 from planner.traces.models import Trace
+from planner.worker_rows import WorkerAttempt
 from scheduling.capacity_plans import TrainingPlan
 from scheduling.scaling import SizeMode
 from scheduling.worth import METRIC_WORDS, Metric
@@ -39,7 +40,7 @@ def combined_status(statuses: set[str]) -> str:
     return RunStatus.RUNNING if started else RunStatus.QUEUED
 
 
-class ReplayPoint(models.Model):
+class ReplayPoint(WorkerAttempt):
     """One replay of the trace under ``policy_snapshot``: the policy scaled so that the sized
     type has ``size`` instances (``capacity`` per type, ``gpus`` in all)."""
 
@@ -50,18 +51,8 @@ class ReplayPoint(models.Model):
     status = models.CharField(
         max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED, db_index=True
     )
-    progress = models.FloatField(default=0)
-    error = models.TextField(blank=True)
-    attempts = models.PositiveIntegerField(default=0)
-    worker = models.CharField(max_length=255, blank=True)
-    worker_process = models.JSONField(
-        null=True, blank=True, help_text="the process computing the attempt (planner.studies.liveness)"
-    )
-    heartbeat = models.DateTimeField(null=True, blank=True)
     summary = models.JSONField(null=True, blank=True, help_text="scheduling.capacity_curve.point_summary")
     created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         abstract = True
@@ -69,9 +60,6 @@ class ReplayPoint(models.Model):
     @property
     def finished(self) -> bool:
         return self.status in FINISHED
-
-    def heartbeat_is_stale(self, now=None) -> bool:
-        return heartbeat_is_stale(self, now)
 
 
 class CapacityCurve(models.Model):

@@ -7,13 +7,12 @@ from __future__ import annotations
 from celery import shared_task
 from django.conf import settings
 from django.db import models
-from django.utils import timezone
 
 from planner.curves.launch import advance_search
 from planner.curves.models import CurvePoint, SearchPoint
 from planner.strict_json import strict_json
-from planner.studies.attempts import Heartbeat, owned, run_attempt
-from planner.studies.models import RunStatus
+from planner.studies.attempts import Heartbeat, run_attempt
+from planner.worker_results import record_success
 from scheduling.capacity_curve import point_summary
 from scheduling.engine import replay
 from scheduling.model import Policy as EnginePolicy
@@ -28,11 +27,7 @@ def _execute(model: type[models.Model], trace, pk: int, attempt: int) -> bool:
         result = replay(policy, jobs, progress=heartbeat.report)
         heartbeat.check()
         summary = strict_json(point_summary(result.metrics, policy))
-    now = timezone.now()
-    recorded = owned(model, pk, attempt).update(
-        status=RunStatus.SUCCEEDED, summary=summary, progress=1.0, error="", heartbeat=now, finished_at=now
-    )
-    return bool(recorded)
+    return record_success(model, pk, attempt, summary=summary)
 
 
 def execute_curve_point(pk: int, attempt: int) -> bool:

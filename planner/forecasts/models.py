@@ -13,8 +13,9 @@ from django.conf import settings
 from django.db import models
 
 from planner.capacity.models import Policy
-from planner.studies.models import FINISHED, RunStatus, heartbeat_is_stale
+from planner.studies.models import FINISHED, RunStatus
 from planner.traces.models import Trace
+from planner.worker_rows import WorkerAttempt
 
 
 class Arrivals(models.TextChoices):
@@ -100,7 +101,7 @@ class Forecast(models.Model):
         return self.running_jobs + self.pending_jobs
 
 
-class ForecastChunk(models.Model):
+class ForecastChunk(WorkerAttempt):
     """Samples ``first`` .. ``first + count - 1`` of a forecast, replayed by one worker task;
     ``starts`` is their raw ``SampleStarts`` (JSON) once it succeeded."""
 
@@ -111,18 +112,8 @@ class ForecastChunk(models.Model):
     status = models.CharField(
         max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED, db_index=True
     )
-    progress = models.FloatField(default=0)
-    error = models.TextField(blank=True)
-    attempts = models.PositiveIntegerField(default=0)
-    worker = models.CharField(max_length=255, blank=True)
-    worker_process = models.JSONField(
-        null=True, blank=True, help_text="the process computing the attempt (planner.studies.liveness)"
-    )
-    heartbeat = models.DateTimeField(null=True, blank=True)
     starts = models.JSONField(null=True, blank=True, help_text="SampleStarts.to_json()")
     created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["forecast", "index"]
@@ -134,9 +125,6 @@ class ForecastChunk(models.Model):
     @property
     def finished(self) -> bool:
         return self.status in FINISHED
-
-    def heartbeat_is_stale(self, now=None) -> bool:
-        return heartbeat_is_stale(self, now)
 
 
 class ForecastJob(models.Model):

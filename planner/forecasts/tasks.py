@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from celery import shared_task
 from django.conf import settings
-from django.utils import timezone
 
 from planner.forecasts.launch import conclude, forecast_inputs
 from planner.forecasts.models import Forecast, ForecastChunk
 from planner.strict_json import strict_json
-from planner.studies.attempts import Heartbeat, fail, owned, run_attempt
+from planner.studies.attempts import Heartbeat, fail, run_attempt
 from planner.studies.models import RunStatus
+from planner.worker_results import record_success
 from scheduling.forecast import run_samples
 
 
@@ -29,16 +29,7 @@ def execute_chunk(pk: int, attempt: int) -> bool:
     inputs = forecast_inputs(forecast)
     with Heartbeat(ForecastChunk, pk, attempt, settings.PLANNER_HEARTBEAT_SECONDS):
         starts = run_samples(inputs, chunk.first, chunk.count)
-    now = timezone.now()
-    recorded = owned(ForecastChunk, pk, attempt).update(
-        status=RunStatus.SUCCEEDED,
-        starts=strict_json(starts.to_json()),
-        progress=1.0,
-        error="",
-        heartbeat=now,
-        finished_at=now,
-    )
-    return bool(recorded)
+    return record_success(ForecastChunk, pk, attempt, starts=strict_json(starts.to_json()))
 
 
 @shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=None)

@@ -21,12 +21,12 @@ from django.conf import settings
 from django.db import models, transaction
 from django.db.models.signals import post_delete
 from django.dispatch import receiver
-from django.utils import timezone
 
 from planner.capacity.models import InstanceType
 from planner.missing_files import stored_file
 from planner.strict_json import strict_json
 from planner.validators import validate_long_name
+from planner.worker_rows import WorkerAttempt
 from scheduling.errors import InputError
 from scheduling.trace import Trace as TraceColumns
 from scheduling.trace import accepted_types
@@ -100,7 +100,7 @@ class TraceQuerySet(models.QuerySet):
         return self.filter(status=ParseStatus.SUCCEEDED)
 
 
-class Trace(models.Model):
+class Trace(WorkerAttempt):
     """An uploaded or generated workload trace."""
 
     objects = TraceQuerySet.as_manager()
@@ -123,18 +123,8 @@ class Trace(models.Model):
     )
     upload_bytes = models.BigIntegerField(default=0, help_text="the uploaded file's size")
     bytes_read = models.BigIntegerField(default=0, help_text="how much of the upload the parser has read")
-    progress = models.FloatField(default=0)
-    error = models.TextField(blank=True)
     error_row = models.PositiveIntegerField(null=True, blank=True)
     error_field = models.CharField(max_length=200, blank=True)
-    attempts = models.PositiveIntegerField(default=0)
-    worker = models.CharField(max_length=255, blank=True)
-    worker_process = models.JSONField(
-        null=True, blank=True, help_text="the process computing the attempt (planner.studies.liveness)"
-    )
-    heartbeat = models.DateTimeField(null=True, blank=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="traces"
     )
@@ -162,14 +152,6 @@ class Trace(models.Model):
         if self.status == ParseStatus.SUCCEEDED:
             return "ready"
         return "failed" if self.status == ParseStatus.FAILED else "parsing"
-
-    def heartbeat_is_stale(self, now=None) -> bool:
-        if self.status != ParseStatus.RUNNING:
-            return False
-        if self.heartbeat is None:
-            return True
-        stale = settings.PLANNER_HEARTBEAT_STALE_SECONDS
-        return ((now or timezone.now()) - self.heartbeat).total_seconds() > stale
 
     def error_dict(self) -> dict | None:
         """The parse's error in the API's shape ``{"row", "field", "message"}``."""

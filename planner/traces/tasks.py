@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from planner.studies.attempts import Heartbeat, Superseded, owned, run_attempt
 from planner.traces.models import ParseStatus, Trace, read_upload, save_columns, trace_summary
+from planner.worker_results import record_success
 from scheduling.errors import InputError
 from scheduling.traces import detect_format, open_source
 
@@ -134,18 +135,10 @@ def execute(trace_id: int, attempt: int) -> bool:
             (Path(settings.MEDIA_ROOT) / name).unlink(missing_ok=True)
             raise
     with transaction.atomic():
-        recorded = owned(Trace, trace_id, attempt).update(
-            status=ParseStatus.SUCCEEDED,
-            format=fmt,
-            summary=summary,
-            job_count=len(columns),
-            jobs_file=name,
-            progress=1.0,
+        recorded = record_success(
+            Trace, trace_id, attempt, format=fmt, summary=summary, job_count=len(columns), jobs_file=name,
             bytes_read=trace.upload_bytes,
-            error="",
-            heartbeat=timezone.now(),
-            finished_at=timezone.now(),
-        )
+        )  # fmt: skip
     if not recorded:
         (Path(settings.MEDIA_ROOT) / name).unlink(missing_ok=True)
         return False

@@ -8,51 +8,34 @@ import shutil
 import socket
 import subprocess
 import time
-import uuid
 from pathlib import Path
 
 import pytest
 
-from planner.celery import app as celery_app
-from tests.service.test_workers import Worker
+from tests import fixtures
+from tests.service.test_workers import Worker, own_queue, worker_starter
 
-
-@pytest.fixture(autouse=True)
-def media_root(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
-    return settings.MEDIA_ROOT
+media_root = fixtures.media_root  # a fixture (tests/fixtures.py)
 
 
 @pytest.fixture(scope="module")
 def queue():
     """A queue of our own (one per module: the producer declares a queue once per process)."""
-    name = f"planner-faults-{uuid.uuid4().hex[:8]}"
-    previous = celery_app.conf.task_routes
-    celery_app.conf.task_routes = {"planner.studies.tasks.replay_run": {"queue": name}}
-    celery_app.amqp.flush_routes()
-    celery_app.amqp.__dict__.pop("router", None)  # the Router keeps the routes it was made with
-    yield name
-    celery_app.conf.task_routes = previous
-    celery_app.amqp.flush_routes()
-    celery_app.amqp.__dict__.pop("router", None)  # the Router keeps the routes it was made with
+    with own_queue("planner.studies.tasks.replay_run", "planner-faults") as name:
+        yield name
 
 
 @pytest.fixture
 def start_worker(queue, tmp_path, media_root, monkeypatch):
     """``start_worker(name, broker=None)``: a worker on our queue (on ``broker`` when given)."""
-    workers: list[Worker] = []
+    with worker_starter(queue, tmp_path, media_root) as start_on_queue:
 
-    def start(name: str, broker: str | None = None) -> Worker:
-        if broker:
-            monkeypatch.setenv("REDIS_URL", broker)
-        worker = Worker(name, queue, tmp_path / f"{name}.log", media_root)
-        workers.append(worker)
-        worker.wait_ready()
-        return worker
+        def start(name: str, broker: str | None = None) -> Worker:
+            if broker:
+                monkeypatch.setenv("REDIS_URL", broker)
+            return start_on_queue(name)
 
-    yield start
-    for worker in workers:
-        worker.stop()
+        yield start
 
 
 class RedisServer:

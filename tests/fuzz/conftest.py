@@ -12,12 +12,9 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from planner.traces.models import Trace
+from tests import fixtures
 
-
-@pytest.fixture(autouse=True)
-def media_root(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
-    return settings.MEDIA_ROOT
+media_root = fixtures.media_root  # a fixture (tests/fixtures.py)
 
 
 @pytest.fixture

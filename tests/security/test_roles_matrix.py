@@ -322,24 +322,19 @@ def test_the_study_page_and_csv_show_finance_its_dollar_figures(world):
     assert "$" not in viewer_csv
 
 
-def test_the_advisor_page_and_api_give_a_viewer_no_dollar_figure(world, django_capture_on_commit_callbacks):
+def test_the_advisor_page_and_api_give_a_viewer_no_dollar_figure(world):
     from planner.advisor.launch import SweepLaunch, start_sweep
-    from planner.celery import app as celery_app
+    from tests.fixtures import eager_worker
 
-    eager = celery_app.conf.task_always_eager
-    celery_app.conf.task_always_eager = True
-    try:
-        with django_capture_on_commit_callbacks(execute=True):
-            sweep = start_sweep(
-                SweepLaunch(
-                    trace=world.trace,
-                    base_policy=world.policy,
-                    size=2,
-                    knobs={"shares": ["train"]},
-                ),
-            )
-    finally:
-        celery_app.conf.task_always_eager = eager
+    with eager_worker():
+        sweep = start_sweep(
+            SweepLaunch(
+                trace=world.trace,
+                base_policy=world.policy,
+                size=2,
+                knobs={"shares": ["train"]},
+            ),
+        )
     finance_page = world.session("finance").get(f"/advisor/{sweep.pk}/").content.decode()
     assert "Rerun ($)" in finance_page  # the column exists for finance
     page = world.session("viewer").get(f"/advisor/{sweep.pk}/").content.decode()

@@ -11,9 +11,12 @@ from django.contrib.auth.models import Group, User
 from rest_framework.test import APIClient
 
 from planner.capacity.models import InstanceType, Policy, Pool, ShareSpec
-from planner.celery import app as celery_app
 from planner.studies.liveness import WorkerProcess, start_time
 from planner.traces.models import Trace, read_upload
+from tests import fixtures
+
+eager_celery = fixtures.eager_celery  # a fixture (tests/fixtures.py)
+media_root = fixtures.media_root  # a fixture (tests/fixtures.py)
 
 AWS_TYPE = "ml.g5.xlarge"
 
@@ -24,21 +27,6 @@ AWS_TRACE_JSON = b"""{"jobs": [
  {"job_id": "p1", "submit_time": 0, "share": "QS1", "priority": 1, "duration": 100},
  {"job_id": "q2", "submit_time": 10, "share": "QS2", "priority": 0, "duration": 50}],
  "priority_updates": [{"time": 20, "job_id": "p1", "priority": 4}]}"""
-
-
-@pytest.fixture(autouse=True)
-def media_root(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
-    return settings.MEDIA_ROOT
-
-
-@pytest.fixture
-def eager_celery():
-    """Tasks run inline when enqueued (API tests); real workers are in test_workers.py."""
-    previous = celery_app.conf.task_always_eager
-    celery_app.conf.task_always_eager = True
-    yield
-    celery_app.conf.task_always_eager = previous
 
 
 @pytest.fixture

@@ -10,12 +10,11 @@ import uuid
 import pytest
 
 from planner.capacity.models import InstanceType, Policy, Pool, ShareSpec
-from planner.celery import app as celery_app
 from planner.forecasts.launch import ForecastLaunch, start_forecast
 from planner.forecasts.models import Forecast
 from planner.forecasts.tasks import sample_chunk
 from planner.traces.models import Trace, read_upload
-from tests.service.test_workers import Worker, wait_for
+from tests.service.test_workers import own_queue, wait_for, worker_starter
 
 pytestmark = [pytest.mark.workers, pytest.mark.django_db(transaction=True), pytest.mark.timeout(300)]
 
@@ -35,30 +34,14 @@ SNAPSHOT = {
 
 @pytest.fixture
 def queue():
-    name = f"planner-forecast-test-{uuid.uuid4().hex[:8]}"
-    previous = celery_app.conf.task_routes
-    celery_app.conf.task_routes = {"planner.forecasts.tasks.sample_chunk": {"queue": name}}
-    celery_app.amqp.flush_routes()
-    celery_app.amqp.__dict__.pop("router", None)  # the Router keeps the routes it was made with
-    yield name
-    celery_app.conf.task_routes = previous
-    celery_app.amqp.flush_routes()
-    celery_app.amqp.__dict__.pop("router", None)  # the Router keeps the routes it was made with
+    with own_queue("planner.forecasts.tasks.sample_chunk", "planner-forecast-test") as name:
+        yield name
 
 
 @pytest.fixture
 def start_worker(queue, tmp_path, media_root):
-    workers: list[Worker] = []
-
-    def start(name: str) -> Worker:
-        worker = Worker(name, queue, tmp_path / f"{name}.log", media_root)
-        workers.append(worker)
-        worker.wait_ready()
-        return worker
-
-    yield start
-    for worker in workers:
-        worker.stop()
+    with worker_starter(queue, tmp_path, media_root) as start:
+        yield start
 
 
 def inputs() -> dict:

@@ -23,14 +23,11 @@ from planner.traces.models import Trace
 from scheduling.engine import replay
 from scheduling.model import Policy as EnginePolicy
 from scheduling.synthetic import demo_policy_dict, demo_pool_gpus, generate
+from tests import fixtures
+
+media_root = fixtures.media_root  # a fixture (tests/fixtures.py)
 
 VARIANTS = (("static-split", static_split), ("full-pooling", full_pooling), ("no-preemption", no_preemption))
-
-
-@pytest.fixture(autouse=True)
-def media_root(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
-    return settings.MEDIA_ROOT
 
 
 def replayed_study(name: str = "demo", jobs: int = 2000, variants: int = 3) -> Study:

@@ -10,6 +10,8 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -45,19 +47,30 @@ def database_url() -> str:
     return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
 
 
+@contextmanager
+def own_queue(task: str, prefix: str) -> Iterator[str]:
+    """A queue of our own for ``task``, so no other worker on the same broker takes it; the routes
+    as they were afterwards."""
+    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    previous = celery_app.conf.task_routes
+    set_task_routes({task: {"queue": name}})
+    try:
+        yield name
+    finally:
+        set_task_routes(previous)
+
+
+def set_task_routes(routes) -> None:
+    celery_app.conf.task_routes = routes
+    celery_app.amqp.flush_routes()
+    celery_app.amqp.__dict__.pop("router", None)  # the Router keeps the routes it was made with
+
+
 @pytest.fixture(scope="module")
 def queue():
-    """A queue of our own, so no other worker on the same broker takes these tasks. One per
-    module: the producer declares a queue once per process."""
-    name = f"planner-test-{uuid.uuid4().hex[:8]}"
-    previous = celery_app.conf.task_routes
-    celery_app.conf.task_routes = {"planner.studies.tasks.replay_run": {"queue": name}}
-    celery_app.amqp.flush_routes()
-    celery_app.amqp.__dict__.pop("router", None)  # the Router keeps the routes it was made with
-    yield name
-    celery_app.conf.task_routes = previous
-    celery_app.amqp.flush_routes()
-    celery_app.amqp.__dict__.pop("router", None)  # the Router keeps the routes it was made with
+    """One per module: the producer declares a queue once per process."""
+    with own_queue("planner.studies.tasks.replay_run", "planner-test") as name:
+        yield name
 
 
 class Worker:
@@ -112,19 +125,28 @@ class Worker:
                 self.process.wait(timeout=10)
 
 
-@pytest.fixture
-def start_worker(queue, tmp_path, media_root):
+@contextmanager
+def worker_starter(queue: str, folder: Path, media_root: Path) -> Iterator[Callable[..., Worker]]:
+    """``start(name, **env)``: a worker on ``queue``, once it is ready; each one is stopped at the end."""
     workers: list[Worker] = []
 
     def start(name: str, **env: str) -> Worker:
-        worker = Worker(name, queue, tmp_path / f"{name}.log", media_root, env)
+        worker = Worker(name, queue, folder / f"{name}.log", media_root, env)
         workers.append(worker)
         worker.wait_ready()
         return worker
 
-    yield start
-    for worker in workers:
-        worker.stop()
+    try:
+        yield start
+    finally:
+        for worker in workers:
+            worker.stop()
+
+
+@pytest.fixture
+def start_worker(queue, tmp_path, media_root):
+    with worker_starter(queue, tmp_path, media_root) as start:
+        yield start
 
 
 def synthetic_study(jobs: int, variants: int) -> Study:

@@ -3,19 +3,16 @@ variant policies not kept) and keep a variant as a policy; every role reads, the
 
 from __future__ import annotations
 
-from django.core.exceptions import ValidationError
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import ValidationError as ApiValidationError
 from rest_framework.response import Response
 
 from planner.advisor.api.serializers import KeepSerializer, SweepDetailSerializer, SweepSerializer
 from planner.advisor.front import sweep_rows
 from planner.advisor.launch import SweepLaunch, delete_sweep, keep_variant, start_sweep
 from planner.advisor.models import Sweep
-from planner.studies.limits import HeavyTaskLimit
 
 
 class SweepViewSet(
@@ -46,13 +43,8 @@ class SweepViewSet(
 
     def perform_create(self, serializer: SweepSerializer) -> None:
         data = serializer.validated_data
-        try:
-            launch = SweepLaunch.from_data(data, created_by=self.request.user)
-            serializer.instance = start_sweep(launch)
-        except HeavyTaskLimit:
-            raise  # 429 (planner.api.errors)
-        except ValidationError as error:
-            raise ApiValidationError(error.message_dict) from None
+        launch = SweepLaunch.from_data(data, created_by=self.request.user)
+        serializer.instance = start_sweep(launch)
 
     def perform_destroy(self, instance: Sweep) -> None:
         delete_sweep(instance)
@@ -69,8 +61,5 @@ class SweepViewSet(
         variant = get_object_or_404(sweep.variants.select_related("policy"), number=number)
         payload = KeepSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        try:
-            policy = keep_variant(variant, payload.validated_data.get("name", ""))
-        except ValidationError as error:
-            raise ApiValidationError(error.message_dict) from None
+        policy = keep_variant(variant, payload.validated_data.get("name", ""))
         return Response({"policy": policy.pk, "name": policy.name}, status=status.HTTP_200_OK)

@@ -13,7 +13,8 @@ from django.shortcuts import get_object_or_404, redirect
 
 from planner.capacity.forms import CohortForm
 from planner.capacity.models import Cohort, CohortSpec, InstanceType, Policy, renamed_in_tree
-from planner.capacity.views.context import load, policy_page, render_page
+from planner.capacity.views.context import load, policy_page
+from planner.capacity.views.edits import store_edit
 
 
 def bound_cohort_form(request, policy: Policy) -> CohortForm:
@@ -47,36 +48,30 @@ def store_cohort(cohort: Cohort, spec: CohortSpec) -> None:
 def save_cohort(request, policy: Policy):
     cohort = get_object_or_404(Cohort, pk=request.POST.get("cohort"), policy=policy)
     form = bound_cohort_form(request, policy)
-    if form.is_valid():
+
+    def store() -> str:
         spec = form.spec()
         index = list(policy.cohorts.values_list("pk", flat=True)).index(cohort.pk)
-        try:
-            with transaction.atomic():
-                check_cohort(policy, index, spec, stored_name=cohort.name)
-                store_cohort(cohort, spec)
-        except ValidationError as error:
-            form.place(error)
-        else:
-            messages.success(request, f"Cohort {spec.name} saved.")
-            return redirect(policy_page(policy))
-    return render_page(request, policy, status=400, edit=f"cohort-{cohort.pk}", cohort_form=form)
+        with transaction.atomic():
+            check_cohort(policy, index, spec, stored_name=cohort.name)
+            store_cohort(cohort, spec)
+        return f"Cohort {spec.name} saved."
+
+    return store_edit(request, policy, form, store, edit=f"cohort-{cohort.pk}", form_name="cohort_form")
 
 
 def add_cohort(request, policy: Policy):
     form = bound_cohort_form(request, policy)
-    if form.is_valid():
+
+    def store() -> str:
         spec = form.spec()
-        try:
-            with transaction.atomic():
-                check_cohort(policy, policy.cohorts.count(), spec, stored_name=None)
-                last = policy.cohorts.order_by("-position").first()
-                store_cohort(Cohort(policy=policy, position=(last.position + 1) if last else 0), spec)
-        except ValidationError as error:
-            form.place(error)
-        else:
-            messages.success(request, f"Cohort {spec.name} added.")
-            return redirect(policy_page(policy))
-    return render_page(request, policy, status=400, edit="new-cohort", cohort_form=form)
+        with transaction.atomic():
+            check_cohort(policy, policy.cohorts.count(), spec, stored_name=None)
+            last = policy.cohorts.order_by("-position").first()
+            store_cohort(Cohort(policy=policy, position=(last.position + 1) if last else 0), spec)
+        return f"Cohort {spec.name} added."
+
+    return store_edit(request, policy, form, store, edit="new-cohort", form_name="cohort_form")
 
 
 def delete_cohort(request, policy: Policy):

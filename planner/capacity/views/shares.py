@@ -11,6 +11,7 @@ from django.shortcuts import get_object_or_404, redirect
 from planner.capacity.forms import CapacityForm, PolicySettingsForm, ShareForm
 from planner.capacity.models import Policy, Share, ShareSpec
 from planner.capacity.views.context import load, policy_page, render_page, type_names_of
+from planner.capacity.views.edits import store_edit
 
 
 def store_share(share: Share, spec: ShareSpec) -> None:
@@ -38,30 +39,24 @@ def save_share(request, policy: Policy):
         Share.objects.select_related("cohort"), pk=request.POST.get("share"), policy=policy
     )
     form = bound_share_form(request, policy, kept=share.spec())
-    if form.is_valid():
-        try:
-            store_share(share, form.spec())
-        except ValidationError as error:
-            form.place(error)
-        else:
-            messages.success(request, f"Share {share.name} saved.")
-            return redirect(policy_page(policy))
-    return render_page(request, policy, status=400, edit=f"share-{share.pk}", share_form=form)
+
+    def store() -> str:
+        store_share(share, form.spec())
+        return f"Share {share.name} saved."
+
+    return store_edit(request, policy, form, store, edit=f"share-{share.pk}", form_name="share_form")
 
 
 def add_share(request, policy: Policy):
     form = bound_share_form(request, policy)
-    if form.is_valid():
+
+    def store() -> str:
         last = policy.shares.order_by("-position").first()
         share = Share(policy=policy, position=(last.position + 1) if last else 0)
-        try:
-            store_share(share, form.spec())
-        except ValidationError as error:
-            form.place(error)
-        else:
-            messages.success(request, f"Share {share.name} added.")
-            return redirect(policy_page(policy))
-    return render_page(request, policy, status=400, edit="new", share_form=form)
+        store_share(share, form.spec())
+        return f"Share {share.name} added."
+
+    return store_edit(request, policy, form, store, edit="new", form_name="share_form")
 
 
 def delete_share(request, policy: Policy):
@@ -80,18 +75,15 @@ def delete_share(request, policy: Policy):
 
 def save_capacity(request, policy: Policy):
     form = CapacityForm(request.POST, instance_types=type_names_of(policy), prefix="capacity")
-    if form.is_valid():
+
+    def store() -> str:
         capacity = form.capacity()
-        try:
-            with transaction.atomic():
-                policy.pool.check_capacity(capacity)
-                policy.pool.set_capacity(capacity)
-        except ValidationError as error:
-            form.place(error)
-        else:
-            messages.success(request, f"Capacity of pool {policy.pool.name} saved.")
-            return redirect(policy_page(policy))
-    return render_page(request, policy, status=400, edit="capacity", capacity_form=form)
+        with transaction.atomic():
+            policy.pool.check_capacity(capacity)
+            policy.pool.set_capacity(capacity)
+        return f"Capacity of pool {policy.pool.name} saved."
+
+    return store_edit(request, policy, form, store, edit="capacity", form_name="capacity_form")
 
 
 def save_settings(request, policy: Policy):

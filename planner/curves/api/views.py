@@ -7,7 +7,6 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, viewsets
-from rest_framework.exceptions import ValidationError as ApiValidationError
 from rest_framework.response import Response
 
 from planner.accounts.permissions import can_read_finance
@@ -28,7 +27,6 @@ from planner.curves.launch import (
     start_search,
 )
 from planner.curves.models import CapacityCurve, WorthSearch
-from planner.studies.limits import HeavyTaskLimit
 
 
 class _Base(
@@ -60,14 +58,9 @@ class CurveViewSet(_Base):
 
     def perform_create(self, serializer: CurveSerializer) -> None:
         data = serializer.validated_data
-        try:
-            plans = _plans(data.get("plans") or [], data["policies"])
-            launch = CurveLaunch.from_data(data, plans=plans, created_by=self.request.user)
-            serializer.instance = start_curve(launch)
-        except HeavyTaskLimit:
-            raise  # 429 (planner.api.errors)
-        except ValidationError as error:
-            raise ApiValidationError(error.message_dict) from None
+        plans = _plans(data.get("plans") or [], data["policies"])
+        launch = CurveLaunch.from_data(data, plans=plans, created_by=self.request.user)
+        serializer.instance = start_curve(launch)
 
 
 def _plans(plans: list[dict], policies: list) -> list[tuple]:
@@ -114,10 +107,5 @@ class WorthSearchViewSet(_Base):
 
     def perform_create(self, serializer: WorthSearchSerializer) -> None:
         data = serializer.validated_data
-        try:
-            launch = SearchLaunch.from_data(data, created_by=self.request.user)
-            serializer.instance = start_search(launch)
-        except HeavyTaskLimit:
-            raise  # 429 (planner.api.errors)
-        except ValidationError as error:
-            raise ApiValidationError(error.message_dict) from None
+        launch = SearchLaunch.from_data(data, created_by=self.request.user)
+        serializer.instance = start_search(launch)

@@ -4,14 +4,12 @@ read them; only admins delete. Poll the detail for progress; read the jobs a pag
 
 from __future__ import annotations
 
-from django.core.exceptions import ValidationError
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, mixins, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound
-from rest_framework.exceptions import ValidationError as ApiValidationError
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.response import Response
 
@@ -68,13 +66,8 @@ class ForecastViewSet(
 
     def perform_create(self, serializer: ForecastSerializer) -> None:
         data = serializer.validated_data
-        try:
-            launch = ForecastLaunch.from_data(data, source=Source.API, created_by=self.request.user)
-            serializer.instance = start_forecast(launch)
-        except ValidationError as error:
-            raise ApiValidationError(
-                {("non_field_errors" if k == "__all__" else k): v for k, v in error.message_dict.items()}
-            ) from None
+        launch = ForecastLaunch.from_data(data, source=Source.API, created_by=self.request.user)
+        serializer.instance = start_forecast(launch)
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT})
     @action(detail=True, methods=["get"])

@@ -1,0 +1,32 @@
+"""The fields a row computed by a worker task carries: progress, error, the attempts and the worker
+with its heartbeat, when it started and ended (a trace's parse, a calibration, a curve's point, a
+forecast's chunk). An abstract base: each model keeps its own table, columns and ``status`` field."""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class WorkerAttempt(models.Model):
+    """What a worker writes while it computes the row; the row's ``status`` says where it is, in
+    RunStatus's values (``planner.studies.attempts`` works with any such row)."""
+
+    progress = models.FloatField(default=0)
+    error = models.TextField(blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    worker = models.CharField(max_length=255, blank=True)
+    worker_process = models.JSONField(
+        null=True, blank=True, help_text="the process computing the attempt (planner.studies.liveness)"
+    )
+    heartbeat = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
+
+    def heartbeat_is_stale(self, now=None) -> bool:
+        # planner.studies.models imports the traces app, whose Trace is one of these rows.
+        from planner.studies.models import heartbeat_is_stale
+
+        return heartbeat_is_stale(self, now)

@@ -1,0 +1,43 @@
+"""What the Django test folders (service, pages, security, fuzz, faults) share: media in a temporary
+folder for every test, and Celery tasks run inline when sent. A conftest imports the fixtures it uses."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+from django.test import TestCase
+
+from planner.celery import app as celery_app
+
+
+@contextmanager
+def eager_tasks() -> Iterator[None]:
+    """Tasks run inline when sent (real workers are in tests/service/test_workers.py)."""
+    previous = celery_app.conf.task_always_eager
+    celery_app.conf.task_always_eager = True
+    try:
+        yield
+    finally:
+        celery_app.conf.task_always_eager = previous
+
+
+@contextmanager
+def eager_worker() -> Iterator[None]:
+    """Tasks run inline, when the transaction that sent them commits."""
+    with eager_tasks(), TestCase.captureOnCommitCallbacks(execute=True):
+        yield
+
+
+@pytest.fixture(autouse=True)
+def media_root(settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path / "media"
+    return settings.MEDIA_ROOT
+
+
+@pytest.fixture
+def eager_celery():
+    """Tasks run inline when sent, for the whole test."""
+    with eager_tasks():
+        yield
