@@ -245,9 +245,9 @@ class _Replay(Admission):
             n, self.strict, self.by_arrival, self.flavor_set_of, bound.flavor_sets, self.refusals,
             self.history, self.log.pending_changes,
         )  # fmt: skip
-        self.rounds = Rounds(
-            self, self.queues, self.refusals, self.shares, tree, self.fair_tree, self.strict, n
-        )
+        # (the rounds are given the replay at each call: held, it would make a cycle that keeps the
+        # jobs alive, with the cycle collector off, until the metrics are done)
+        self.rounds = Rounds(self.queues, self.refusals, self.shares, tree, self.fair_tree, self.strict, n)
 
     def _read_columns(self, bound: BoundTrace) -> None:
         """The trace's job columns, the arrival order and the outcome columns, as native arrays."""
@@ -671,14 +671,14 @@ class _Replay(Admission):
         if self.fair:
             if self.loops.twice and self.loops.twice_at != now:
                 self.loops.new_instant(now)
-            while fair_round(self.rounds, now, self.lendable_gpus, self.loops):
+            while fair_round(self.rounds, self, now, self.lendable_gpus, self.loops):
                 pass
             return
         if self.strict:
-            while self.rounds.strict_fifo(now):
+            while self.rounds.strict_fifo(now, self):
                 pass
             return
-        while self.refusals.open_groups and self.rounds.best_effort(now):
+        while self.refusals.open_groups and self.rounds.best_effort(now, self):
             pass
 
     # --- what can make a refused job admissible -------------------------------------------

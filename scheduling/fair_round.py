@@ -12,7 +12,7 @@ from scheduling.fair import cohort_pick
 from scheduling.fair_tree import TreeValues, round_lead, round_pick
 from scheduling.indexes import Group
 from scheduling.preemption_loops import PreemptionLoops
-from scheduling.rounds import Rounds
+from scheduling.rounds import Admission, Rounds
 from scheduling.rules import ADMITTED, NO_PASSING_ROOM, NO_ROOM, REFUSED, value_below, value_equal
 from scheduling.state import Job
 
@@ -20,7 +20,7 @@ bisect_left: Final = bisect.bisect_left
 bisect_right: Final = bisect.bisect_right
 
 
-def fair_round(r: Rounds, now: float, lendable: float, loops: PreemptionLoops) -> bool:
+def fair_round(r: Rounds, admission: Admission, now: float, lendable: float, loops: PreemptionLoops) -> bool:
     """Section 8's round: candidates one at a time, the next being the one whose share would
     have the lowest value with it admitted (values as they are at that moment), then queue
     order. best_effort_fifo: every pending job as the round starts; strict_fifo: each share's
@@ -66,7 +66,7 @@ def fair_round(r: Rounds, now: float, lendable: float, loops: PreemptionLoops) -
             if loops.twice:  # (its search would run, and leave out the same jobs)
                 loops.note(job, now)
         else:
-            outcome = r.admission.try_admit(job, now, preempted)
+            outcome = admission.try_admit(job, now, preempted)
             refusals.note_fair_try(job, outcome == NO_ROOM, outcome == NO_PASSING_ROOM)
         if outcome == ADMITTED:
             admitted = True
@@ -94,7 +94,6 @@ def fair_round(r: Rounds, now: float, lendable: float, loops: PreemptionLoops) -
     return admitted
 
 
-
 def _offered(r: Rounds) -> list[Group]:
     """The groups of the round, each offering the jobs from ptr to end: strict, its share's head;
     else all its jobs."""
@@ -120,8 +119,6 @@ def _past_refusal(values: TreeValues, groups: list[Group], g: Group) -> int:
     would be picked next one after another, each passed over, are passed over at once."""
     bound = round_lead(values, groups, g)
     return g.end if bound < 0 else max(g.ptr + 1, bisect_left(g.jobs, bound, g.ptr, g.end))
-
-
 
 
 def _wake_asleep(groups: list[Group], version: int, value: tuple[bool, int, int], key: int) -> None:

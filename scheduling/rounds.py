@@ -45,7 +45,6 @@ class Admission:
 class Rounds:
     def __init__(
         self,
-        admission: Admission,
         queues: Queues,
         refusals: Refusals,
         shares: list[ShareState],
@@ -54,7 +53,6 @@ class Rounds:
         strict: bool,
         n_jobs: int,
     ):
-        self.admission = admission
         self.queues = queues
         self.refusals = refusals
         self.shares = shares
@@ -77,7 +75,7 @@ class Rounds:
     def usage_at_round_start(self, account: Account) -> int:
         return account.usage_at_round_start if account.round == self.round_id else account.usage
 
-    def best_effort(self, now: float) -> bool:
+    def best_effort(self, now: float, admission: Admission) -> bool:
         """Consider every pending job once, in round order; admit what fits or can preempt.
 
         Only open groups are looked at: a closed group's head was refused in the current state
@@ -104,7 +102,7 @@ class Rounds:
             job = self.queues.job_of(key)
             g = self.queues.group_of(job)
             g.candidate = False
-            outcome = self.admission.try_admit(job, now, preempted, g.fit_only)
+            outcome = admission.try_admit(job, now, preempted, g.fit_only)
             if outcome == ADMITTED:
                 self.queues.add_waiting_time(g, now)
                 del g.jobs[g.ptr]
@@ -130,7 +128,7 @@ class Rounds:
             self.queues.requeue(preempted, now)
         return admitted
 
-    def strict_fifo(self, now: float) -> bool:
+    def strict_fifo(self, now: float, admission: Admission) -> bool:
         """strict_fifo: the round's candidates are each share's first pending job as the round
         starts, at most one per share (Kueue pops one head per ClusterQueue per cycle); a share
         whose head is admitted offers its next job in the next round. A head refused earlier
@@ -159,7 +157,7 @@ class Rounds:
             if share.refused:
                 continue
             job = self.queues.job_of(key[1])
-            if self.admission.try_admit(job, now, preempted) == ADMITTED:
+            if admission.try_admit(job, now, preempted) == ADMITTED:
                 admitted = True
                 continue
             share.refused = True
