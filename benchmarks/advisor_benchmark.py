@@ -19,8 +19,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from scheduling.advisor import pareto_front, point_from_metrics, variants  # noqa: E402
-from scheduling.engine import replay  # noqa: E402
 from scheduling.model import Policy  # noqa: E402
+from scheduling.replay.engine import replay  # noqa: E402
 from scheduling.synthetic import demo_policy_dict, demo_pool_gpus, generate  # noqa: E402
 
 

@@ -98,7 +98,7 @@ class ReplayTimeline:
     """The full replay's runs: per job its (start, stop) intervals, from the event list."""
 
     def __init__(self, policy: Policy, trace: Trace):
-        from scheduling.engine import replay
+        from scheduling.replay.engine import replay
         from scheduling.result import EventKind
         from scheduling.result import State as JobState
 

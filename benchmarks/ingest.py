@@ -104,7 +104,7 @@ def _phase_start() -> int:
 def cli_phases(trace_path: str, policy_path: str, out_path: str) -> dict:
     """Each phase of the command line in this process: seconds, jobs/s and peak RSS after it."""
     from scheduling.cli import one_shot_process, read_policy
-    from scheduling.engine import replay
+    from scheduling.replay.engine import replay
     from scheduling.traces import read_trace
 
     figures: dict = {}

@@ -58,7 +58,7 @@ def load(case: str):
 
 
 def digest(case: str) -> str:
-    from scheduling.engine import replay
+    from scheduling.replay.engine import replay
 
     policy, trace = load(case)
     result = replay(policy, trace, record_events=True)

@@ -182,7 +182,7 @@ def reference_loop_seconds() -> float:
 
 def run_case(case: str) -> dict:
     """Replay one case in this process and return its figures."""
-    from scheduling.engine import replay
+    from scheduling.replay.engine import replay
 
     policy, trace = load_case(case)
     wall, cpu = time.perf_counter(), time.process_time()

@@ -28,8 +28,8 @@ import yaml
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent))
 
-from scheduling.engine import replay  # noqa: E402
 from scheduling.model import Policy  # noqa: E402
+from scheduling.replay.engine import replay  # noqa: E402
 from scheduling.trace import UNLIMITED_RETRIES, PriorityUpdates, Trace  # noqa: E402
 
 START = datetime(2026, 9, 7, 8, 0, tzinfo=UTC).timestamp()  # a Monday

@@ -21,7 +21,7 @@ def build() -> None:
 
     root = PACKAGE.parent
     shutil.rmtree(BUILD_DIR, ignore_errors=True)
-    paths = [str(Path("scheduling") / name) for name in COMPILED]
+    paths = [str(Path("scheduling") / "replay" / name) for name in COMPILED]
     with tempfile.TemporaryDirectory() as temp:
         cwd = os.getcwd()
         os.chdir(root)  # mypyc names modules after paths relative to the working directory

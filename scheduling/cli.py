@@ -46,7 +46,7 @@ def read_policy(path: str | Path) -> Policy:
 
 
 def _replay(args: argparse.Namespace) -> None:
-    from scheduling.engine import replay
+    from scheduling.replay.engine import replay
     from scheduling.traces import read_trace
 
     one_shot_process()

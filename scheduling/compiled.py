@@ -1,9 +1,11 @@
 """The replay engine compiled to native code with mypyc: the same source, about seven times as fast.
 
-``python -m scheduling.build`` compiles the modules in ``COMPILED`` into ``build/compiled/``
-and stamps the build with their sources' hashes. Importing ``scheduling`` puts that directory
-first on the package's path only when the stamp matches every source beside it, so an edited
-engine is never shadowed by a stale build: it runs as pure Python until it is rebuilt.
+``python -m scheduling.build`` compiles the modules in ``COMPILED`` (all of them in the
+``scheduling.replay`` package, so that what is compiled stands apart from the rest) into
+``build/compiled/`` and stamps the build with their sources' hashes. Importing
+``scheduling.replay`` puts that directory first on the package's path only when the stamp
+matches every source, so an edited engine is never shadowed by a stale build: it runs as pure
+Python until it is rebuilt.
 
 ``SCHEDULING_ENGINE`` chooses: ``auto`` (the default: compiled when a fresh build exists),
 ``python`` (always the source) or ``compiled`` (fail at import when there is no fresh build;
@@ -19,7 +21,7 @@ them):
 - Enum members used in the loop become native ints or bools once (job states, wait reasons,
   the fair-sharing strategies as ``final_first`` / ``initial_second``): comparing an enum member
   is a lookup on every use.
-- The state is ``__slots__`` classes (``scheduling.state``, ``Group``): fields are C struct
+- The state is ``__slots__`` classes (``scheduling.replay.state``, ``Group``): fields are C struct
   fields, unboxed; per-round marks live on the groups (``asleep_at``, ``valued_at``) rather than
   in lists or sets, and waiting time is a float field until it is settled.
 - Queue keys are ``i64`` (priorities 0-9999 keep them in range) and multiply natively; a
@@ -28,7 +30,7 @@ them):
   two-argument ``min()``s (plain comparisons); candidate cursors are classes rather than
   generators (a generator resumes through Python's iterator protocol), except where they run
   once per calendar change.
-- The logs append to ``librt.vecs.vec[float]`` (``scheduling.records``): no float object per
+- The logs append to ``librt.vecs.vec[float]`` (``scheduling.replay.records``): no float object per
   value, and the writers pass plain numbers, not tuples.
 - The loop never releases the GIL, so a worker's liveness is the progress callback every few
   hundred steps (``PROGRESS_TICK_STEPS``).
@@ -45,18 +47,20 @@ import sys
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent
+REPLAY = PACKAGE / "replay"
 BUILD_DIR = PACKAGE.parent / "build" / "compiled"
 STAMP = BUILD_DIR / "scheduling" / "STAMP.json"
-# The hot loop and the logs it writes; everything else is numpy or runs once per replay. Leaves
-# first: each module after those it imports (the side-by-side test loads the sources in this order).
+# The hot loop and the logs it writes, in scheduling/replay/; everything else is numpy or runs once
+# per replay. Leaves first: each module after those it imports (the side-by-side test loads the
+# sources in this order).
 COMPILED = (
     "rules.py", "indexes.py", "quota_tree.py", "state.py", "records.py", "victims.py", "fair.py",
     "fair_tree.py", "calendar.py", "refusals.py", "queues.py", "preemption_loops.py", "rounds.py",
     "fair_round.py", "engine.py",
 )  # fmt: skip
-# The Python modules whose classes the compiled ones use: compiled code checks the declared types
-# of their attributes at run time, so a build is stale when one of them changes too (a Trace whose
-# job ids stopped being a list failed inside a stale engine).
+# The Python modules (in scheduling/) whose classes the compiled ones use: compiled code checks the
+# declared types of their attributes at run time, so a build is stale when one of them changes too
+# (a Trace whose job ids stopped being a list failed inside a stale engine).
 INTERFACES = (
     "binding.py", "cohorts.py", "errors.py", "job_ids.py", "metrics.py", "model.py", "result.py", "trace.py",
 )  # fmt: skip
@@ -73,9 +77,9 @@ def _wanted() -> str:
 def current_stamp() -> dict:
     """What a build must match: this interpreter and the hash of every compiled source and of
     the modules they take types from."""
-    sources = {
-        name: hashlib.sha256((PACKAGE / name).read_bytes()).hexdigest() for name in COMPILED + INTERFACES
-    }
+    paths = {f"replay/{name}": REPLAY / name for name in COMPILED}
+    paths.update({name: PACKAGE / name for name in INTERFACES})
+    sources = {name: hashlib.sha256(path.read_bytes()).hexdigest() for name, path in paths.items()}
     return {"python": sys.implementation.cache_tag, "platform": sys.platform, "sources": sources}
 
 
@@ -90,20 +94,22 @@ def stale_reason() -> str | None:
     return None
 
 
-def use_compiled(package_path: list[str]) -> None:
-    """Called by ``scheduling/__init__.py``: search the build directory first when it is fresh."""
+def use_compiled(package_path: list[str], package: str = "scheduling") -> None:
+    """Called by ``scheduling/__init__.py`` (the modules' shared library lies there) and by
+    ``scheduling/replay/__init__.py`` (the compiled modules): search the build directory first
+    when it is fresh."""
     wanted = _wanted()
     if wanted == "python":
         return
     reason = stale_reason()
     if reason is None:
-        package_path.insert(0, str(BUILD_DIR / "scheduling"))
+        package_path.insert(0, str(BUILD_DIR.joinpath(*package.split("."))))
     elif wanted == "compiled":
         raise RuntimeError(f"SCHEDULING_ENGINE=compiled, but {reason}")
 
 
 def engine_kind() -> str:
-    """'compiled' or 'python': which engine ``scheduling.engine`` is in this process."""
-    from scheduling import engine
+    """'compiled' or 'python': which engine ``scheduling.replay.engine`` is in this process."""
+    from scheduling.replay import engine
 
     return "python" if engine.__file__.endswith(".py") else "compiled"

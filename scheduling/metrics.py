@@ -13,7 +13,7 @@ import numpy as np
 
 from scheduling.binding import BoundTrace
 from scheduling.model import Cause, Policy, WaitReason
-from scheduling.records import Records
+from scheduling.replay.records import Records
 from scheduling.result import REASONS, JobOutcomes, State
 
 DAY = 86400.0

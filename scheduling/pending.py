@@ -120,7 +120,7 @@ def _accepted_types(policy: Policy, trace: Trace, job: int) -> list[str]:
 
 def _history_type(policy: Policy, accepted: list[str]) -> float:
     """The type column of the job's queue group in the wait history: the type's index, or for a job
-    of several types minus the mask of their indices (as ``scheduling.engine`` records it)."""
+    of several types minus the mask of their indices (as ``scheduling.replay.engine`` records it)."""
     types = list(policy.instance_types)
     if len(accepted) == 1:
         return types.index(accepted[0])
@@ -234,7 +234,8 @@ def _waiting(start: float, end: float, reasons: tuple[np.ndarray, np.ndarray]) -
     return segments
 
 
-# The wait history's preemption codes (scheduling.engine: IN_SHARE, CROSS_SHARE, FAIR_SHARING, CAPACITY).
+# The wait history's preemption codes (scheduling.replay.engine: IN_SHARE, CROSS_SHARE, FAIR_SHARING,
+# CAPACITY).
 _PREEMPTION_CAUSES = ("in-share", "cross-share", "fair sharing")
 
 

@@ -20,7 +20,7 @@ import orjson
 
 from scheduling.jobs_json import encoded_jobs
 from scheduling.model import Cause, JobState, Policy, UnschedulableReason
-from scheduling.records import Records
+from scheduling.replay.records import Records
 from scheduling.trace import Trace
 from scheduling.write_behind import WriteBehind
 

@@ -12,8 +12,8 @@ from planner.strict_json import strict_json
 from planner.studies.attempts import Heartbeat, run_attempt
 from planner.worker_results import record_success
 from scheduling.calibration import calibrate
-from scheduling.engine import replay
 from scheduling.model import Policy as EnginePolicy
+from scheduling.replay.engine import replay
 
 
 def execute(pk: int, attempt: int) -> bool:

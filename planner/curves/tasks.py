@@ -14,8 +14,8 @@ from planner.strict_json import strict_json
 from planner.studies.attempts import Heartbeat, run_attempt
 from planner.worker_results import record_success
 from scheduling.capacity_curve import point_summary
-from scheduling.engine import replay
 from scheduling.model import Policy as EnginePolicy
+from scheduling.replay.engine import replay
 
 
 def _execute(model: type[models.Model], trace, pk: int, attempt: int) -> bool:

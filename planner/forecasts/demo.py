@@ -20,7 +20,7 @@ from django.db import IntegrityError, transaction
 from planner.capacity.models import Policy
 from planner.forecasts import cut
 from planner.traces.models import Trace
-from scheduling.engine import replay
+from scheduling.replay.engine import replay
 
 DEMO_TRACE = "itp-2021"
 DEMO_POLICY = "itp-2021"

@@ -22,8 +22,8 @@ from planner.studies.jobs import write_indexes
 from planner.studies.models import Run, RunStatus, recorded_metrics
 from planner.studies.window import apply_study_window
 from scheduling.capacity_plans import capacity_steps
-from scheduling.engine import replay
 from scheduling.model import Policy as EnginePolicy
+from scheduling.replay.engine import replay
 
 logger = logging.getLogger(__name__)
 

@@ -227,7 +227,7 @@ class Trace(WorkerAttempt):
         return list(self.summary.get("instance_types", {}))
 
     def load_jobs(self) -> TraceColumns:
-        """The jobs as columns, ready for ``scheduling.engine.replay``."""
+        """The jobs as columns, ready for ``scheduling.replay.engine.replay``."""
         with stored_file(self.jobs_file, f"the jobs of trace {self.name}") as stream:
             return TraceColumns.load(stream)
 

@@ -1,4 +1,4 @@
-"""The samples of a forecast: each one replays the snapshot forward (``scheduling.engine.resume``)
+"""The samples of a forecast: each one replays the snapshot forward (``scheduling.replay.engine.resume``)
 with durations and arrivals drawn from a generator seeded with (seed, sample index) only, so that
 any split of the samples into chunks gives the same forecast."""
 
@@ -10,13 +10,13 @@ from typing import Any
 
 import numpy as np
 
-from scheduling.engine import resume
 from scheduling.errors import InputError
 from scheduling.forecast.arrivals import ArrivalDays, no_arrivals
 from scheduling.forecast.durations import DurationHistory, DurationRule, duration_rules
 from scheduling.forecast.inputs import DAY, ForecastInputs, bound_snapshot, policy_at
 from scheduling.forecast.snapshot import Snapshot
 from scheduling.model import Policy
+from scheduling.replay.engine import resume
 from scheduling.trace import UNLIMITED_RETRIES, Trace
 
 

@@ -9,15 +9,15 @@ from typing import Any
 import numpy as np
 
 from scheduling.binding import job_id_order
-from scheduling.engine import replay
 from scheduling.errors import InputError
 from scheduling.forecast.arrivals import no_arrivals
 from scheduling.forecast.durations import NO_DURATION, requested_time
 from scheduling.forecast.inputs import ForecastInputs
 from scheduling.forecast.samples import Prepared, SampleStarts, run_samples
 from scheduling.model import Queueing, WaitReason
+from scheduling.replay.engine import replay
+from scheduling.replay.rules import instances, wait_reason
 from scheduling.result import REASONS, State
-from scheduling.rules import instances, wait_reason
 from scheduling.trace import Trace
 
 QUANTILES = (("p10", 0.10), ("p50", 0.50), ("p90", 0.90))

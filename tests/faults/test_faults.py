@@ -24,8 +24,8 @@ from planner.studies.launch import StudyLaunch, launch_study
 from planner.studies.models import Run, Study
 from planner.studies.tasks import replay_run
 from planner.studies.window import apply_study_window
-from scheduling.engine import replay
 from scheduling.model import Policy as EnginePolicy
+from scheduling.replay.engine import replay
 from scheduling.window import common_window, measure_over, span_of
 from tests.service.test_workers import (
     LONG_REPLAY_JOBS,

@@ -140,7 +140,7 @@ class Outcome:
 
 
 def engine_result(policy: Policy, trace: Trace) -> dict[str, Any]:
-    from scheduling.engine import replay
+    from scheduling.replay.engine import replay
 
     return replay(policy, trace, record_events=True).to_dict(include_jobs=True, include_events=True)
 

@@ -23,9 +23,9 @@ from scheduling.calibration import (
     wait_direction,
     wait_text,
 )
-from scheduling.engine import replay
 from scheduling.errors import InputError
 from scheduling.model import Policy
+from scheduling.replay.engine import replay
 from scheduling.traces import read_trace
 
 OPENB = Path(__file__).resolve().parents[3] / "shared" / "data" / "alibaba-openb-2023"

@@ -5,8 +5,8 @@ import io
 import json
 
 from scheduling.calibration import calibrate, compare_preemptions, preemption_direction
-from scheduling.engine import replay
 from scheduling.model import Policy
+from scheduling.replay.engine import replay
 from scheduling.traces import read_trace
 
 # SEMANTICS.md section 4's AWS example as an AWS Batch history: QS1's p2 borrows QS2's idle instance

@@ -17,9 +17,9 @@ from scheduling.capacity_curve import (
     point_summary,
 )
 from scheduling.capacity_plans import TrainingPlan, add_training_plan
-from scheduling.engine import replay
 from scheduling.errors import InputError
 from scheduling.model import Policy
+from scheduling.replay.engine import replay
 from scheduling.scaling import policy_at
 
 SPLIT = {

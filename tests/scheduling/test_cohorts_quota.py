@@ -14,7 +14,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from scheduling.cohorts import ROOT, CohortTree, Node, tree_errors
-from scheduling.rules import headroom, lendable
+from scheduling.replay.rules import headroom, lendable
 
 G = "gpu"
 

@@ -15,8 +15,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from scheduling import compiled, engine
+from scheduling import compiled
 from scheduling.model import Policy
+from scheduling.replay import engine
 from scheduling.synthetic import demo_policy_dict, demo_pool_gpus, generate
 from scheduling.trace import PriorityUpdates, Trace
 
@@ -28,22 +29,22 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def source_engine():
-    """scheduling/engine.py and the modules compiled with it, run as Python, beside the compiled
+    """scheduling/replay/engine.py and the modules compiled with it, run as Python, beside the compiled
     ones: each is loaded from its source under its own name while the compiled modules are set
     aside, so the source engine's imports bind the source modules, then the compiled ones are
     put back."""
-    names = [f"scheduling.{name.removesuffix('.py')}" for name in compiled.COMPILED]
+    names = [f"scheduling.replay.{name.removesuffix('.py')}" for name in compiled.COMPILED]
     kept = {name: sys.modules.pop(name) for name in names if name in sys.modules}
     loaded = {}
     try:
         # Leaves first: each module's imports of the others then find the source ones.
-        for name in sorted(names, key=lambda n: n == "scheduling.engine"):
+        for name in sorted(names, key=lambda n: n == "scheduling.replay.engine"):
             loaded[name] = _load_source(name)
     finally:
         for name in names:
             sys.modules.pop(name, None)
         sys.modules.update(kept)
-    module = loaded["scheduling.engine"]
+    module = loaded["scheduling.replay.engine"]
     assert module.__file__.endswith(".py") and not engine.__file__.endswith(".py")
     return module
 
@@ -51,7 +52,7 @@ def source_engine():
 def _load_source(name: str):
     if name in sys.modules:
         return sys.modules[name]
-    path = compiled.PACKAGE / f"{name.split('.')[-1]}.py"
+    path = compiled.REPLAY / f"{name.split('.')[-1]}.py"
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from conftest import make_trace, table
 
-from scheduling.engine import replay
 from scheduling.finder import JobFinder, write_run_index, write_trace_index
 from scheduling.model import Policy
+from scheduling.replay.engine import replay
 
 # One GPU, share A lends and borrows with in-share preemption, B reserves nothing of it.
 POLICY = {

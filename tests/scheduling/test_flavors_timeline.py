@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from conftest import make_trace, table
 
-from scheduling.engine import replay
 from scheduling.finder import JobFinder, write_run_index, write_trace_index
 from scheduling.model import Policy
 from scheduling.pending import find_job, job_timeline
+from scheduling.replay.engine import replay
 from scheduling.result import State
 
 POLICY = {

@@ -80,7 +80,7 @@ def test_the_readme_table_is_what_the_tree_and_its_flattened_version_give(tmp_pa
     # The README's worked example ("Flavors and cohorts"): p95 waits in whole minutes per queue, the
     # whole org's p95 and preemptions, and the jobs that fell back to spot. A changed engine or sample
     # that changes them must change the README too.
-    from scheduling.engine import replay
+    from scheduling.replay.engine import replay
 
     tree = Policy.from_dict(imported(tmp_path))
     flat_dict = imported(tmp_path)

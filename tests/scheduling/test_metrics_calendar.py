@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from conftest import make_trace
 
-from scheduling.engine import replay
 from scheduling.model import Policy
+from scheduling.replay.engine import replay
 
 
 def plan_policy(**extra) -> Policy:

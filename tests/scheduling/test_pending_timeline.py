@@ -7,10 +7,10 @@ import io
 
 import pytest
 
-from scheduling.engine import replay
 from scheduling.errors import InputError
 from scheduling.model import Policy
 from scheduling.pending import find_job, job_timeline
+from scheduling.replay.engine import replay
 from scheduling.result import ReplayResult
 from scheduling.synthetic import demo_policy_dict, demo_pool_gpus, generate
 

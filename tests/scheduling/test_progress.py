@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from conftest import make_trace
 
-from scheduling.engine import PROGRESS_TICK_STEPS, replay
 from scheduling.model import Policy
+from scheduling.replay.engine import PROGRESS_TICK_STEPS, replay
 
 POLICY = Policy.from_dict({"capacity": {"gpu": 1}, "shares": [{"name": "A", "capacity": {"gpu": 1}}]})
 

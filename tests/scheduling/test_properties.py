@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from reference import reference_replay
 
 from scheduling.cohorts import CohortTree
-from scheduling.engine import replay
 from scheduling.model import Policy, Share, Strategy, borrow_limit_from_percent
+from scheduling.replay.engine import replay
 
 TYPES = ("x", "y")
 STRATEGIES = ("RESERVE", "LEND", "LEND_AND_BORROW")

@@ -1,4 +1,4 @@
-"""Section 8's refusal memo (scheduling.refusals) only skips tries that would be refused again: with it
+"""Section 8's refusal memo (scheduling.replay.refusals) only skips tries that would be refused again: with it
 switched off (SCHEDULING_REFUSAL_MEMO=off, every try made) a replay gives the same RESULT, jobs, events
 and metrics, on the property tests' scenarios and on synthetic traces like the benchmark's."""
 
@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from test_properties import cohort_scenarios, flavor_scenarios, loop_scenarios, property_settings, scenarios
 
-from scheduling.engine import replay
 from scheduling.model import Policy
+from scheduling.replay.engine import replay
 from scheduling.synthetic import demo_policy_dict, demo_pool_gpus, generate
 
 

@@ -11,8 +11,8 @@ from conftest import make_trace
 
 from scheduling import jobs_json
 from scheduling import result as result_module
-from scheduling.engine import replay
 from scheduling.model import Policy
+from scheduling.replay.engine import replay
 from scheduling.synthetic import demo_policy_dict, demo_pool_gpus, generate
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from scheduling.cohorts import CohortTree
 from scheduling.model import Policy
-from scheduling.quota_tree import quota_tree
+from scheduling.replay.quota_tree import quota_tree
 
 
 def share(name: str, quota: int, cohort: str | None = None, **options) -> dict:
@@ -355,7 +355,7 @@ def test_shares_at_the_root_of_a_tree_replay_as_without_cohorts(queueing, fair):
     # section 13 reduces to sections 3-4 (and 8, with fair sharing: the root's potential is section 8's
     # L), event for event (a lending limit and a lower_priority reclaim too), on a synthetic trace of the
     # demo pool
-    from scheduling.engine import replay
+    from scheduling.replay.engine import replay
     from scheduling.synthetic import demo_policy_dict, demo_pool_gpus, generate
 
     trace = generate(1500, seed=1)
@@ -463,8 +463,8 @@ def test_reopening_shortcuts_change_no_outcome(seed, monkeypatch):
     # only: the compiled engine's methods cannot be replaced).
     import random
 
-    from scheduling import refusals
     from scheduling.compiled import engine_kind
+    from scheduling.replay import refusals
 
     if engine_kind() != "python":
         pytest.skip("the compiled engine is in use")
@@ -497,6 +497,6 @@ def test_reopening_shortcuts_change_no_outcome(seed, monkeypatch):
 def engine_run_events(pol: dict, jobs: list[dict]) -> list:
     from conftest import make_trace
 
-    from scheduling.engine import replay
+    from scheduling.replay.engine import replay
 
     return replay(Policy.from_dict(pol), make_trace(jobs), record_events=True).events

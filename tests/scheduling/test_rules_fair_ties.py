@@ -8,7 +8,7 @@ where the rule says so) and L the pool's lendable GPUs."""
 
 from __future__ import annotations
 
-from scheduling.rules import (
+from scheduling.replay.rules import (
     ZERO_VALUE,
     exact_number,
     share_value,

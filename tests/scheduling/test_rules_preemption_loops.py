@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 
-from scheduling.engine import replay
 from scheduling.model import Policy
+from scheduling.replay.engine import replay
 from scheduling.synthetic import demo_policy_dict, demo_pool_gpus, generate
 
 NO_LOOPS = {"count": 0, "instants": 0, "first": []}

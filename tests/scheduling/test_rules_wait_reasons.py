@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from scheduling.engine import replay
 from scheduling.model import Policy
+from scheduling.replay.engine import replay
 from scheduling.synthetic import demo_policy_dict, demo_pool_gpus, generate
 
 TWO_JOBS = """

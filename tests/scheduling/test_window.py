@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from conftest import make_trace, table
 
-from scheduling.engine import replay
 from scheduling.model import Policy
+from scheduling.replay.engine import replay
 from scheduling.window import common_window, measure_over, span_of
 
 HOUR = 3600.0

@@ -18,8 +18,8 @@ from planner.capacity.models import InstanceType, Policy, Pool, ShareSpec
 from planner.forecasts import cut, demo
 from planner.forecasts.models import Forecast
 from planner.traces.models import Trace, read_upload
-from scheduling.engine import replay
 from scheduling.model import parse_policy
+from scheduling.replay.engine import replay
 
 W = int(cut.WEEK)
 TRACE_CSV = f"""job_id,submit_time,share,instance_type,duration,user

@@ -17,8 +17,8 @@ from planner.studies.launch import StudyLaunch, launch_study
 from planner.studies.models import Run, RunStatus
 from planner.traces.models import Trace, read_upload
 from planner.web.variants import PRESETS, make_variant, presets_for, study_presets
-from scheduling.engine import replay
 from scheduling.model import Policy as EnginePolicy
+from scheduling.replay.engine import replay
 
 pytestmark = pytest.mark.django_db
 

@@ -20,8 +20,8 @@ from planner.strict_json import strict_json
 from planner.studies.launch import StudyLaunch, launch_study
 from planner.studies.models import Run, RunStatus, Study
 from planner.traces.models import Trace
-from scheduling.engine import replay
 from scheduling.model import Policy as EnginePolicy
+from scheduling.replay.engine import replay
 from scheduling.synthetic import demo_policy_dict, demo_pool_gpus, generate
 from tests import fixtures
 

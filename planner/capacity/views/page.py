@@ -8,9 +8,11 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Count
 from django.shortcuts import get_object_or_404, redirect, render
 
+import planner.capacity.views.calendar as calendar
+import planner.capacity.views.cohorts as cohorts
+import planner.capacity.views.shares as shares
 from planner.accounts.permissions import can_edit
 from planner.capacity.models import Policy, Pool
-from planner.capacity.views import calendar, cohorts, shares
 from planner.capacity.views.context import policy_page, render_page
 from planner.web.access import EDIT_DENIED, reader_required
 from planner.web.listing import listed_policies

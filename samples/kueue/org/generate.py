@@ -34,9 +34,9 @@ _spec = importlib.util.spec_from_file_location("sample_helpers", ROOT / "samples
 helpers = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(helpers)
 
-from scheduling.engine import replay  # noqa: E402
 from scheduling.export.kueue_cluster import from_kueue_cluster, load_yaml_documents  # noqa: E402
 from scheduling.model import Policy  # noqa: E402
+from scheduling.replay.engine import replay  # noqa: E402
 from scheduling.trace import UNLIMITED_RETRIES, PriorityUpdates, Trace  # noqa: E402
 
 V1BETA2 = "kueue.x-k8s.io/v1beta2"

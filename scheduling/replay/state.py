@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 from typing import Final
 
-from scheduling.indexes import Group, Running
 from scheduling.model import (
     Cause,
     FlavorPreference,
@@ -21,9 +20,10 @@ from scheduling.model import (
     WaitReason,
     WhenCan,
 )
-from scheduling.quota_tree import QuotaTree
+from scheduling.replay.indexes import Group, Running
+from scheduling.replay.quota_tree import QuotaTree
+from scheduling.replay.rules import POOL_FULL, exact_number, headroom, lendable
 from scheduling.result import State
-from scheduling.rules import POOL_FULL, exact_number, headroom, lendable
 
 # Job states as module constants (native ints).
 PENDING_SUBMIT: Final[int] = int(State.PENDING_SUBMIT)

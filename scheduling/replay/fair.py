@@ -10,8 +10,8 @@ from __future__ import annotations
 from math import lcm
 from typing import Final
 
-from scheduling.indexes import Group, Running
-from scheduling.rules import (
+from scheduling.replay.indexes import Group, Running
+from scheduling.replay.rules import (
     NO_LIMIT,
     ZERO_VALUE,
     exact_number,
@@ -29,8 +29,8 @@ from scheduling.rules import (
     value_equal,
     victim_key,
 )
-from scheduling.state import Account, Job, ShareState, TypePool
-from scheduling.victims import Headroom, drop_unneeded, give_back
+from scheduling.replay.state import Account, Job, ShareState, TypePool
+from scheduling.replay.victims import Headroom, drop_unneeded, give_back
 
 
 def lendable_gpus(pools: list[TypePool]) -> float:

@@ -1,7 +1,7 @@
 """The rounds of a scheduling pass without fair sharing (section 4, and 13's levels): best-effort
 FIFO (every pending job once, in round order, through the queue groups' candidates) and strict
-FIFO (each share's head). Section 8's round is ``scheduling.fair_round``. A round asks
-``Admission.try_admit`` (the replay) for each candidate and ``scheduling.refusals`` which groups
+FIFO (each share's head). Section 8's round is ``scheduling.replay.fair_round``. A round asks
+``Admission.try_admit`` (the replay) for each candidate and ``scheduling.replay.refusals`` which groups
 are open.
 """
 
@@ -11,19 +11,19 @@ import bisect
 import heapq
 from typing import Final
 
-from scheduling.fair_tree import TreeValues
-from scheduling.indexes import Group
-from scheduling.queues import Queues
-from scheduling.quota_tree import QuotaTree
-from scheduling.refusals import Refusals
-from scheduling.rules import (
+from scheduling.replay.fair_tree import TreeValues
+from scheduling.replay.indexes import Group
+from scheduling.replay.queues import Queues
+from scheduling.replay.quota_tree import QuotaTree
+from scheduling.replay.refusals import Refusals
+from scheduling.replay.rules import (
     ADMITTED,
     NO_LIMIT,
     NO_VICTIMS,
     borrowing_level,
     round_key,
 )
-from scheduling.state import Account, Job, ShareState
+from scheduling.replay.state import Account, Job, ShareState
 
 heappush: Final = heapq.heappush
 heappop: Final = heapq.heappop

@@ -3,7 +3,7 @@ jobs of one share, type and size in queue order) and running levels (an account'
 in victim order).
 
 Pending jobs live in groups of identical (share, type, size), each kept in queue order, so a round
-looks only at the head of each group (the candidates in a heap, see ``scheduling.engine``), and a
+looks only at the head of each group (the candidates in a heap, see ``scheduling.replay.engine``), and a
 group whose head was refused stays closed until a change that could help it. Running jobs sit in
 priority levels in start order, so victims are read from the end.
 """
@@ -14,10 +14,10 @@ import bisect
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Final
 
-from scheduling.rules import POOL_FULL, victim_key
+from scheduling.replay.rules import POOL_FULL, victim_key
 
 if TYPE_CHECKING:
-    from scheduling.state import Account, Job
+    from scheduling.replay.state import Account, Job
 
 insort: Final = bisect.insort
 

@@ -1,7 +1,7 @@
 """The pending jobs' queues (section 4): each share's queue order kept as queue groups of one share,
 type and size (``indexes.Group``), strict FIFO's per-share queue, and why the jobs in them wait
 (job-seconds per share and WaitReason, added up whenever a queue changes). The queues only store;
-the rounds (``scheduling.engine``) decide, and ``scheduling.refusals`` is told of new heads.
+the rounds (``scheduling.replay.engine``) decide, and ``scheduling.replay.refusals`` is told of new heads.
 """
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ from typing import Final
 from librt.vecs import vec
 from mypy_extensions import i64
 
-from scheduling.indexes import Group
-from scheduling.records import Records
-from scheduling.refusals import Refusals
+from scheduling.replay.indexes import Group
+from scheduling.replay.records import Records
+from scheduling.replay.refusals import Refusals
+from scheduling.replay.rules import BEHIND_QUEUE_HEAD, wait_reason
+from scheduling.replay.state import RUNNABLE, Account, Job, ShareState
 from scheduling.result import WaitHistory
-from scheduling.rules import BEHIND_QUEUE_HEAD, wait_reason
-from scheduling.state import RUNNABLE, Account, Job, ShareState
 
 insort: Final = bisect.insort
 bisect_left: Final = bisect.bisect_left

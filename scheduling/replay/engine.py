@@ -1,11 +1,11 @@
 """The discrete-event replay of SEMANTICS.md sections 2-4 and 8-10: one event loop, one
 scheduling pass.
 
-Where to look: the rules are functions in ``scheduling.rules``; the state (jobs, accounts, type
-pools, shares) is in ``scheduling.state``; the indexes that make a pass fast (queue groups,
-running levels) in ``scheduling.indexes``; fair sharing's victim search in ``scheduling.fair``.
+Where to look: the rules are functions in ``scheduling.replay.rules``; the state (jobs, accounts, type
+pools, shares) is in ``scheduling.replay.state``; the indexes that make a pass fast (queue groups,
+running levels) in ``scheduling.replay.indexes``; fair sharing's victim search in ``scheduling.replay.fair``.
 This module holds the event loop and the rounds of a pass; what can make a refused job admissible
-again (reopening refused queue groups, fair sharing's memo of refusals) is ``scheduling.refusals``,
+again (reopening refused queue groups, fair sharing's memo of refusals) is ``scheduling.replay.refusals``,
 which the loop tells what happened. Speed comes from the data structures, not from
 shortcuts in the rules: every rule is checked against a literal reference model
 (tests/scheduling/reference.py).
@@ -24,13 +24,15 @@ from librt.vecs import vec
 from mypy_extensions import i64
 
 from scheduling.binding import BoundTrace, bind
-from scheduling.calendar import (
+from scheduling.metrics import UsageLog, compute_metrics
+from scheduling.model import Cause, Change, FairStrategy, Policy, Queueing, UnschedulableReason
+from scheduling.replay.calendar import (
     NeverRuns,
     borrow_limit_at,
     capacity_victims,
     change_instants,
 )
-from scheduling.fair import (
+from scheduling.replay.fair import (
     NO_ROOM_AT_ALL,
     NO_ROOM_PASSING,
     count_gpus_exactly,
@@ -38,19 +40,16 @@ from scheduling.fair import (
     lendable_gpus,
     refusal_before_search,
 )
-from scheduling.fair_round import fair_round
-from scheduling.fair_tree import TreeValues, tree_fair_victims, tree_values
-from scheduling.indexes import job_id_order
-from scheduling.metrics import UsageLog, compute_metrics
-from scheduling.model import Cause, Change, FairStrategy, Policy, Queueing, UnschedulableReason
-from scheduling.preemption_loops import PreemptionLoops
-from scheduling.queues import Queues
-from scheduling.quota_tree import QuotaTree, is_tree_policy, quota_tree, tree_limit
-from scheduling.records import Records, as_array
-from scheduling.refusals import Refusals
-from scheduling.result import EventKind, JobOutcomes, ReplayResult, WaitHistory
-from scheduling.rounds import Admission, Rounds
-from scheduling.rules import (
+from scheduling.replay.fair_round import fair_round
+from scheduling.replay.fair_tree import TreeValues, tree_fair_victims, tree_values
+from scheduling.replay.indexes import job_id_order
+from scheduling.replay.preemption_loops import PreemptionLoops
+from scheduling.replay.queues import Queues
+from scheduling.replay.quota_tree import QuotaTree, is_tree_policy, quota_tree, tree_limit
+from scheduling.replay.records import Records, as_array
+from scheduling.replay.refusals import Refusals
+from scheduling.replay.rounds import Admission, Rounds
+from scheduling.replay.rules import (
     ADMITTED,
     CAPACITY,
     CAUSES,
@@ -70,7 +69,7 @@ from scheduling.rules import (
     runnable_deadline,
     saved_work,
 )
-from scheduling.state import (
+from scheduling.replay.state import (
     CANCELLED,
     FAILED,
     RUNNABLE,
@@ -84,8 +83,9 @@ from scheduling.state import (
     TreeAccount,
     TypePool,
 )
+from scheduling.replay.victims import find_victims, tree_victim_candidates, victim_candidates
+from scheduling.result import EventKind, JobOutcomes, ReplayResult, WaitHistory
 from scheduling.trace import Trace
-from scheduling.victims import find_victims, tree_victim_candidates, victim_candidates
 
 ProgressCallback = Callable[[float], None]
 
@@ -188,7 +188,7 @@ class _Replay(Admission):
                      int(policy.unassigned(name)))
             for t, name in enumerate(types)
         ]
-        # Section 13: a policy with cohorts keeps its tree's quotas and usage (scheduling.quota_tree);
+        # Section 13: a policy with cohorts keeps its tree's quotas and usage (scheduling.replay.quota_tree);
         # its accounts fit and bubble usage through it. Without cohorts, sections 3-4 as they are.
         self.tree: QuotaTree | None = quota_tree(policy, types) if is_tree_policy(policy) else None
         tree = self.tree

@@ -8,11 +8,11 @@ from __future__ import annotations
 import math
 from typing import Final
 
-from scheduling.fair import left_out
 from scheduling.job_ids import JobIds
-from scheduling.refusals import Refusals
-from scheduling.rules import PREEMPTIONS_BEFORE_LEFT_OUT
-from scheduling.state import RUNNING, Job
+from scheduling.replay.fair import left_out
+from scheduling.replay.refusals import Refusals
+from scheduling.replay.rules import PREEMPTIONS_BEFORE_LEFT_OUT
+from scheduling.replay.state import RUNNING, Job
 
 # The findings kept in full in RESULT.json's summary.
 LOOP_FINDINGS_KEPT: Final = 100

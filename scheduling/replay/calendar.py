@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from scheduling.model import Change, Policy, Share, UnschedulableReason
-from scheduling.quota_tree import QuotaTree, quota_tree, tree_limit
-from scheduling.rules import (
+from scheduling.replay.quota_tree import QuotaTree, quota_tree, tree_limit
+from scheduling.replay.rules import (
     NO_LIMIT,
     capacity_victim_key,
     instances,
@@ -17,8 +17,8 @@ from scheduling.rules import (
     unschedulable_over_calendar,
     unschedulable_reason,
 )
-from scheduling.state import Account, Job, TypePool
-from scheduling.victims import PoolValid, drop_unneeded, take_until_fits
+from scheduling.replay.state import Account, Job, TypePool
+from scheduling.replay.victims import PoolValid, drop_unneeded, take_until_fits
 
 
 def change_instants(policy: Policy) -> list[tuple[float, list[Change]]]:

@@ -1,7 +1,7 @@
 """Section 8 over section 13's tree (Kueue ``pkg/scheduler/preemption/fairsharing``): a value for
 every node, the round's tournament from the root down, and the victim search whose target is
 found by walking down from the root and whose strategies compare the two children of the lowest
-common ancestor. ``scheduling.fair`` is the one-cohort case; a policy without cohorts never comes
+common ancestor. ``scheduling.replay.fair`` is the one-cohort case; a policy without cohorts never comes
 here (its replay stays section 8's, byte for byte).
 
 Values are exact triples, as ``rules.share_value``'s, compared by ``rules.value_below``; unlike one
@@ -10,17 +10,17 @@ cohort, each node has its own denominator, so it is carried in the triple.
 
 from __future__ import annotations
 
-from scheduling.fair import (
+from scheduling.model import Policy
+from scheduling.replay.fair import (
     _Candidates,
     _fits,
     _set_aside,
     candidate_pools,
     victims_needed,
 )
-from scheduling.indexes import Group
-from scheduling.model import Policy
-from scheduling.quota_tree import QuotaTree
-from scheduling.rules import (
+from scheduling.replay.indexes import Group
+from scheduling.replay.quota_tree import QuotaTree
+from scheduling.replay.rules import (
     NO_LIMIT,
     ZERO_VALUE,
     exact_number,
@@ -32,7 +32,7 @@ from scheduling.rules import (
     value_equal,
     victim_key,
 )
-from scheduling.state import Account, Job, ShareState, TypePool
+from scheduling.replay.state import Account, Job, ShareState, TypePool
 
 
 def node_value(

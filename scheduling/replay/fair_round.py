@@ -1,5 +1,5 @@
 """Section 8's round: candidates one at a time, the next being the one whose share would have the
-lowest value with it admitted, then queue order; a refusal's memo (``scheduling.refusals``) lets
+lowest value with it admitted, then queue order; a refusal's memo (``scheduling.replay.refusals``) lets
 the jobs behind a refusal be passed over without a try until the next change.
 """
 
@@ -8,13 +8,13 @@ from __future__ import annotations
 import bisect
 from typing import Final
 
-from scheduling.fair import cohort_pick
-from scheduling.fair_tree import TreeValues, round_lead, round_pick
-from scheduling.indexes import Group
-from scheduling.preemption_loops import PreemptionLoops
-from scheduling.rounds import Admission, Rounds
-from scheduling.rules import ADMITTED, NO_PASSING_ROOM, NO_ROOM, REFUSED, value_below, value_equal
-from scheduling.state import Job
+from scheduling.replay.fair import cohort_pick
+from scheduling.replay.fair_tree import TreeValues, round_lead, round_pick
+from scheduling.replay.indexes import Group
+from scheduling.replay.preemption_loops import PreemptionLoops
+from scheduling.replay.rounds import Admission, Rounds
+from scheduling.replay.rules import ADMITTED, NO_PASSING_ROOM, NO_ROOM, REFUSED, value_below, value_equal
+from scheduling.replay.state import Job
 
 bisect_left: Final = bisect.bisect_left
 bisect_right: Final = bisect.bisect_right

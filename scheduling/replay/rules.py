@@ -1,6 +1,6 @@
 """Every rule of SEMANTICS.md as one small named function: what a newcomer looks for first.
 
-The engine (``scheduling.engine``) keeps the state and the indexes that make it fast; the
+The engine (``scheduling.replay.engine``) keeps the state and the indexes that make it fast; the
 decisions it takes (does a job fit, may it preempt that one, which job comes first, why does it
 wait) are these functions. Each **(choice)** of SEMANTICS.md lives in exactly one of them.
 """
