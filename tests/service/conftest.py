@@ -12,6 +12,7 @@ from rest_framework.test import APIClient
 
 from planner.capacity.models import InstanceType, Policy, Pool, ShareSpec
 from planner.studies.liveness import WorkerProcess, start_time
+from planner.studies.models import Study
 from planner.traces.models import Trace, read_upload
 from tests import fixtures
 
@@ -115,3 +116,15 @@ def process_record(pid: int) -> dict:
     mine = WorkerProcess.current()
     started = start_time(pid) or ""
     return WorkerProcess(mine.host, mine.namespace, pid, started, "celery@w1", "task-1").record()
+
+
+@pytest.fixture
+def study(admin_api, aws_policy, aws_trace, eager_celery, django_capture_on_commit_callbacks):
+    """The AWS example's policy and its all-RESERVE copy, studied over the API (replayed inline)."""
+    variant = aws_policy.duplicate("all-reserve")
+    variant.shares.update(strategy="RESERVE", borrow_limit_percent=None, in_share_preemption="never")
+    payload = {"name": "reserve or lend", "trace": aws_trace.pk, "policies": [aws_policy.pk, variant.pk]}
+    with django_capture_on_commit_callbacks(execute=True):
+        response = admin_api.post("/api/studies/", payload, format="json")
+    assert response.status_code == 201, response.json()
+    return Study.objects.get(pk=response.json()["id"])
