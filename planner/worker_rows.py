@@ -1,9 +1,10 @@
 """The fields a row computed by a worker task carries: progress, error, the attempts and the worker
 with its heartbeat, when it started and ended (a trace's parse, a calibration, a curve's point, a
-forecast's chunk). An abstract base: each model keeps its own table, columns and ``status`` field."""
+forecast's chunk). Abstract bases: each model keeps its own table, columns and ``status`` field."""
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 
 
@@ -30,3 +31,16 @@ class WorkerAttempt(models.Model):
         from planner.studies.models import heartbeat_is_stale
 
         return heartbeat_is_stale(self, now)
+
+
+class Launched(models.Model):
+    """A computation a user launched (a curve, a worth search, a forecast): who, when, newest first."""
+
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        abstract = True
+        ordering = ["-created_at", "-id"]

@@ -15,6 +15,7 @@ from planner.advisor.launch import SweepLaunch, delete_sweep, keep_variant, star
 from planner.advisor.models import Sweep, SweepVariant
 from planner.studies.reaper import reap_stale_runs
 from planner.web.access import EDIT_DENIED, editor_required, reader_required
+from planner.web.forms import place_launch_error
 
 
 @reader_required
@@ -32,9 +33,7 @@ def sweep_list(request):
             try:
                 sweep = start_sweep(launch)
             except ValidationError as error:
-                for field, problems in error.message_dict.items():
-                    target = {"knobs": None, "policies": "base_policy"}.get(field, field)
-                    form.add_error(target if target in form.fields else None, problems)
+                place_launch_error(form, error, {"knobs": None, "policies": "base_policy"})
             else:
                 messages.success(request, f"Sweep {sweep.name} started: {sweep.variants.count()} variants.")
                 return redirect("advisor:detail", pk=sweep.pk)

@@ -22,6 +22,20 @@ OPENB_TRACE = "alibaba-openb-2023"
 OPENB_POLICY = "openb-in-force"
 
 
+def calibrate_here(calibration: Calibration, say: Callable[[str], None], kind: str) -> None:
+    """Compute ``calibration`` in this process unless it has succeeded (a failed one again from
+    scratch); raises RuntimeError, naming the ``kind`` of calibration, when it fails."""
+    if calibration.status == RunStatus.SUCCEEDED:
+        return
+    if calibration.status == RunStatus.FAILED:
+        Calibration.objects.filter(pk=calibration.pk).update(status=RunStatus.QUEUED, attempts=0, error="")
+    say(f"  replaying {calibration.trace.name} under {calibration.policy.name} and comparing...")
+    calibrate_trace.apply(args=[calibration.pk])
+    calibration.refresh_from_db()
+    if calibration.status != RunStatus.SUCCEEDED:
+        raise RuntimeError(f"the {kind} calibration failed: {calibration.error}")
+
+
 def load_openb_calibration(say: Callable[[str], None] = lambda line: None) -> Calibration | None:
     """The openb trace, its policy in force and their calibration, computed here (in-process)."""
     pods, nodes = data_dir() / OPENB_PODS, data_dir() / OPENB_NODES
@@ -46,16 +60,7 @@ def load_openb_calibration(say: Callable[[str], None] = lambda line: None) -> Ca
     calibration = Calibration.objects.filter(trace=trace, policy=policy).order_by("-id").first()
     if calibration is None:
         calibration = start_calibration(CalibrationLaunch(trace=trace, policy=policy), enqueue=False)
-    if calibration.status != RunStatus.SUCCEEDED:
-        if calibration.status == RunStatus.FAILED:
-            Calibration.objects.filter(pk=calibration.pk).update(
-                status=RunStatus.QUEUED, attempts=0, error=""
-            )
-        say(f"  replaying {trace.name} under {policy.name} and comparing...")
-        calibrate_trace.apply(args=[calibration.pk])
-        calibration.refresh_from_db()
-        if calibration.status != RunStatus.SUCCEEDED:
-            raise RuntimeError(f"the demo calibration failed: {calibration.error}")
+    calibrate_here(calibration, say, "demo")
     for block in [calibration.metrics["all"], *calibration.metrics["shares"]]:
         say(f"  {block['name']}: {block['verdict']}")
     return calibration

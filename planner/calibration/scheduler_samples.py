@@ -11,12 +11,11 @@ from pathlib import Path
 
 from django.conf import settings
 
+from planner.calibration.demo import calibrate_here
 from planner.calibration.launch import CalibrationLaunch, start_calibration
 from planner.calibration.models import Calibration
-from planner.calibration.tasks import calibrate_trace
 from planner.capacity.models import Policy
 from planner.exports.importing import store_imported_policy
-from planner.studies.models import RunStatus
 from planner.traces.models import Trace, read_upload
 from scheduling.export.configuration import read_configuration_files
 
@@ -68,16 +67,7 @@ def load_scheduler_sample(scheduler: str, say: Callable[[str], None] = lambda li
             ),
             enqueue=False,
         )
-    if calibration.status != RunStatus.SUCCEEDED:
-        if calibration.status == RunStatus.FAILED:
-            Calibration.objects.filter(pk=calibration.pk).update(
-                status=RunStatus.QUEUED, attempts=0, error=""
-            )
-        say(f"  replaying {trace.name} under {policy.name} and comparing...")
-        calibrate_trace.apply(args=[calibration.pk])
-        calibration.refresh_from_db()
-        if calibration.status != RunStatus.SUCCEEDED:
-            raise RuntimeError(f"the sample calibration failed: {calibration.error}")
+    calibrate_here(calibration, say, "sample")
     for block in [calibration.metrics["all"], *calibration.metrics["shares"]]:
         say(f"  {block['name']}: {block['verdict']}; {block['preemptions']['verdict']}")
     return calibration

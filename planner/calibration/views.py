@@ -15,6 +15,7 @@ from planner.calibration.forms import CalibrationForm
 from planner.calibration.launch import CalibrationLaunch, reap_stale_calibrations, start_calibration
 from planner.calibration.models import Calibration
 from planner.web.access import EDIT_DENIED, reader_required
+from planner.web.forms import place_launch_error
 
 
 @reader_required
@@ -30,8 +31,7 @@ def calibration_list(request):
             try:
                 calibration = start_calibration(launch)
             except ValidationError as error:
-                for field, problems in error.message_dict.items():
-                    form.add_error(field if field in form.fields else None, problems)
+                place_launch_error(form, error)
             else:
                 messages.success(request, f"Calibration of {calibration.trace.name} started.")
                 return redirect("calibration:detail", pk=calibration.pk)

@@ -8,13 +8,12 @@ curve's training plans are points too, each at its policy's own size with the pl
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.db import models
 
 from planner.capacity.models import Policy
 from planner.studies.models import FINISHED, RunStatus
 from planner.traces.models import Trace
-from planner.worker_rows import WorkerAttempt
+from planner.worker_rows import Launched, WorkerAttempt
 from scheduling.capacity_plans import TrainingPlan
 from scheduling.scaling import SizeMode
 from scheduling.worth import METRIC_WORDS, Metric
@@ -62,7 +61,7 @@ class ReplayPoint(WorkerAttempt):
         return self.status in FINISHED
 
 
-class CapacityCurve(models.Model):
+class CapacityCurve(Launched):
     """A trace replayed under each of ``lines`` (policies, in the order drawn) at each of ``sizes``."""
 
     name = models.CharField(max_length=200)
@@ -79,13 +78,6 @@ class CapacityCurve(models.Model):
         help_text='training plans, each one more replay: [{"line": i, "policy": id, "instance_type": '
         'str, "instances": n, "share": str, "start": s, "end": s, "label": str}]',
     )
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["-created_at", "-id"]
 
     def __str__(self) -> str:
         return self.name
@@ -144,7 +136,7 @@ class CurvePoint(ReplayPoint):
         return f"{self.curve} / {self.policy_name} at {self.gpus:,.0f} GPUs"
 
 
-class WorthSearch(models.Model):
+class WorthSearch(Launched):
     """The smallest size at which ``policy_a`` is as good as ``policy_b`` at today's size
     (``today``, in instances of the sized type), on ``metric``; found step by step, each step's
     sizes replayed in parallel (``parallel`` of them)."""
@@ -178,14 +170,9 @@ class WorthSearch(models.Model):
     steps = models.PositiveIntegerField(default=0)
     answer_size = models.PositiveIntegerField(null=True, blank=True)
     exact = models.BooleanField(default=False, help_text="the size one instance smaller was seen short")
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
-    class Meta:
-        ordering = ["-created_at", "-id"]
+    class Meta(Launched.Meta):
         verbose_name_plural = "worth searches"
 
     def __str__(self) -> str:

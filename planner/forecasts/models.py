@@ -9,13 +9,12 @@ and one ForecastJob row per snapshot job, which the table and ``?search=`` read 
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.db import models
 
 from planner.capacity.models import Policy
 from planner.studies.models import FINISHED, RunStatus
 from planner.traces.models import Trace
-from planner.worker_rows import WorkerAttempt
+from planner.worker_rows import Launched, WorkerAttempt
 
 
 class Arrivals(models.TextChoices):
@@ -37,7 +36,7 @@ class Source(models.TextChoices):
     DEMO = "demo", "the demo pool now"
 
 
-class Forecast(models.Model):
+class Forecast(Launched):
     """When each job of ``snapshot`` starts under ``policy_snapshot``, as quantiles over ``samples``
     replays (durations and arrivals drawn from ``history`` with ``seed``)."""
 
@@ -73,14 +72,7 @@ class Forecast(models.Model):
     shares = models.JSONField(
         null=True, blank=True, help_text="per share: the queue at T0 and when it starts (aggregates)"
     )
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["-created_at", "-id"]
 
     def __str__(self) -> str:
         return self.name or f"forecast {self.pk}"

@@ -25,6 +25,7 @@ from planner.forecasts.launch import ForecastLaunch, reap_forecasts, start_forec
 from planner.forecasts.models import Forecast, ForecastJob, Source
 from planner.studies.attempts import silence_note
 from planner.web.access import reader_required
+from planner.web.forms import place_launch_error
 
 LATEST = 30
 PAGE_JOBS = 50  # a page of the table (and of the chart): the page stays small whatever the snapshot
@@ -37,13 +38,6 @@ ORDERS = {
     "snapshot": ("as in the snapshot (running first)", ("row",)),
 }
 EPOCH = 1e9  # seconds past this are Unix times (2001 on): shown as UTC dates
-
-
-def _form_errors(form, error: ValidationError) -> None:
-    renames = {"demo": None}
-    for field, problems in error.message_dict.items():
-        target = renames.get(field, field)
-        form.add_error(target if target in form.fields else None, problems)
 
 
 @reader_required
@@ -63,7 +57,7 @@ def forecast_list(request: HttpRequest) -> HttpResponse:
             try:
                 forecast = start_forecast(launch)
             except ValidationError as error:
-                _form_errors(form, error)
+                place_launch_error(form, error, {"demo": None})
             else:
                 messages.success(
                     request, f"Forecast started: {forecast.samples:,} samples in {forecast.chunks} chunks."
@@ -117,7 +111,7 @@ def forecast_demo(request: HttpRequest) -> HttpResponse:
                 ),
             )
         except ValidationError as error:
-            _form_errors(demo_form, error)
+            place_launch_error(demo_form, error, {"demo": None})
         else:
             messages.success(request, f"Forecast of the demo pool started: {forecast.jobs:,} jobs.")
             return redirect("forecasts:detail", pk=forecast.pk)

@@ -1,6 +1,7 @@
 """What the apps' forms share: number boxes that take any number, times typed as the trace's, and
-``place_errors``, which puts a model's ValidationError (the engine's validator decides) back next
-to the field that caused it. Each app's forms are in that app (``planner.capacity.forms``...)."""
+``place_errors`` and ``place_launch_error``, which put a model's or a launch's ValidationError (the
+engine's validator decides) back next to the field that caused it. Each app's forms are in that
+app (``planner.capacity.forms``...)."""
 
 from __future__ import annotations
 
@@ -53,6 +54,14 @@ def place_errors(form: forms.Form, error: ValidationError, per_type: dict[str, S
                 form.add_error(key, message)
             else:
                 form.add_error(None, message)
+
+
+def place_launch_error(form: forms.Form, error: ValidationError, renames: dict | None = None) -> None:
+    """Put a refused launch's ValidationError (a sweep's, a calibration's, a forecast's) next to the
+    field it names; ``renames`` maps the launch's name of a field to the form's (None: the whole form)."""
+    for field, problems in error.message_dict.items():
+        target = (renames or {}).get(field, field)
+        form.add_error(target if target in form.fields else None, problems)
 
 
 def parse_time_field(value: str, label: str) -> float:

@@ -10,7 +10,7 @@ from django.test import Client
 
 from planner.capacity.models import Policy
 from planner.curves.launch import CurveLaunch, start_curve
-from planner.curves.models import WorthSearch
+from planner.curves.models import CapacityCurve, WorthSearch
 from planner.curves.tasks import replay_curve_point
 from planner.demo.loader import full_pooling, static_split
 from scheduling.capacity_plans import TrainingPlan
@@ -49,13 +49,18 @@ def family(roles, small_policy) -> list[Policy]:
     return made
 
 
+def replayed(curve: CapacityCurve) -> CapacityCurve:
+    """``curve`` with each of its points replayed here, all succeeded."""
+    for pk in curve.points.values_list("pk", flat=True):
+        replay_curve_point.apply(args=[pk])
+    assert curve.status == "succeeded"
+    return curve
+
+
 @pytest.fixture
 def curve(family, small_trace):
     made = start_curve(CurveLaunch(trace=small_trace, policies=family, sizes=[2, 3, 4, 6, 8]), enqueue=False)
-    for pk in made.points.values_list("pk", flat=True):
-        replay_curve_point.apply(args=[pk])
-    assert made.status == "succeeded"
-    return made
+    return replayed(made)
 
 
 def test_a_curve_draws_one_line_per_policy(page_of, curve):
@@ -139,10 +144,7 @@ def planned_curve(family, small_trace):
         ),
         enqueue=False,
     )
-    for pk in made.points.values_list("pk", flat=True):
-        replay_curve_point.apply(args=[pk])
-    assert made.status == "succeeded"
-    return made
+    return replayed(made)
 
 
 def test_a_training_plan_is_a_labelled_star_and_a_sentence(page_of, planned_curve):

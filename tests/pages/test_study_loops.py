@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from planner.capacity.models import InstanceType, Policy, Pool
 from planner.studies.launch import StudyLaunch, launch_study
 from planner.studies.tasks import replay_run
 from planner.traces.models import Trace
-from scheduling.synthetic import demo_policy_dict, demo_pool_gpus, generate
 from tests.pages.conftest import look_at
+from tests.service.test_loop_warnings import looping_policies
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -22,18 +21,7 @@ WORDS = "Kueue would keep evicting and re-admitting these workloads (issue #1454
 def study(roles, settings, tmp_path):
     # The four-team demo under strict FIFO with fair sharing: weights 1, 2, 4 and 0.5 loop at 145,098.6 s.
     settings.MEDIA_ROOT = tmp_path / "media"
-    columns = generate(2000, seed=1)
-    base = demo_policy_dict(demo_pool_gpus(columns))
-    for type_name, spec in base["instance_types"].items():
-        InstanceType.objects.get_or_create(name=type_name, defaults=spec)
-    pool = Pool.objects.create(name="loop-pool")
-    pool.set_capacity(base["capacity"])
-    policies = []
-    for name, weights in (("equal", [1, 1, 1, 1]), ("weighted", [1, 2, 4, 0.5])):
-        spec = {**base, "fair_sharing": {}, "queueing": "strict_fifo"}
-        shares = zip(base["shares"], weights, strict=True)
-        spec["shares"] = [{**share, "fair_weight": w} for share, w in shares]
-        policies.append(Policy.create_from_dict(spec, pool=pool, name=f"loop-{name}"))
+    columns, policies = looping_policies("loop")
     study = launch_study(
         StudyLaunch(
             name="loops",

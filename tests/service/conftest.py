@@ -11,7 +11,9 @@ from django.contrib.auth.models import Group, User
 from rest_framework.test import APIClient
 
 from planner.capacity.models import InstanceType, Policy, Pool, ShareSpec
+from planner.studies.launch import StudyLaunch, launch_study
 from planner.studies.liveness import WorkerProcess, start_time
+from planner.studies.models import Run, Study
 from planner.traces.models import Trace, read_upload
 from tests import fixtures
 
@@ -115,3 +117,23 @@ def process_record(pid: int) -> dict:
     mine = WorkerProcess.current()
     started = start_time(pid) or ""
     return WorkerProcess(mine.host, mine.namespace, pid, started, "celery@w1", "task-1").record()
+
+
+@pytest.fixture
+def study(admin_api, aws_policy, aws_trace, eager_celery, django_capture_on_commit_callbacks):
+    """The AWS example's policy and its all-RESERVE copy, studied over the API (replayed inline)."""
+    variant = aws_policy.duplicate("all-reserve")
+    variant.shares.update(strategy="RESERVE", borrow_limit_percent=None, in_share_preemption="never")
+    payload = {"name": "reserve or lend", "trace": aws_trace.pk, "policies": [aws_policy.pk, variant.pk]}
+    with django_capture_on_commit_callbacks(execute=True):
+        response = admin_api.post("/api/studies/", payload, format="json")
+    assert response.status_code == 201, response.json()
+    return Study.objects.get(pk=response.json()["id"])
+
+
+@pytest.fixture
+def run(aws_policy, aws_trace, django_capture_on_commit_callbacks) -> Run:
+    """A queued run whose task was not sent."""
+    with django_capture_on_commit_callbacks(execute=False):
+        study = launch_study(StudyLaunch(name="s", trace=aws_trace, policies=[aws_policy]))
+    return study.runs.get()

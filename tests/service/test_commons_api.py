@@ -11,17 +11,13 @@ import numpy as np
 import pytest
 from rest_framework.test import APIClient
 
-from planner.capacity.models import InstanceType, Policy, Pool
+from planner.capacity.models import InstanceType
 from planner.commons.models import CommonsReport
-from planner.strict_json import strict_json
-from planner.studies.launch import StudyLaunch, launch_study
-from planner.studies.models import Run, RunStatus, Study
+from planner.studies.models import Run, RunStatus
 from planner.traces.models import Trace, read_upload
-from scheduling.model import Policy as EnginePolicy
-from scheduling.replay.engine import replay
-from scheduling.synthetic import demo_policy_dict, demo_pool_gpus, generate
+from scheduling.synthetic import generate
 from scheduling.trace import Trace as TraceColumns
-from tests.service.test_reports_views import VARIANTS, signed_in
+from tests.service.test_reports_views import replayed_study_over, signed_in
 
 pytestmark = pytest.mark.django_db
 
@@ -59,25 +55,7 @@ def with_burst(columns: TraceColumns, *, user: str, share: str, at: float, jobs:
     )
 
 
-def commons_study(name: str, columns: TraceColumns, variants: int = 0) -> Study:
-    """A study of the demo policy (its share 'vision' is RESERVE) and ``variants`` of its variants
-    over ``columns``, each run replayed here and stored as succeeded with its metrics."""
-    base = demo_policy_dict(demo_pool_gpus(columns))
-    for type_name, spec in base["instance_types"].items():
-        InstanceType.objects.get_or_create(name=type_name, defaults=spec)
-    pool = Pool.objects.create(name=f"{name}-pool")
-    pool.set_capacity(base["capacity"])
-    policies = [Policy.create_from_dict(base, pool=pool, name=f"{name}-configured")]
-    for suffix, transform in VARIANTS[:variants]:
-        policies.append(Policy.create_from_dict(transform(base), pool=pool, name=f"{name}-{suffix}"))
-    trace = Trace.store(columns, name=f"{name}-trace")
-    study = launch_study(StudyLaunch(name=name, trace=trace, policies=policies), enqueue=False)
-    for run in study.runs.all():
-        result = replay(EnginePolicy.from_dict(run.policy_snapshot), columns)
-        Run.objects.filter(pk=run.pk).update(
-            status=RunStatus.SUCCEEDED, progress=1.0, metrics=strict_json(result.metrics)
-        )
-    return study
+commons_study = replayed_study_over  # the demo policy's share 'vision' is RESERVE
 
 
 def bursty_columns(jobs: int = 1500) -> TraceColumns:

@@ -24,13 +24,6 @@ from planner.studies.tasks import replay_run
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def run(aws_policy, aws_trace, django_capture_on_commit_callbacks) -> Run:
-    with django_capture_on_commit_callbacks(execute=False):
-        study = launch_study(StudyLaunch(name="s", trace=aws_trace, policies=[aws_policy]))
-    return study.runs.get()
-
-
 def silent_for_an_hour(run: Run, process: dict, attempts: int = 1) -> None:
     """Attempt ``attempts`` of ``run`` is computed by ``process`` and last beat an hour ago."""
     Run.objects.filter(pk=run.pk).update(

@@ -16,6 +16,7 @@ from planner.studies.models import RunStatus
 from planner.traces.models import Trace
 from scheduling.advisor import point_from_metrics
 from scheduling.synthetic import demo_policy_dict, demo_pool_gpus, generate
+from scheduling.trace import Trace as TraceColumns
 from tests.service.conftest import make_user
 
 pytestmark = pytest.mark.django_db
@@ -48,22 +49,28 @@ def test_the_advisor_marks_a_variant_that_loops():
     assert not calm.loops and not old.loops
 
 
-@pytest.fixture
-def looping_study(eager_celery, django_capture_on_commit_callbacks):
+def looping_policies(prefix: str) -> tuple[TraceColumns, list[Policy]]:
     """The four-team demo (2,000 jobs) under strict FIFO with fair sharing: weights 1, 2, 4 and 0.5 loop at
-    145,098.6 s (prod-training and research), equal weights do not. Replayed by the study's own task."""
+    145,098.6 s (prod-training and research), equal weights do not. The trace, then the two policies."""
     columns = generate(2000, seed=1)
     base = demo_policy_dict(demo_pool_gpus(columns))
     for type_name, spec in base["instance_types"].items():
         InstanceType.objects.get_or_create(name=type_name, defaults=spec)
-    pool = Pool.objects.create(name="loops-pool")
+    pool = Pool.objects.create(name=f"{prefix}-pool")
     pool.set_capacity(base["capacity"])
     policies = []
     for name, weights in (("equal", [1, 1, 1, 1]), ("weighted", [1, 2, 4, 0.5])):
         spec = {**base, "fair_sharing": {}, "queueing": "strict_fifo"}
         shares = zip(base["shares"], weights, strict=True)
         spec["shares"] = [{**share, "fair_weight": w} for share, w in shares]
-        policies.append(Policy.create_from_dict(spec, pool=pool, name=f"loops-{name}"))
+        policies.append(Policy.create_from_dict(spec, pool=pool, name=f"{prefix}-{name}"))
+    return columns, policies
+
+
+@pytest.fixture
+def looping_study(eager_celery, django_capture_on_commit_callbacks):
+    """``looping_policies``, replayed by the study's own task."""
+    columns, policies = looping_policies("loops")
     trace = Trace.store(columns, name="loops-trace")
     with django_capture_on_commit_callbacks(execute=True):
         study = launch_study(StudyLaunch(name="loops", trace=trace, policies=policies))

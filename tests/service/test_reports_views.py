@@ -23,6 +23,7 @@ from planner.traces.models import Trace
 from scheduling.model import Policy as EnginePolicy
 from scheduling.replay.engine import replay
 from scheduling.synthetic import demo_policy_dict, demo_pool_gpus, generate
+from scheduling.trace import Trace as TraceColumns
 from tests import fixtures
 
 media_root = fixtures.media_root  # a fixture (tests/fixtures.py)
@@ -31,9 +32,13 @@ VARIANTS = (("static-split", static_split), ("full-pooling", full_pooling), ("no
 
 
 def replayed_study(name: str = "demo", jobs: int = 2000, variants: int = 3) -> Study:
-    """A study of the demo policy and ``variants`` of its variants over a synthetic trace, each
-    run replayed here by the engine and stored as succeeded with its metrics."""
-    columns = generate(jobs)
+    """``replayed_study_over`` a synthetic trace of ``jobs`` jobs."""
+    return replayed_study_over(name, generate(jobs), variants)
+
+
+def replayed_study_over(name: str, columns: TraceColumns, variants: int = 0) -> Study:
+    """A study of the demo policy and ``variants`` of its variants over ``columns``, each run
+    replayed here by the engine and stored as succeeded with its metrics."""
     base = demo_policy_dict(demo_pool_gpus(columns))
     for type_name, spec in base["instance_types"].items():
         InstanceType.objects.get_or_create(name=type_name, defaults=spec)

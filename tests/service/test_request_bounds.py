@@ -9,9 +9,10 @@ import json
 
 import pytest
 
-from planner.capacity.models import CalendarChange, InstanceType, Policy, Pool, ShareSpec
+from planner.capacity.models import CalendarChange, InstanceType, Policy, Pool
 from planner.curves.models import CapacityCurve, WorthSearch
 from planner.traces.models import Trace, read_upload
+from tests.service import test_curves_api as curves_api
 from tests.service.conftest import AWS_TYPE
 
 pytestmark = pytest.mark.django_db
@@ -30,20 +31,8 @@ def pool(db) -> Pool:
     return pool
 
 
-def make_policy(pool: Pool, name: str, strategy: str) -> Policy:
-    policy = Policy.objects.create(name=name, pool=pool)
-    policy.replace_shares([ShareSpec(s, strategy, None, "never", "any", {"gpu": 2}) for s in ("a", "b")])
-    return policy
-
-
-@pytest.fixture
-def split(pool) -> Policy:
-    return make_policy(pool, "split", "RESERVE")
-
-
-@pytest.fixture
-def pooled(pool) -> Policy:
-    return make_policy(pool, "pooled", "LEND_AND_BORROW")
+# A (RESERVE) and B (LEND_AND_BORROW) policies of two shares on the pool above, as the curve tests'.
+split, pooled = curves_api.split, curves_api.pooled
 
 
 @pytest.fixture

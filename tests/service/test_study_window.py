@@ -4,21 +4,10 @@ on the page, in the API and in the finance figures alike."""
 
 import pytest
 
-from planner.studies.models import Run, Study
+from planner.studies.models import Run
 from planner.studies.window import apply_study_window, needs_window
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def study(admin_api, aws_policy, aws_trace, eager_celery, django_capture_on_commit_callbacks):
-    variant = aws_policy.duplicate("all-reserve")
-    variant.shares.update(strategy="RESERVE", borrow_limit_percent=None, in_share_preemption="never")
-    payload = {"name": "reserve or lend", "trace": aws_trace.pk, "policies": [aws_policy.pk, variant.pk]}
-    with django_capture_on_commit_callbacks(execute=True):
-        response = admin_api.post("/api/studies/", payload, format="json")
-    assert response.status_code == 201, response.json()
-    return Study.objects.get(pk=response.json()["id"])
 
 
 def test_both_runs_count_the_same_hours(admin_api, study):

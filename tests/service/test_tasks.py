@@ -7,21 +7,12 @@ import pytest
 from django.utils import timezone
 
 from planner.studies import tasks
-from planner.studies.launch import StudyLaunch, launch_study
 from planner.studies.models import Run
 from planner.studies.reaper import reap_stale_runs
 from planner.studies.tasks import claim_run, execute, replay_run
 from scheduling.result import ReplayResult
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def run(aws_policy, aws_trace, django_capture_on_commit_callbacks) -> Run:
-    """A queued run whose task was not sent."""
-    with django_capture_on_commit_callbacks(execute=False):
-        study = launch_study(StudyLaunch(name="s", trace=aws_trace, policies=[aws_policy]))
-    return study.runs.get()
 
 
 def test_a_run_replays_and_stores_metrics_and_outcomes(run, media_root):
