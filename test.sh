@@ -155,6 +155,7 @@ mkdir -p var
 rm -rf var/test-broker-* var/ci-build.rc
 echo "======== lint"
 .venv/bin/ruff check . || FAILED+=("lint")
+.venv/bin/ruff format --check . || FAILED+=("format")
 
 lane lane-2 lane_2
 # The engine compiled from its source (scheduling/compiled.py), rebuilt only when the source changed.

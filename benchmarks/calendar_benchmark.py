@@ -58,9 +58,7 @@ def main(sizes: list[int]) -> None:
         else:
             timed("parse_policy (refused)", lambda data=data: refused(data))
             bare = parse_policy({**data, "changes": []})
-            changes = tuple(
-                Change(float(c["time"]), c["capacity"], c.get("share")) for c in data["changes"]
-            )
+            changes = tuple(Change(float(c["time"]), c["capacity"], c.get("share")) for c in data["changes"])
             policy = replace(bare, changes=changes)
         end = 60.0 * n + 60
         timed("capacity_steps", lambda policy=policy, end=end: capacity_steps(policy, 0.0, end))

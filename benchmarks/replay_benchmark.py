@@ -134,7 +134,7 @@ def _with_three_level_tree(policy: dict) -> None:
     cohort ``training``, which is in ``org`` with the lender; the reserving share at the root. The
     cohorts hold a tenth of the pool as their own quota (taken from the unassigned part when there is
     one, else from the teams' quotas), so that borrowing levels 1, 2 and 3 all occur."""
-    (name, capacity), = policy["capacity"].items()
+    ((name, capacity),) = policy["capacity"].items()
     shares = {s["name"]: s for s in policy["shares"]}
     unassigned = capacity - sum(s["capacity"].get(name, 0) for s in policy["shares"])
     own = max(1, capacity // 20)

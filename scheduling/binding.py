@@ -112,8 +112,10 @@ def _bind_types(
         code = int(codes[row])
         name = trace.type_names[code]
         listed = lists.get(code)
-        message = listed if isinstance(listed, str) else (
-            f"unknown instance type {name!r} (the policy has {', '.join(type_names)})"
+        message = (
+            listed
+            if isinstance(listed, str)
+            else (f"unknown instance type {name!r} (the policy has {', '.join(type_names)})")
         )
         raise InputError(message, row=row + 1, field="instance_type")
     return bound, {code: value for code, value in lists.items() if not isinstance(value, str)}

@@ -166,8 +166,11 @@ def build_parser() -> argparse.ArgumentParser:
     fc.add_argument("--seed", type=int, default=0)
     fc.add_argument("--arrivals", choices=["history", "none"], help="default: history with --history")
     fc.add_argument("--horizon-days", type=float, default=30.0)
-    fc.add_argument("--duration-window-days", type=float,
-                    help="beyond section 11: draw a sample's durations from one period (docs/forecast.md)")
+    fc.add_argument(
+        "--duration-window-days",
+        type=float,
+        help="beyond section 11: draw a sample's durations from one period (docs/forecast.md)",
+    )
     fc.add_argument("--out", required=True, help="where to write FORECAST.json")
     fc.set_defaults(run=_forecast)
     syn = commands.add_parser("synth", help="generate a synthetic multi-team trace")

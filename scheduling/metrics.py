@@ -525,9 +525,13 @@ def _series(policy, accounts, gpus, edges) -> dict[str, Any]:
         )
         # Section 9: the quota in force, as average GPUs per bucket (a step line over time).
         row["quota_series"] = (
-            np.asarray(sum(a["buckets"]["quota"][:, s] * g for a, g in zip(accounts, gpus, strict=True)))
-            / width
-        ).round(4).tolist()
+            (
+                np.asarray(sum(a["buckets"]["quota"][:, s] * g for a, g in zip(accounts, gpus, strict=True)))
+                / width
+            )
+            .round(4)
+            .tolist()
+        )
         shares[share.name] = row
     unassigned = {
         k: (
@@ -551,7 +555,9 @@ def _series(policy, accounts, gpus, edges) -> dict[str, Any]:
         "pool_capacity_series": (
             np.asarray(sum(a["buckets"]["capacity"][:, 0] * g for a, g in zip(accounts, gpus, strict=True)))
             / width
-        ).round(4).tolist(),
+        )
+        .round(4)
+        .tolist(),
     }
 
 

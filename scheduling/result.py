@@ -138,7 +138,17 @@ class JobOutcomes:
 
     @classmethod
     def from_columns(
-        cls, *, state, first_start, end, queued, preemptions, lost, reason, ignored_updates, history=None,
+        cls,
+        *,
+        state,
+        first_start,
+        end,
+        queued,
+        preemptions,
+        lost,
+        reason,
+        ignored_updates,
+        history=None,
         instance_type=None,
     ):
         """Per-job columns (numpy arrays of any numeric dtype, in trace order); ``reason``:

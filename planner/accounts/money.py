@@ -22,12 +22,7 @@ MONEY_KEYS = frozenset({"usd", "price"})
 def is_money_key(key: object) -> bool:
     if not isinstance(key, str):
         return False
-    return (
-        key in MONEY_KEYS
-        or key.endswith(("_usd", "_price"))
-        or "_usd_" in key
-        or "_price_" in key
-    )
+    return key in MONEY_KEYS or key.endswith(("_usd", "_price")) or "_usd_" in key or "_price_" in key
 
 
 def is_money_unit(unit: str) -> bool:

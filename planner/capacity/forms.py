@@ -419,5 +419,3 @@ class VariantNameForm(forms.Form):
         if Policy.objects.filter(name=name).exists():
             raise ValidationError(f"a policy named {name!r} already exists")
         return name
-
-

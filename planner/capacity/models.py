@@ -451,8 +451,10 @@ class Policy(models.Model):
         """The stored tree of cohorts (section 13), in their order; empty for a flat policy."""
         if self.pk is None:
             return []
-        cohorts = Cohort.objects.filter(policy_id=self.pk).select_related("parent").prefetch_related(
-            "limits__instance_type"
+        cohorts = (
+            Cohort.objects.filter(policy_id=self.pk)
+            .select_related("parent")
+            .prefetch_related("limits__instance_type")
         )
         return [cohort.spec() for cohort in cohorts]
 
@@ -857,7 +859,8 @@ class Share(models.Model):
         null=True, blank=True, help_text="instance types in the order its jobs of several types try them"
     )
     flavor_fungibility = models.JSONField(
-        null=True, blank=True,
+        null=True,
+        blank=True,
         help_text="Kueue flavorFungibility: when_can_borrow, when_can_preempt, preference",
     )
     cohort = models.ForeignKey(
@@ -1070,11 +1073,15 @@ class CohortLimit(models.Model):
         default=0, validators=[validate_instance_count], help_text="the cohort's own nominal quota"
     )
     borrowing_limit = models.PositiveIntegerField(
-        null=True, blank=True, validators=[validate_instance_count],
+        null=True,
+        blank=True,
+        validators=[validate_instance_count],
         help_text="at most this many instances its subtree borrows above its subtree quota; empty = no limit",
     )
     lending_limit = models.PositiveIntegerField(
-        null=True, blank=True, validators=[validate_instance_count],
+        null=True,
+        blank=True,
+        validators=[validate_instance_count],
         help_text="at most this many of its subtree's quota lent to its parent; empty = all",
     )
 

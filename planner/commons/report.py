@@ -95,9 +95,7 @@ def commons_report(trace: Trace, run: Run | None) -> dict[str, Any]:
     games = trace_games(trace)
     return {
         "trace": {"id": trace.pk, "name": trace.name},
-        "run": None
-        if run is None
-        else {"id": run.pk, "study": run.study_id, "policy_name": run.policy_name},
+        "run": None if run is None else {"id": run.pk, "study": run.study_id, "policy_name": run.policy_name},
         "priority_inflation": games["priority_inflation"],
         "job_splitting": games["job_splitting"],
         "reserve_hoarding": None if run is None else run_hoarding(run),

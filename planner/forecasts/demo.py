@@ -1,4 +1,4 @@
-""""The demo pool now": the ITP 2021 demo (``manage.py load_demo``) cut at its busiest instant.
+""" "The demo pool now": the ITP 2021 demo (``manage.py load_demo``) cut at its busiest instant.
 
 The demo trace is replayed once under the demo policy (``itp-2021``) with its events; the queue at
 the instant with the most jobs waiting, at least a week into the trace, is the snapshot, and the
@@ -25,8 +25,7 @@ from scheduling.replay.engine import replay
 DEMO_TRACE = "itp-2021"
 DEMO_POLICY = "itp-2021"
 NOT_LOADED = (
-    "the ITP demo is not loaded: an admin loads it with `./planner.sh load-demo` "
-    "(or `manage.py load_demo`)"
+    "the ITP demo is not loaded: an admin loads it with `./planner.sh load-demo` (or `manage.py load_demo`)"
 )
 
 

@@ -106,8 +106,10 @@ def _check_bounds(snapshot: dict, samples: int, horizon_days: float) -> None:
         raise ValidationError({"snapshot": "the snapshot has no running or pending job: nothing to forecast"})
     if jobs > bounds.MAX_SNAPSHOT_JOBS:
         raise ValidationError(
-            {"snapshot": f"{jobs:,} jobs: a snapshot holds at most {bounds.MAX_SNAPSHOT_JOBS:,} "
-             "(MAX_SNAPSHOT_JOBS)"}
+            {
+                "snapshot": f"{jobs:,} jobs: a snapshot holds at most {bounds.MAX_SNAPSHOT_JOBS:,} "
+                "(MAX_SNAPSHOT_JOBS)"
+            }
         )
     limit = bounds.max_job_samples()
     if jobs * samples > limit:

@@ -90,7 +90,7 @@ def _list_page(request: HttpRequest, form: SnapshotForm, demo_form: DemoForm, st
 @require_POST
 @reader_required
 def forecast_demo(request: HttpRequest) -> HttpResponse:
-    """"The demo pool now": the ITP demo at its busiest instant, the week before as history."""
+    """ "The demo pool now": the ITP demo at its busiest instant, the week before as history."""
     demo_form = DemoForm(request.POST)
     if demo_form.is_valid():
         data = demo_form.cleaned_data
@@ -195,8 +195,12 @@ def forecast_detail(request: HttpRequest, pk: int) -> HttpResponse:
             rows=[_job_view(job, t0) for job in rows],
             figure=band_figure(rows, t0, [s["share"] for s in shares]),
             shares=[
-                {**s, "first": when(s["first_start_p50"], t0), "last": when(s["last_start_p50"], t0),
-                 "front": fronts.get(s["share"], [])}
+                {
+                    **s,
+                    "first": when(s["first_start_p50"], t0),
+                    "last": when(s["last_start_p50"], t0),
+                    "front": fronts.get(s["share"], []),
+                }
                 for s in shares
             ],  # fmt: skip
             share_names=[s["share"] for s in shares],
@@ -204,7 +208,9 @@ def forecast_detail(request: HttpRequest, pk: int) -> HttpResponse:
             t0_at=when(t0, t0)["at"],
             pending_total=forecast.pending_jobs,
             not_started=sum(s["not_started"] for s in shares),
-            last_start=when(max((s["last_start_p50"] for s in shares if s["last_start_p50"] is not None),
-                                default=None), t0),  # fmt: skip
+            last_start=when(
+                max((s["last_start_p50"] for s in shares if s["last_start_p50"] is not None), default=None),
+                t0,
+            ),  # fmt: skip
         )
     return render(request, "forecasts/detail.html", context)

@@ -110,6 +110,8 @@ def rerun_only(utilization: Cell, useful: Cell) -> Cell:
     if utilization.verdict == "better" and useful.verdict in ("same", "worse"):
         return Cell(utilization.value, utilization.delta, RERUN_ONLY)
     return utilization
+
+
 def compared(value: float | None, base: float | None, column: Column, is_baseline: bool) -> Cell:
     """A value as a cell, with its difference to the baseline's and the verdict on it."""
     return _cell(value, base, column, is_baseline)

@@ -167,7 +167,7 @@ def _amount(value: float, unit: str) -> str:
 
 
 def _from_to(before: float, after: float, unit: str) -> str:
-    """"from $2 to $0", "from 729,610 to 0 GPU-hours"."""
+    """ "from $2 to $0", "from 729,610 to 0 GPU-hours"."""
     text = f"from {_amount(before, unit)} to {_amount(after, unit)}"
     return text if unit == USD else f"{text} {GPU_HOURS}"
 
@@ -226,9 +226,7 @@ def _single(base: Measures, share: str | None) -> str:
     return text + "; launch a study with other policies to compare."
 
 
-def decide(
-    runs: Sequence[RunColumn], *, failed: Sequence[str] = (), money: bool = False
-) -> Decision | None:
+def decide(runs: Sequence[RunColumn], *, failed: Sequence[str] = (), money: bool = False) -> Decision | None:
     """The decision sentence of the succeeded ``runs`` (None without any); ``failed`` names the
     runs that failed (said, not compared); ``money``: the reader may read $ figures (idle,
     stranded and rerun cost are then in $ when the pool has prices, else in GPU-hours with a

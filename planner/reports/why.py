@@ -39,8 +39,12 @@ def job_wait(request: HttpRequest, pk: int) -> HttpResponse:
             context["timeline"] = timeline
             submit = timeline["submit_time"]
             context["segments"] = [
-                {**s, "label": label.split(":")[0], "from_submit": s["start"] - submit,
-                 "to_submit": s["end"] - submit}  # fmt: skip
+                {
+                    **s,
+                    "label": label.split(":")[0],
+                    "from_submit": s["start"] - submit,
+                    "to_submit": s["end"] - submit,
+                }  # fmt: skip
                 for s, label in zip(
                     timeline["segments"], figures.segment_labels(timeline["segments"]), strict=True
                 )

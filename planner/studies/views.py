@@ -66,7 +66,6 @@ def study_new(request):
     return render(request, "studies/new.html", {"form": StudyForm(initial=initial)})
 
 
-
 # -- find a job --------------------------------------------------------------------------------
 # Pick the study (the newest one with a finished replay is chosen) and type a job id, user or name;
 # the study's own job finder (``reports:study-jobs``) answers. Without a study yet, the page says

@@ -1,4 +1,4 @@
-""""Why did my job wait?" in one sentence: how long and mainly why, its share's quota and
+""" "Why did my job wait?" in one sentence: how long and mainly why, its share's quota and
 borrowing, who held the instances when it began waiting, and what would have let it start.
 
 ``held_when_waiting`` reads the run's wait history (starts, preemptions) and the outcomes' ends for

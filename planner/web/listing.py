@@ -26,9 +26,13 @@ def searchable_studies() -> QuerySet:
     """Listed studies with at least one succeeded run, newest first: those a job can be looked up
     in (the menu's "Find a job", the overview's job box, the first screens)."""
     done = Run.objects.filter(study=OuterRef("pk"), status=RunStatus.SUCCEEDED)
-    return listed_studies(Study.objects.all()).filter(Exists(done)).select_related("trace").defer(
-        "trace__summary"
-    ).order_by("-created_at", "-id")
+    return (
+        listed_studies(Study.objects.all())
+        .filter(Exists(done))
+        .select_related("trace")
+        .defer("trace__summary")
+        .order_by("-created_at", "-id")
+    )
 
 
 def listed_policy_count() -> Count:

@@ -57,34 +57,61 @@ GROUPS: tuple[tuple[str, tuple[Entry, ...]], ...] = (
         "Plan",
         (
             Entry("Policies", "web:policies", can_read, ("web:policies", "web:policy"), "shares and quotas"),
-            Entry("Studies", "web:studies", can_read, ("web:studies", "web:study-new", "reports:study"),
-                  "a trace replayed under several policies"),  # fmt: skip
+            Entry(
+                "Studies",
+                "web:studies",
+                can_read,
+                ("web:studies", "web:study-new", "reports:study"),
+                "a trace replayed under several policies",
+            ),  # fmt: skip
             Entry("Advisor", "advisor:list", can_read, ("advisor:*",), "sweeps of policy knobs"),
-            Entry("Capacity curves", "curves:list", can_read, ("curves:*",),
-                  "how much capacity a goal needs"),  # fmt: skip
+            Entry(
+                "Capacity curves", "curves:list", can_read, ("curves:*",), "how much capacity a goal needs"
+            ),  # fmt: skip
             Entry("Forecasts", "forecasts:list", can_read, ("forecasts:*",), "when will my job start"),
         ),
     ),
     (
         "Data",
         (
-            Entry("Traces", "web:traces", can_read, ("web:traces", "web:trace", "web:trace-upload"),
-                  "job histories to replay"),  # fmt: skip
-            Entry("Bring your scheduler", "web:byos", can_edit, ("web:byos",),
-                  "AWS Batch or Kueue exports in, a decision out"),  # fmt: skip
-            Entry("Calibration", "calibration:list", can_read, ("calibration:*",),
-                  "simulated against recorded"),  # fmt: skip
+            Entry(
+                "Traces",
+                "web:traces",
+                can_read,
+                ("web:traces", "web:trace", "web:trace-upload"),
+                "job histories to replay",
+            ),  # fmt: skip
+            Entry(
+                "Bring your scheduler",
+                "web:byos",
+                can_edit,
+                ("web:byos",),
+                "AWS Batch or Kueue exports in, a decision out",
+            ),  # fmt: skip
+            Entry(
+                "Calibration", "calibration:list", can_read, ("calibration:*",), "simulated against recorded"
+            ),  # fmt: skip
             Entry("Semantics", "web:semantics", can_read, ("web:semantics",), "what a replay means"),
         ),
     ),
     (
         "Reports",
         (
-            Entry("Find a job", "web:find-job", can_read, ("web:find-job", "reports:study-jobs",
-                  "reports:study-why"), "why did my job wait"),  # fmt: skip
+            Entry(
+                "Find a job",
+                "web:find-job",
+                can_read,
+                ("web:find-job", "reports:study-jobs", "reports:study-why"),
+                "why did my job wait",
+            ),  # fmt: skip
             Entry("Commons", "commons:report", can_read, ("commons:*",), "who lends, who hoards"),
-            Entry("Finance", "reports:finance", can_read_finance, ("reports:finance",),
-                  "cost, idle and stranded $"),  # fmt: skip
+            Entry(
+                "Finance",
+                "reports:finance",
+                can_read_finance,
+                ("reports:finance",),
+                "cost, idle and stranded $",
+            ),  # fmt: skip
         ),
     ),
 )

@@ -135,8 +135,9 @@ class Prepared:
         out[self.no_duration] = self.hold
         return out
 
-    def replay(self, durations: np.ndarray, arrivals: dict[str, np.ndarray], times: np.ndarray,
-               until: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def replay(
+        self, durations: np.ndarray, arrivals: dict[str, np.ndarray], times: np.ndarray, until: float
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """One replay from T0 with these snapshot durations and arrivals: the snapshot's jobs'
         starts, ends, states and unschedulable reasons (codes into ``result.REASONS``)."""
         n_arr = len(times)
@@ -158,8 +159,12 @@ class Prepared:
         started_at = np.concatenate([self.started_at, np.full(n_arr, math.nan)])
         outcomes = resume(self.policy, trace, started_at, self.t0, until)
         n = self.n
-        return (outcomes.first_start[:n].copy(), outcomes.end[:n].copy(), outcomes.state[:n].copy(),
-                outcomes.reason[:n].copy())
+        return (
+            outcomes.first_start[:n].copy(),
+            outcomes.end[:n].copy(),
+            outcomes.state[:n].copy(),
+            outcomes.reason[:n].copy(),
+        )
 
     def sample(self, i: int) -> tuple[np.ndarray, np.ndarray]:
         rng = np.random.default_rng([self.inputs.seed, i])

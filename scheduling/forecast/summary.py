@@ -234,4 +234,3 @@ def history_median_waits(history: Trace | None, policy: Any) -> dict[str, float]
         if mine.any():
             out[name] = float(np.median(wait[mine]))
     return out
-

@@ -184,8 +184,12 @@ class _Replay(Admission):
         types = bound.type_names
         self.shares: list[ShareState] = [ShareState(s, share) for s, share in enumerate(policy.shares)]
         self.pools: list[TypePool] = [
-            TypePool(t, float(policy.instance_types[name].gpus), int(policy.capacity.get(name, 0)),
-                     int(policy.unassigned(name)))
+            TypePool(
+                t,
+                float(policy.instance_types[name].gpus),
+                int(policy.capacity.get(name, 0)),
+                int(policy.unassigned(name)),
+            )
             for t, name in enumerate(types)
         ]
         # Section 13: a policy with cohorts keeps its tree's quotas and usage (scheduling.replay.quota_tree);

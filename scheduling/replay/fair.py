@@ -102,7 +102,12 @@ class _Candidates:
     )  # fmt: skip
 
     def __init__(
-        self, share: ShareState, preemptor: Job, running: Running | None, below: int, listed: list[Job],
+        self,
+        share: ShareState,
+        preemptor: Job,
+        running: Running | None,
+        below: int,
+        listed: list[Job],
         exclude_at: float,
     ) -> None:
         self.share = share
@@ -146,8 +151,12 @@ class _Candidates:
                     continue
                 if own:
                     if in_share_allows(
-                        share.preempts_in_share, share.preempts_equal_too, preemptor.priority,
-                        preemptor.submit, job.priority, job.submit,
+                        share.preempts_in_share,
+                        share.preempts_equal_too,
+                        preemptor.priority,
+                        preemptor.submit,
+                        job.priority,
+                        job.submit,
                     ):
                         return job
                 elif reclaim_allows(share.may_reclaim, share.reclaims_any, preemptor.priority, job.priority):
@@ -314,7 +323,11 @@ def _target(pools: list[_Candidates], own: ShareState, lendable: float) -> _Cand
 
 
 def _passes(
-    final_first: bool, new: tuple[bool, int, int], old: tuple[bool, int, int], account: Account, count: int,
+    final_first: bool,
+    new: tuple[bool, int, int],
+    old: tuple[bool, int, int],
+    account: Account,
+    count: int,
     lendable: float,
 ) -> bool:
     """Whether a candidate of ``count`` instances of ``account`` passes the first strategy

@@ -340,8 +340,13 @@ def _ranks_before(
 
 
 def _passes(
-    final_first: bool, new: tuple[bool, int, int], old: tuple[bool, int, int], values: TreeValues,
-    theirs: int, account: Account, count: int,
+    final_first: bool,
+    new: tuple[bool, int, int],
+    old: tuple[bool, int, int],
+    values: TreeValues,
+    theirs: int,
+    account: Account,
+    count: int,
 ) -> bool:
     """Whether a candidate of ``count`` instances of ``account`` passes the first strategy, ``new``
     and ``old`` the values of the two children of the lowest common ancestor (the job's side, the

@@ -134,7 +134,6 @@ def victim_order(job: Job) -> tuple:
     return victim_key(job.priority, job.start_time, job.rank)
 
 
-
 class Group:
     """Pending jobs of one share with one instance type and one size, in queue order.
 

@@ -44,7 +44,13 @@ def lendable(lends: bool, quota: int, usage: int, lend_limit: int) -> int:
 
 
 def headroom(
-    quota: int, usage: int, borrow_limit: int, unlendable: int, free: int, unassigned: int, lendable_sum: int,
+    quota: int,
+    usage: int,
+    borrow_limit: int,
+    unlendable: int,
+    free: int,
+    unassigned: int,
+    lendable_sum: int,
     borrowed_sum: int,
 ) -> int:
     """Section 4's fit, as the most instances a share could start now without preemption.

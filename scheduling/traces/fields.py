@@ -42,6 +42,8 @@ def too_many_blank_lines(limit: int, row: int | None = None) -> InputError:
     return InputError(
         f"more than {limit:,} blank lines: the file holds no trace, or was cut wrongly", row=row
     )
+
+
 # Times and durations beyond 10^10 seconds (about 317 years; as a Unix time, 2286) are refused:
 # no trace runs that long, and replaying one would count millions of empty days.
 MAX_SECONDS = 1e10

@@ -416,9 +416,7 @@ def _workload_identity(record: JsonRecord) -> tuple[Mapping[str, Any], str, str]
     kind = value.get("kind")
     if kind != "Workload":
         hint = (
-            " (configuration: import it as a policy)"
-            if kind in ("Cohort", "WorkloadPriorityClass")
-            else ""
+            " (configuration: import it as a policy)" if kind in ("Cohort", "WorkloadPriorityClass") else ""
         )
         raise InputError(
             f"{record.where} is a {kind!r}, not a Workload{hint}", row=record.number, field="kind"

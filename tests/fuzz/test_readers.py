@@ -124,8 +124,24 @@ cells = st.one_of(
     st.text(max_size=12),
     st.integers(-(10**20), 10**20).map(str),
     st.floats(allow_nan=True, allow_infinity=True).map(repr),
-    st.sampled_from(["", "0", "-1", "1e300", "9999-12-31T23:59:59", "2021-03-01 10:00", "=cmd|' /C calc'!A0",
-                     "\x00", "NaN", "inf", "1.5", "gpu", '"', "\ufeff"]),  # fmt: skip
+    st.sampled_from(
+        [
+            "",
+            "0",
+            "-1",
+            "1e300",
+            "9999-12-31T23:59:59",
+            "2021-03-01 10:00",
+            "=cmd|' /C calc'!A0",
+            "\x00",
+            "NaN",
+            "inf",
+            "1.5",
+            "gpu",
+            '"',
+            "\ufeff",
+        ]
+    ),  # fmt: skip
 )
 COLUMNS = ["job_id", "submit_time", "share", "priority", "instance_count", "duration", "instance_type",
            "checkpoint_interval", "startup_seconds", "JobID", "Submit", "vc", "gpu_num", "bogus"]  # fmt: skip

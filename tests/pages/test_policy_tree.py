@@ -94,7 +94,8 @@ def test_an_admin_edits_a_shares_flavor_order_and_fallback(page_as, db):
     # PreemptionOverBorrowing needs both TryNextFlavor: said under the preference, nothing stored
     error = page.locator("#shares-table tr.editing .errorlist")
     assert error.inner_text() == (
-        "PreemptionOverBorrowing needs when_can_borrow and when_can_preempt both TryNextFlavor")
+        "PreemptionOverBorrowing needs when_can_borrow and when_can_preempt both TryNextFlavor"
+    )
     look_at(page, "policy-flavors-error")
     row = page.locator("#shares-table tr.editing")
     row.get_by_label("Else prefer").select_option("BorrowingOverPreemption")

@@ -58,7 +58,6 @@ def test_the_comparison_shows_verdicts_charts_and_tables(page_as, study):
         page.wait_for_function("el => el.dataset.drawn === 'yes'", arg=drawn.nth(index).element_handle())
 
 
-
 def test_plotly_is_loaded_only_by_pages_that_draw_a_chart(page_as, study):
     """Plotly is 4.8 MB: the study list (no chart) never fetches it, the study page (a chart on its
     first screen) fetches it once and draws, whatever its folded sections fetch later."""
@@ -73,6 +72,7 @@ def test_plotly_is_loaded_only_by_pages_that_draw_a_chart(page_as, study):
     open_sections(page)
     page.wait_for_function("() => document.querySelector('#wait-reasons').dataset.drawn === 'yes'")
     assert len([url for url in fetched if "plotly" in url and url.endswith(".js")]) == 1
+
 
 def test_a_share_picked_shows_its_detail(page_as, study):
     page = page_as("viewer")

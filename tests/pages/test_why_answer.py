@@ -1,4 +1,4 @@
-""""Why did my job wait?" answers in one sentence (planner/studies/wait_answer.py): how long and
+""" "Why did my job wait?" answers in one sentence (planner/studies/wait_answer.py): how long and
 why, its share's quota and borrowing, who held the instances, what would have let it start; and
 each wait has its own legend label."""
 

@@ -19,8 +19,17 @@ from scheduling.model import Policy
 from scheduling.trace import NO_TYPE, UNLIMITED_RETRIES, PriorityUpdates, Trace
 
 JOB_FIELDS = (
-    "job_id", "share", "instance_type", "state", "first_start", "end", "wait", "queued",
-    "preemptions", "lost_seconds", "reason",
+    "job_id",
+    "share",
+    "instance_type",
+    "state",
+    "first_start",
+    "end",
+    "wait",
+    "queued",
+    "preemptions",
+    "lost_seconds",
+    "reason",
 )
 
 JOB_ROW = ("state", "first_start", "end", "wait", "queued", "preemptions", "lost_seconds", "reason")

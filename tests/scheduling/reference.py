@@ -268,8 +268,10 @@ class ReferenceReplay:
             return False
         if victim.priority < job.priority:
             return True
-        return rule == "lower_or_newer_equal_priority" and victim.priority == job.priority and (
-            victim.submit > job.submit
+        return (
+            rule == "lower_or_newer_equal_priority"
+            and victim.priority == job.priority
+            and (victim.submit > job.submit)
         )
 
     def preemption_candidates(self, job: Job) -> list[Job]:
@@ -356,9 +358,11 @@ class ReferenceReplay:
             chosen = self.fair_victims(job)
         else:
             victims = self.select_victims(job)
-            chosen = None if victims is None else [
-                (v, "in_share" if v.share == job.share else "cross_share") for v in victims
-            ]
+            chosen = (
+                None
+                if victims is None
+                else [(v, "in_share" if v.share == job.share else "cross_share") for v in victims]
+            )
         if chosen is None:
             return False
         for victim, cause in chosen:
@@ -379,9 +383,11 @@ class ReferenceReplay:
             chosen = self.fair_victims(job)
         else:
             victims = self.select_victims(job)
-            chosen = None if victims is None else [
-                (v, "in_share" if v.share == job.share else "cross_share") for v in victims
-            ]
+            chosen = (
+                None
+                if victims is None
+                else [(v, "in_share" if v.share == job.share else "cross_share") for v in victims]
+            )
         if chosen is None:
             return "no_fit", []
         if any(v.share == job.share for v, _ in chosen):
@@ -545,8 +551,15 @@ class ReferenceReplay:
         """A finding the first time at an instant that a search leaves ``v`` out (one per job and instant)."""
         if any(f["time"] == self.now and f["job_id"] == v.job_id for f in self.loop_findings):
             return
-        self.loop_findings.append({"time": self.now, "job_id": v.job_id, "share": v.share,
-                                   "preemptor_id": preemptor.job_id, "preemptor_share": preemptor.share})
+        self.loop_findings.append(
+            {
+                "time": self.now,
+                "job_id": v.job_id,
+                "share": v.share,
+                "preemptor_id": preemptor.job_id,
+                "preemptor_share": preemptor.share,
+            }
+        )
 
     def preemption_loops(self) -> dict[str, Any]:
         """RESULT.json's summary.preemption_loops: {count, instants, first: up to 100 findings}."""
@@ -951,6 +964,7 @@ class ReferenceReplay:
             live = [c for c in self.children(node) if in_play(c)]
             if not live:
                 return None
+
             def rank(c: str) -> tuple:
                 return (_negated(value(c)), first_candidate(c))
 

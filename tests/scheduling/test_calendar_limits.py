@@ -51,8 +51,11 @@ def test_a_window_starting_after_a_change_starts_with_it_in_force():
 def test_the_steps_agree_with_the_policy_at_every_instant():
     # Many changes at distinct and shared instants: the sweep says what capacity_at/quota_at say.
     changes = [
-        {"time": (i * 7) % 50, **({"share": "a"} if i % 3 else {}),
-         "capacity": {"p": (2 if i % 3 else 8) + i % 3}}
+        {
+            "time": (i * 7) % 50,
+            **({"share": "a"} if i % 3 else {}),
+            "capacity": {"p": (2 if i % 3 else 8) + i % 3},
+        }
         for i in range(40)
     ]
     seen = set()

@@ -19,8 +19,14 @@ AWS_POLICY = {
     "queueing": "best_effort_fifo",
     "startup_seconds": 0,
     "shares": [
-        {"name": "QS1", "capacity": {T: 1}, "strategy": "LEND_AND_BORROW",
-         "borrow_limit_percent": 200, "in_share_preemption": "lower_priority", "reclaim": "any"},
+        {
+            "name": "QS1",
+            "capacity": {T: 1},
+            "strategy": "LEND_AND_BORROW",
+            "borrow_limit_percent": 200,
+            "in_share_preemption": "lower_priority",
+            "reclaim": "any",
+        },
         {"name": "QS2", "capacity": {T: 1}, "strategy": "LEND"},
         {"name": "QS3", "capacity": {T: 1}, "strategy": "RESERVE"},
     ],
@@ -33,13 +39,24 @@ q2,100,QS2,500,0
 """
 
 
-def replay_cli(tmp_path: Path, policy_text: str, trace_text: str, trace_name: str = "trace.csv",
-               events: bool = False) -> tuple[subprocess.CompletedProcess, Path]:
+def replay_cli(
+    tmp_path: Path, policy_text: str, trace_text: str, trace_name: str = "trace.csv", events: bool = False
+) -> tuple[subprocess.CompletedProcess, Path]:
     policy, trace, out = tmp_path / "policy.json", tmp_path / trace_name, tmp_path / "result.json"
     policy.write_text(policy_text)
     trace.write_text(trace_text)
-    command = [sys.executable, "-m", "scheduling", "replay", "--policy", str(policy), "--trace", str(trace),
-               "--out", str(out)]
+    command = [
+        sys.executable,
+        "-m",
+        "scheduling",
+        "replay",
+        "--policy",
+        str(policy),
+        "--trace",
+        str(trace),
+        "--out",
+        str(out),
+    ]
     if events:
         command.append("--events")
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=120)
@@ -53,7 +70,10 @@ def test_replay_writes_result_json(tmp_path):
     assert result["summary"]["jobs"] == 4
     assert result["summary"]["succeeded"] == 4
     assert result["summary"]["preemptions"] == {  # no priority update in CSV
-        "cross_share": 1, "in_share": 0, "fair_sharing": 0, "capacity": 0,
+        "cross_share": 1,
+        "in_share": 0,
+        "fair_sharing": 0,
+        "capacity": 0,
     }
     assert [s["name"] for s in result["shares"]] == ["QS1", "QS2", "QS3"]
     assert {j["job_id"]: j["end"] for j in result["jobs"]} == {"p3": 1000, "p2": 1600, "p1": 1300, "q2": 600}
@@ -94,10 +114,16 @@ def test_replay_with_events_and_priority_updates_from_json_trace(tmp_path):
 BAD_INPUTS = {
     "bad policy JSON": ('{"name": "x", "capacity": {', AWS_CSV, ()),
     "unknown share": (json.dumps(AWS_POLICY), AWS_CSV.replace("q2,100,QS2", "q2,100,QS9"), ("row 4", "QS9")),
-    "negative duration": (json.dumps(AWS_POLICY), AWS_CSV.replace("p1,0,QS1,300", "p1,0,QS1,-300"),
-                          ("row 3", "duration")),
-    "duplicate job_id": (json.dumps(AWS_POLICY), AWS_CSV.replace("p1,0,QS1", "p3,0,QS1"),
-                         ("row 3", "job_id")),
+    "negative duration": (
+        json.dumps(AWS_POLICY),
+        AWS_CSV.replace("p1,0,QS1,300", "p1,0,QS1,-300"),
+        ("row 3", "duration"),
+    ),
+    "duplicate job_id": (
+        json.dumps(AWS_POLICY),
+        AWS_CSV.replace("p1,0,QS1", "p3,0,QS1"),
+        ("row 3", "job_id"),
+    ),
     "missing column": (json.dumps(AWS_POLICY), "job_id,submit_time,share\np3,0,QS1\n", ("duration",)),
 }
 

@@ -85,8 +85,11 @@ def test_borrowing_level_is_the_height_that_covers_the_request():
 def test_kueue_drs_usage_above_nominal():
     # fair_sharing_test.go "usage above nominal": cq 5 and lending-cq 5 GPUs; cq uses 7:
     # (7 - 5) x 1000 / 10 = 200; with a request of 4 more on top of 2 used: (2 + 4 - 5) x 1000 / 10.
-    nodes = [cohort("test-cohort", ROOT), share("cq", "test-cohort", 5),
-             share("lending-cq", "test-cohort", 5)]
+    nodes = [
+        cohort("test-cohort", ROOT),
+        share("cq", "test-cohort", 5),
+        share("lending-cq", "test-cohort", 5),
+    ]
     assert tree(nodes, 10, {"cq": 7}).value("cq") == (False, Fraction(200))
     assert tree(nodes, 10, {"cq": 2}).value("cq", {G: 4}) == (False, Fraction(100))
     assert tree(nodes, 10, {"cq": 7}).value("lending-cq") == (False, Fraction(0))
@@ -129,8 +132,10 @@ def test_values_compare_exactly():
         ([cohort("x", "y"), cohort("y", "x"), share("a", "x", 1)], "cohort x: parent: a cycle (x -> y -> x)"),
         ([share("a", ROOT, 4, lending=5)], "share a: lending_limit.gpu: 5 is above its capacity 4"),
         ([share("a", ROOT, 1), share("b", "a", 1)], "share b: cohort: 'a' is a share, not a cohort"),
-        ([share("a", ROOT, 6), cohort("c", ROOT, 5)],
-         "capacity.gpu: shares and cohorts claim 11, more than the pool's 10"),
+        (
+            [share("a", ROOT, 6), cohort("c", ROOT, 5)],
+            "capacity.gpu: shares and cohorts claim 11, more than the pool's 10",
+        ),
         ([cohort("c", ROOT, borrowing=-1)], "cohort c: borrowing_limit.gpu: -1 is negative"),
     ],
 )

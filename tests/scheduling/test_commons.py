@@ -197,18 +197,39 @@ def test_reserve_hoarding_from_metrics():
     metrics = {
         "summary": {"epoch_times": False},
         "shares": [
-            {"name": "vault", "strategy": "RESERVE", "capacity_gpu_hours": 96.0, "idle_gpu_hours": 40.0,
-             "stranded_gpu_hours": 24.0, "stranded_usd": 36.0},
-            {"name": "team", "strategy": "LEND_AND_BORROW", "capacity_gpu_hours": 96.0,
-             "idle_gpu_hours": 10.0, "stranded_gpu_hours": 0.0, "stranded_usd": 0.0},
-            {"name": "capped", "strategy": "LEND", "capacity_gpu_hours": 48.0, "idle_gpu_hours": 10.0,
-             "stranded_gpu_hours": 6.0, "stranded_usd": 9.0},
+            {
+                "name": "vault",
+                "strategy": "RESERVE",
+                "capacity_gpu_hours": 96.0,
+                "idle_gpu_hours": 40.0,
+                "stranded_gpu_hours": 24.0,
+                "stranded_usd": 36.0,
+            },
+            {
+                "name": "team",
+                "strategy": "LEND_AND_BORROW",
+                "capacity_gpu_hours": 96.0,
+                "idle_gpu_hours": 10.0,
+                "stranded_gpu_hours": 0.0,
+                "stranded_usd": 0.0,
+            },
+            {
+                "name": "capped",
+                "strategy": "LEND",
+                "capacity_gpu_hours": 48.0,
+                "idle_gpu_hours": 10.0,
+                "stranded_gpu_hours": 6.0,
+                "stranded_usd": 9.0,
+            },
         ],
         "periods": {
             "day": [0.0, 86400.0],
             "shares": {
-                "vault": {"capacity": [48.0, 48.0], "stranded": [20.0, 4.0],
-                          "usd": {"stranded": [30.0, 6.0]}},
+                "vault": {
+                    "capacity": [48.0, 48.0],
+                    "stranded": [20.0, 4.0],
+                    "usd": {"stranded": [30.0, 6.0]},
+                },
                 "capped": {"capacity": [24.0, 24.0], "stranded": [6.0, 0.0], "usd": {"stranded": [9.0, 0.0]}},
             },
         },

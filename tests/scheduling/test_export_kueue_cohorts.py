@@ -165,8 +165,9 @@ def test_a_live_v1beta2_tree_of_three_levels_with_an_implicit_cohort():
     policy = Policy.from_dict(data)
     # sandbox is a tree of its own: two trees, so every root is a fenced top-level cohort.
     assert "Imported from 2 Kueue cohort trees (org, sandbox)" in data["description"]
-    assert "Cohort sandbox (named by ClusterQueue/interns) is not listed: an implicit cohort" in (
-        data["description"]
+    assert (
+        "Cohort sandbox (named by ClusterQueue/interns) is not listed: an implicit cohort"
+        in (data["description"])
     )
     by_name = {c.name: c for c in policy.cohorts}
     assert [c.name for c in policy.cohorts] == ["org", "research", "prod", "sandbox"]
@@ -259,8 +260,9 @@ def test_limits_on_a_root_cohort_are_said_unused():
     data = live(flavor("gpu"), cohort("org", resourceGroups=[resource_group({"gpu": (4, 2, 1)})]),
                 queue("q", "org", {"gpu": 4}))  # fmt: skip
     assert "cluster.yaml: items[1]" not in data["description"]  # (labelled by kind/name once read)
-    assert "Cohort/org is the root of its tree: its borrowingLimit and lendingLimit are not used" in (
-        data["description"]
+    assert (
+        "Cohort/org is the root of its tree: its borrowingLimit and lendingLimit are not used"
+        in (data["description"])
     )
     assert data["capacity"] == {"gpu": 8}
 

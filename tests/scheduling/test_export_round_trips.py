@@ -97,8 +97,9 @@ def kueue_policies(draw) -> dict:
             fungibility = {"when_can_borrow": draw(st.sampled_from(when)),
                            "when_can_preempt": draw(st.sampled_from(when))}  # fmt: skip
             if set(fungibility.values()) == {"TryNextFlavor"}:
-                fungibility["preference"] = draw(st.sampled_from(["BorrowingOverPreemption",
-                                                                  "PreemptionOverBorrowing"]))
+                fungibility["preference"] = draw(
+                    st.sampled_from(["BorrowingOverPreemption", "PreemptionOverBorrowing"])
+                )
             share["flavor_fungibility"] = fungibility
         shares.append(share)
     return {

@@ -141,8 +141,11 @@ def test_the_cluster_may_come_as_its_own_file():
 
     from test_import_kueue_workloads import read, workload
 
-    cluster = {"apiVersion": "v1", "kind": "List",
-               "items": [history_cluster_queue("team-a", ["a100", "h100"]), flavor("a100"), flavor("h100")]}
+    cluster = {
+        "apiVersion": "v1",
+        "kind": "List",
+        "items": [history_cluster_queue("team-a", ["a100", "h100"]), flavor("a100"), flavor("h100")],
+    }
     trace = read(workload(), cluster=io.BytesIO(json.dumps(cluster).encode()))
     assert trace.type_names == ["a100|h100"]
     with pytest.raises(InputError) as caught:

@@ -86,11 +86,13 @@ def test_a_job_of_several_types_that_never_ran_has_no_type(tmp_path):
 def test_a_job_of_several_types_waits_for_its_first_types_reason():
     # B's b0 holds the only h100 until 100 (A would borrow it: the pool is full); the a100 is C's
     # RESERVE quota, idle (nothing lendable). The reason shown is its first type's (choice).
-    jobs = make_trace(table("""
+    jobs = make_trace(
+        table("""
         job_id submit_time share duration instance_type
         b0     0           B     100      h100
         x1     10          A     10       h100|a100
-    """))
+    """)
+    )
     for order, reason in ((["h100", "a100"], "pool_full"), (["a100", "h100"], "nothing_lendable")):
         policy = Policy.from_dict({**POLICY, "shares": [
             {"name": "A", "capacity": {}, "flavor_order": order},

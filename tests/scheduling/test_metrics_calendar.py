@@ -12,15 +12,19 @@ from scheduling.replay.engine import replay
 
 def plan_policy(**extra) -> Policy:
     """2 GPUs, A holds 1; a training plan gives A 2 more from t=100 to t=200."""
-    return Policy.from_dict({
-        "capacity": {"gpu": 2},
-        "shares": [{"name": "A", "capacity": {"gpu": 1}}, {"name": "B", "capacity": {"gpu": 1}}],
-        "changes": [
-            {"time": 100, "capacity": {"gpu": 4}}, {"time": 100, "share": "A", "capacity": {"gpu": 3}},
-            {"time": 200, "capacity": {"gpu": 2}}, {"time": 200, "share": "A", "capacity": {"gpu": 1}},
-        ],
-        **extra,
-    })
+    return Policy.from_dict(
+        {
+            "capacity": {"gpu": 2},
+            "shares": [{"name": "A", "capacity": {"gpu": 1}}, {"name": "B", "capacity": {"gpu": 1}}],
+            "changes": [
+                {"time": 100, "capacity": {"gpu": 4}},
+                {"time": 100, "share": "A", "capacity": {"gpu": 3}},
+                {"time": 200, "capacity": {"gpu": 2}},
+                {"time": 200, "share": "A", "capacity": {"gpu": 1}},
+            ],
+            **extra,
+        }
+    )
 
 
 def test_utilization_counts_the_capacity_in_force():

@@ -36,7 +36,12 @@ def test_defaults_leave_sections_8_to_10_off():
     assert [s.fair_weight for s in policy.shares] == [1.0, 1.0]
     # nothing new is written for a policy that uses none of it
     assert set(policy.to_dict()) == {
-        "name", "instance_types", "capacity", "queueing", "startup_seconds", "shares"
+        "name",
+        "instance_types",
+        "capacity",
+        "queueing",
+        "startup_seconds",
+        "shares",
     }
 
 
@@ -114,9 +119,15 @@ def test_changes_at_one_time_apply_together():
 
 def test_a_quota_over_the_pool_at_some_instant_names_the_change():
     # at t=10 the pool drops to 2 while A and B hold 3: invalid from then on
-    err = error_of(policy_dict(changes=[{"time": 5, "share": "A", "capacity": {"gpu": 1}},
-                                        {"time": 10, "capacity": {"gpu": 2}},
-                                        {"time": 20, "share": "A", "capacity": {"gpu": 2}}]))
+    err = error_of(
+        policy_dict(
+            changes=[
+                {"time": 5, "share": "A", "capacity": {"gpu": 1}},
+                {"time": 10, "capacity": {"gpu": 2}},
+                {"time": 20, "share": "A", "capacity": {"gpu": 2}},
+            ]
+        )
+    )
     # A is at 1 from t=5, so t=10 is valid (1 + 1 <= 2); t=20 raises A back: 3 > 2
     assert err.field == "changes[2].capacity.gpu"
     assert "at 20 s" in err.reason and "add up to 3" in err.reason and "pool's 2" in err.reason
@@ -127,17 +138,13 @@ def field_of_change(change) -> str:
 
 
 def test_a_change_to_an_unknown_share_or_type_or_a_negative_count_is_refused():
-    assert field_of_change([{"time": 1, "share": "Z", "capacity": {"gpu": 1}}]) == (
-        "changes[0].share"
-    )
+    assert field_of_change([{"time": 1, "share": "Z", "capacity": {"gpu": 1}}]) == ("changes[0].share")
     assert field_of_change([{"time": 1, "capacity": {"tpu": 1}}]) == "changes[0].capacity.tpu"
     assert field_of_change([{"time": 1, "capacity": {"gpu": -3}}]) == "changes[0].capacity.gpu"
     assert field_of_change([{"time": -1, "capacity": {"gpu": 3}}]) == "changes[0].time"
     assert field_of_change([{"time": 1, "capacity": {}}]) == "changes[0].capacity"
     assert field_of_change([{"time": 1}]) == "changes[0].capacity"
-    assert field_of_change([{"time": 1, "capacity": {"gpu": 4}, "until": 2}]) == (
-        "changes[0].until"
-    )
+    assert field_of_change([{"time": 1, "capacity": {"gpu": 4}, "until": 2}]) == ("changes[0].until")
     assert field_of_change({"time": 1}) == "changes"
 
 

@@ -31,8 +31,18 @@ FAIR_STRATEGY_LISTS = (
     ["LessThanInitialShare"],
     ["LessThanOrEqualToFinalShare", "LessThanInitialShare"],
 )
-COMPARED = ("job_id", "share", "state", "first_start", "end", "wait", "queued", "preemptions", "lost_seconds",
-            "reason")
+COMPARED = (
+    "job_id",
+    "share",
+    "state",
+    "first_start",
+    "end",
+    "wait",
+    "queued",
+    "preemptions",
+    "lost_seconds",
+    "reason",
+)
 CAUSES = ("cross_share", "in_share", "fair_sharing", "capacity")
 
 
@@ -88,8 +98,9 @@ def calendars(draw, types: tuple[str, ...], capacity: dict[str, int], shares: li
     """Dated changes valid at every instant: training plans (pool and a share up by k, then both back) and
     new states of pool and quotas (the pool at least the quotas' sum), some changes repeating a value."""
     n = draw(st.integers(1, 5))
-    times = sorted(draw(st.lists(st.integers(0, 100) | st.integers(0, 160).map(lambda h: h / 2),
-                                 min_size=n, max_size=n)))
+    times = sorted(
+        draw(st.lists(st.integers(0, 100) | st.integers(0, 160).map(lambda h: h / 2), min_size=n, max_size=n))
+    )
     pool = dict(capacity)
     quotas = {s["name"]: dict(s["capacity"]) for s in shares}
     changes: list[dict] = []
@@ -98,10 +109,12 @@ def calendars(draw, types: tuple[str, ...], capacity: dict[str, int], shares: li
         if i + 1 < len(times) and draw(st.booleans()):  # a training plan from times[i] to times[i + 1]
             name, t = draw(st.sampled_from(sorted(quotas))), draw(st.sampled_from(types))
             extra = draw(st.integers(1, 3))
-            changes += [{"time": times[i], "capacity": {t: pool[t] + extra}},
-                        {"time": times[i], "share": name, "capacity": {t: quotas[name][t] + extra}},
-                        {"time": times[i + 1], "capacity": {t: pool[t]}},
-                        {"time": times[i + 1], "share": name, "capacity": {t: quotas[name][t]}}]
+            changes += [
+                {"time": times[i], "capacity": {t: pool[t] + extra}},
+                {"time": times[i], "share": name, "capacity": {t: quotas[name][t] + extra}},
+                {"time": times[i + 1], "capacity": {t: pool[t]}},
+                {"time": times[i + 1], "share": name, "capacity": {t: quotas[name][t]}},
+            ]
             i += 2
             continue
         for name in quotas:
@@ -153,8 +166,11 @@ def scenarios(draw) -> tuple[dict, list[dict], list[dict]]:
             job["preemption_retries"] = draw(st.integers(0, 2))
         jobs.append(job)
     updates = [
-        {"time": draw(st.integers(0, 120)), "job_id": draw(st.sampled_from([*ids, "ghost"])),
-         "priority": draw(st.integers(0, 4))}
+        {
+            "time": draw(st.integers(0, 120)),
+            "job_id": draw(st.sampled_from([*ids, "ghost"])),
+            "priority": draw(st.integers(0, 4)),
+        }
         for _ in range(draw(st.integers(0, 5)))
     ]
     return policy, jobs, updates
@@ -272,11 +288,16 @@ LOOP_POLICY: dict[str, Any] = {
 }  # fmt: skip
 # (job_id, submit_time, share, duration, priority, instance_count, checkpoint_interval, preemption_retries)
 LOOP_JOBS = [
-    ("j0", 30, "S2", 19.5, 0, 1, 12, None), ("j1", 13, "S2", 17, 3, 2, 19, None),
-    ("j2", 16.5, "S1", 17.5, 0, 2, 20, 1), ("j3", 32, "S0", 14, 0, 3, None, None),
-    ("j4", 23, "S1", 21.5, 2, 4, None, None), ("j5", 16.5, "S1", 0, 3, 2, None, None),
-    ("j6", 17, "S1", 3, 3, 1, 12, None), ("j7", 11.5, "S2", 27.5, 3, 2, None, None),
-    ("j8", 32, "S2", 17, 2, 1, 3, 0), ("j9", 10.5, "S2", 0, 2, 3, 20, None),
+    ("j0", 30, "S2", 19.5, 0, 1, 12, None),
+    ("j1", 13, "S2", 17, 3, 2, 19, None),
+    ("j2", 16.5, "S1", 17.5, 0, 2, 20, 1),
+    ("j3", 32, "S0", 14, 0, 3, None, None),
+    ("j4", 23, "S1", 21.5, 2, 4, None, None),
+    ("j5", 16.5, "S1", 0, 3, 2, None, None),
+    ("j6", 17, "S1", 3, 3, 1, 12, None),
+    ("j7", 11.5, "S2", 27.5, 3, 2, None, None),
+    ("j8", 32, "S2", 17, 2, 1, 3, 0),
+    ("j9", 10.5, "S2", 0, 2, 3, 20, None),
     ("j10", 38.5, "S1", 17, 3, 3, None, None),
 ]
 
@@ -343,8 +364,9 @@ def add_flavor_lists(draw, policy: dict, jobs: list[dict]) -> None:
             borrow, preempt = draw(st.sampled_from(WHEN_CAN)), draw(st.sampled_from(WHEN_CAN))
             fungibility = {"when_can_borrow": borrow, "when_can_preempt": preempt}
             if borrow == preempt == "TryNextFlavor":
-                fungibility["preference"] = draw(st.sampled_from(["BorrowingOverPreemption",
-                                                                  "PreemptionOverBorrowing"]))
+                fungibility["preference"] = draw(
+                    st.sampled_from(["BorrowingOverPreemption", "PreemptionOverBorrowing"])
+                )
             share["flavor_fungibility"] = fungibility
     for job in jobs:
         if draw(st.integers(0, 2)):
@@ -533,9 +555,7 @@ class Timeline:
         self.policy = policy
         self.shares = {s.name: s for s in policy.shares}
         single = next(iter(policy.capacity))
-        self.jobs = {
-            str(j["job_id"]): {**j, "instance_type": j.get("instance_type", single)} for j in jobs
-        }
+        self.jobs = {str(j["job_id"]): {**j, "instance_type": j.get("instance_type", single)} for j in jobs}
         self.change_times = {c.time for c in policy.changes}
         self.limit = policy.runnable_timeout_seconds
         self.holding: dict[str, float] = {}  # job_id -> start time of its current run
@@ -545,8 +565,11 @@ class Timeline:
         self.now = -math.inf
 
     def usage(self, share: str, t: str) -> int:
-        return sum(self.jobs[j]["instance_count"] for j in self.holding
-                   if self.jobs[j]["share"] == share and self.jobs[j]["instance_type"] == t)
+        return sum(
+            self.jobs[j]["instance_count"]
+            for j in self.holding
+            if self.jobs[j]["share"] == share and self.jobs[j]["instance_type"] == t
+        )
 
     def check_capacity(self, admitted: dict | None = None) -> None:
         """Pool usage <= capacity(t) and the borrowing invariant with q(t); the admitted job's share within
@@ -560,10 +583,13 @@ class Timeline:
             for name, share in self.shares.items():
                 u, q = self.usage(name, t), quotas[name].get(t, 0)
                 admitting = admitted is not None and (admitted["share"], admitted["instance_type"]) == (
-                    name, t)
+                    name,
+                    t,
+                )
                 if admitting or not self.policy.changes:
                     assert u <= q + borrow_limit(share, q, t), (
-                        f"{name} holds {u} of {t} at {self.now}: above quota {q} + borrow limit")
+                        f"{name} holds {u} of {t} at {self.now}: above quota {q} + borrow limit"
+                    )
                 borrowed += max(0, u - q)
                 if share.strategy is not Strategy.RESERVE:
                     lendable += min(share.lend_limit(t), max(0, q - u))
@@ -582,7 +608,8 @@ class Timeline:
                 continue
             waiting = [j for j in self.waiting() if self.jobs[j]["share"] == name]
             fitting = [
-                j for j in waiting
+                j
+                for j in waiting
                 if self.usage(name, self.jobs[j]["instance_type"]) + self.jobs[j]["instance_count"]
                 <= quotas[name].get(self.jobs[j]["instance_type"], 0)
             ]
@@ -596,7 +623,8 @@ class Timeline:
             return
         for j in self.waiting():
             assert self.now - self.runnable_since[j] < self.limit, (
-                f"{j} RUNNABLE since {self.runnable_since[j]}, still at {self.now}, limit {self.limit}")
+                f"{j} RUNNABLE since {self.runnable_since[j]}, still at {self.now}, limit {self.limit}"
+            )
 
     def replay(self, events: list[dict], updates: list[dict]) -> None:
         by_time: dict[float, list[dict]] = defaultdict(list)
@@ -645,7 +673,8 @@ class Timeline:
             assert j in self.runnable_since and j not in self.holding, f"{j} cancelled while not RUNNABLE"
             assert self.limit is not None and (e["cause"], e["by"]) == (None, None)
             assert e["time"] == self.runnable_since[j] + self.limit, (
-                f"{j} cancelled at {e['time']}, RUNNABLE since {self.runnable_since[j]}, limit {self.limit}")
+                f"{j} cancelled at {e['time']}, RUNNABLE since {self.runnable_since[j]}, limit {self.limit}"
+            )
             del self.runnable_since[j]
             self.ended.add(j)
         elif kind == "unschedulable":
@@ -816,8 +845,11 @@ def test_metrics_agree_with_the_events(build_trace, replay_engine, scenario):
     summary = out["summary"]
     states = [r["state"] for r in out["jobs"]]
     assert (summary["succeeded"], summary["failed"], summary["unschedulable"], summary["cancelled"]) == (
-        states.count("SUCCEEDED"), states.count("FAILED"), states.count("UNSCHEDULABLE"),
-        states.count("CANCELLED"))
+        states.count("SUCCEEDED"),
+        states.count("FAILED"),
+        states.count("UNSCHEDULABLE"),
+        states.count("CANCELLED"),
+    )
     causes = [e["cause"] for e in out["events"] if e["event"] == "preempt"]
     assert summary["preemptions"] == {cause: causes.count(cause) for cause in CAUSES}
     for share in out["shares"]:
@@ -825,8 +857,13 @@ def test_metrics_agree_with_the_events(build_trace, replay_engine, scenario):
         assert share["cancelled"] == sum(r["state"] == "CANCELLED" for r in mine)
         victims = {r["job_id"] for r in mine}
         assert share["preemptions"] == {
-            cause: sum(e["cause"] == cause for e in out["events"] if e["event"] == "preempt"
-                       and e["job_id"] in victims) for cause in CAUSES}
+            cause: sum(
+                e["cause"] == cause
+                for e in out["events"]
+                if e["event"] == "preempt" and e["job_id"] in victims
+            )
+            for cause in CAUSES
+        }
     if not ends:
         return
     start, end = min(j["submit_time"] for j in job_list), max(ends)
@@ -870,4 +907,5 @@ def test_metrics_agree_with_the_events(build_trace, replay_engine, scenario):
             lent_gpu_seconds += row["lent"] * gpus[t]
     # everything borrowed was lent by someone: a share, or the unassigned capacity
     assert borrowed_gpu_seconds / 3600 == pytest.approx(
-        lent_gpu_seconds / 3600 + out["pool"]["unassigned_lent_gpu_hours"], abs=1e-6)
+        lent_gpu_seconds / 3600 + out["pool"]["unassigned_lent_gpu_hours"], abs=1e-6
+    )

@@ -38,7 +38,7 @@ def test_the_jobs_encoded_by_columns_are_the_bytes_the_dicts_give(monkeypatch):
     # Ids JSON must escape (a quote, a backslash: escaped by Arrow; a control character: its
     # chunk goes to the dicts), text beyond ASCII, a share name with a quote, times that orjson
     # writes with exponents, jobs never started (null), preempted and unschedulable ones.
-    ids = ['plain', 'q"uote', "back\\slash", "tab\there", "é-ü-😀", "z" * 70, "9", "-", "x{}", "last"]
+    ids = ["plain", 'q"uote', "back\\slash", "tab\there", "é-ü-😀", "z" * 70, "9", "-", "x{}", "last"]
     policy = Policy.from_dict(
         {
             "name": "p",
@@ -46,8 +46,12 @@ def test_the_jobs_encoded_by_columns_are_the_bytes_the_dicts_give(monkeypatch):
             "capacity": {"gpu": 2},
             "shares": [
                 {"name": 'te"am', "capacity": {"gpu": 1}, "borrow_limit_percent": 100},
-                {"name": "b", "capacity": {"gpu": 1}, "strategy": "RESERVE",
-                 "in_share_preemption": "lower_priority"},
+                {
+                    "name": "b",
+                    "capacity": {"gpu": 1},
+                    "strategy": "RESERVE",
+                    "in_share_preemption": "lower_priority",
+                },
             ],
         }
     )
@@ -63,9 +67,13 @@ def test_the_jobs_encoded_by_columns_are_the_bytes_the_dicts_give(monkeypatch):
         encoded = b",".join(
             bytes(part)
             for part in jobs_json.encoded_jobs(
-                result.trace, result.outcomes, result_module._STATE_NAMES.tolist(),
-                result_module._REASON_NAMES.tolist(), result._encoded_job_dicts,
-                type_names=result._type_names().tolist(), run_types=result._run_types(),
+                result.trace,
+                result.outcomes,
+                result_module._STATE_NAMES.tolist(),
+                result_module._REASON_NAMES.tolist(),
+                result._encoded_job_dicts,
+                type_names=result._type_names().tolist(),
+                run_types=result._run_types(),
             )  # fmt: skip
         )
         assert encoded == _encoded_by_dicts(result)

@@ -10,8 +10,14 @@ AWS_POLICY = {
     "instance_types": {T: {"gpus": 1, "hourly_price": 1.41}},
     "capacity": {T: 3},
     "shares": [
-        {"name": "QS1", "capacity": {T: 1}, "strategy": "LEND_AND_BORROW",
-         "borrow_limit_percent": 200, "in_share_preemption": "lower_priority", "reclaim": "any"},
+        {
+            "name": "QS1",
+            "capacity": {T: 1},
+            "strategy": "LEND_AND_BORROW",
+            "borrow_limit_percent": 200,
+            "in_share_preemption": "lower_priority",
+            "reclaim": "any",
+        },
         {"name": "QS2", "capacity": {T: 1}, "strategy": "LEND"},
         {"name": "QS3", "capacity": {T: 1}, "strategy": "RESERVE"},
     ],
@@ -60,7 +66,11 @@ def test_aws_example_jobs(run):
 def test_aws_example_metrics(engine_run):
     summary = engine_run(AWS_POLICY, AWS_JOBS, AWS_UPDATES).raw["summary"]
     assert (summary["jobs"], summary["succeeded"], summary["failed"], summary["unschedulable"]) == (
-        4, 4, 0, 0)
+        4,
+        4,
+        0,
+        0,
+    )
     assert summary["preemptions"] == {"cross_share": 1, "in_share": 1, "fair_sharing": 0, "capacity": 0}
     assert summary["lost_instance_seconds"] == pytest.approx(300)
     assert summary["rerun_instance_seconds"] == pytest.approx(300)  # no start-up time
@@ -81,10 +91,13 @@ def test_aws_example_share_accounting(engine_run):
     by_name = {share["name"]: share["by_type"][T] for share in out["shares"]}
     # QS1 holds 2 instances in [0, 100) and [600, 1500): 1 own + 1 borrowed; 1 own at other times
     assert by_name["QS1"] == pytest.approx(
-        {"capacity": 1600, "own": 1600, "borrowed": 1000, "lent": 0, "idle": 0, "stranded": 0})
+        {"capacity": 1600, "own": 1600, "borrowed": 1000, "lent": 0, "idle": 0, "stranded": 0}
+    )
     # QS2: own q2 [100, 600); lent to QS1 [0, 100) and [600, 1500); idle [1500, 1600)
     assert by_name["QS2"] == pytest.approx(
-        {"capacity": 1600, "own": 500, "borrowed": 0, "lent": 1000, "idle": 100, "stranded": 0})
+        {"capacity": 1600, "own": 500, "borrowed": 0, "lent": 1000, "idle": 100, "stranded": 0}
+    )
     # QS3 idle throughout; stranded while QS1 had a job pending that could borrow it: [0, 600)
     assert by_name["QS3"] == pytest.approx(
-        {"capacity": 1600, "own": 0, "borrowed": 0, "lent": 0, "idle": 1600, "stranded": 600})
+        {"capacity": 1600, "own": 0, "borrowed": 0, "lent": 0, "idle": 1600, "stranded": 600}
+    )

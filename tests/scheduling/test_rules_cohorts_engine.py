@@ -198,11 +198,14 @@ def test_in_share_first_walk_spares_unneeded(engine_run):
     # p in-share preemption as in section 4 stands with cohorts: p1 (priority 5) preempts p0 (priority
     # 1) in its own share when no other subtree borrows
     pol = policy(3, [cohort("X", 3)], [share("p", 0, "X", in_share_preemption="lower_priority")])
-    r = engine_run(pol, """
+    r = engine_run(
+        pol,
+        """
 job_id submit_time share duration priority instance_count
 p0     0           p     1000     1        3
 p1     10          p     100      5        2
-""")
+""",
+    )
     assert r.preempts() == [(10, "p0", "preempt", "in_share", "p1")]
 
 
@@ -234,10 +237,13 @@ def test_flavor_scan_prefers_the_lower_borrowing_level(engine_run):
 def test_unschedulable_beyond_the_trees_potential(engine_run, count, reason):
     # c (own 0, borrowing limit 2) holds s (2): s can never hold more than SQ(c) 2 + 2 = 4 of the 10
     pol = policy(10, [cohort("c", borrowing_limit={"gpu": 2})], [share("s", 2, "c")])
-    r = engine_run(pol, f"""
+    r = engine_run(
+        pol,
+        f"""
 job_id submit_time share duration instance_count
 j      0           s     10       {count}
-""")
+""",
+    )
     assert r.job("j")["reason"] == reason
     assert r.job("j")["state"] == ("SUCCEEDED" if reason is None else "UNSCHEDULABLE")
 
@@ -250,7 +256,9 @@ def test_raised_reserve_quota_breaks_the_trees_invariant(engine_run):
     # quota is 3: the root's SQ falls to 4 - 3 = 1 while b stores 3 there: b's two latest jobs go
     pol = policy(4, [cohort("team")], [share("r", 1, strategy="RESERVE"), share("b", 1, "team")])
     pol["changes"] = [{"time": 100, "share": "r", "capacity": {"gpu": 3}}]
-    r = engine_run(pol, """
+    r = engine_run(
+        pol,
+        """
 job_id submit_time share duration
 b1     0           b     1000
 b2     1           b     1000
@@ -258,7 +266,8 @@ b3     2           b     1000
 r1     150         r     10
 r2     150         r     10
 r3     150         r     10
-""")
+""",
+    )
     assert r.preempts() == [
         (100, "b3", "preempt", "capacity", None),
         (100, "b2", "preempt", "capacity", None),
@@ -271,10 +280,13 @@ def test_job_that_fits_only_under_a_later_tree_waits(engine_run):
     # s in c (borrowing limit 0): 3 instances exceed its quota 2 until it is raised at 500
     pol = policy(6, [cohort("c", borrowing_limit={"gpu": 0})], [share("s", 2, "c")])
     pol["changes"] = [{"time": 500, "share": "s", "capacity": {"gpu": 3}}]
-    r = engine_run(pol, """
+    r = engine_run(
+        pol,
+        """
 job_id submit_time share duration instance_count
 j      0           s     10       3
-""")
+""",
+    )
     assert r.job("j")["first_start"] == 500
 
 
@@ -321,14 +333,17 @@ def test_fair_round_compares_subtrees_by_the_value_the_job_would_give_them(engin
         [share("a", 6, "x"), share("b", 6, "y")],
         fair_sharing={},
     )
-    r = engine_run(pol, """
+    r = engine_run(
+        pol,
+        """
 job_id submit_time share duration priority instance_count
 a0     0           a     100      0        6
 b0     0           b     100      0        6
 b2     0           b     100      0        2
 a1     10          a     10       0        1
 b1     10          b     10       9        1
-""")
+""",
+    )
     assert r.at(10) == [(10, "a1", "start", None, None)]
 
 
@@ -384,11 +399,14 @@ def test_held_back_by_a_cohorts_borrowing_limit_waits_for_nothing_lendable(engin
     # c (own 0, borrowing limit 0) holds s (1): the pool's 3 free instances are out of s's reach, and
     # neither s's own limits nor the pool are what stops a2: section 4's last reason
     pol = policy(4, [cohort("c", borrowing_limit={"gpu": 0})], [share("s", 1, "c")])
-    r = engine_run(pol, """
+    r = engine_run(
+        pol,
+        """
 job_id submit_time share duration
 a1     0           s     100
 a2     0           s     100
-""")
+""",
+    )
     assert r.job("a2")["first_start"] == 100
     assert waited(r, "s") == {"nothing_lendable": 100}
 

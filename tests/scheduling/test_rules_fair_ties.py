@@ -60,11 +60,14 @@ def test_admission_order_ties_exactly_then_goes_by_priority(run):
         ],
         "fair_sharing": {},
     }  # fmt: skip
-    out = run(policy, """
+    out = run(
+        policy,
+        """
         job_id submit_time share duration priority instance_count
         jA     0           A     10       1        3
         jB     0           B     10       0        1
-    """)
+    """,
+    )
     assert out.starts() == [(0, "jA"), (10, "jB")]
 
 
@@ -90,14 +93,17 @@ def test_target_ties_between_two_other_shares_go_to_the_lower_priority_candidate
         ],
         "fair_sharing": {},
     }  # fmt: skip
-    out = run(policy, """
+    out = run(
+        policy,
+        """
         job_id submit_time share duration priority instance_count
         t0     0           T     100      0        1
         t1     0           T     100      0        1
         a      0           A     100      1        3
         b      0           B     100      0        1
         p      1           S     100      0        1
-    """)
+    """,
+    )
     assert out.at(1) == [(1, "b", "preempt", "cross_share", "p"), (1, "p", "start", None, None)]
 
 

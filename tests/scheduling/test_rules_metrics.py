@@ -46,30 +46,43 @@ def test_useful_utilization_excludes_startup(engine_run):
 
 
 def test_useful_utilization_excludes_lost_work(engine_run):
-    pol = {"capacity": {"gpu": 1},
-           "shares": [share("A", {"gpu": 1}, "LEND", in_share_preemption="lower_priority")]}
-    out = engine_run(pol, """
+    pol = {
+        "capacity": {"gpu": 1},
+        "shares": [share("A", {"gpu": 1}, "LEND", in_share_preemption="lower_priority")],
+    }
+    out = engine_run(
+        pol,
+        """
         job_id submit_time share duration priority
         a      0           A     100      0
         c      50          A     100      5
-    """).raw
+    """,
+    ).raw
     # a runs 0-50 (lost), c 50-150, a again 150-250: busy 250 of 250, useful 200
     assert out["summary"]["utilization"] == pytest.approx(1.0)
     assert out["summary"]["useful_utilization"] == pytest.approx(200 / 250)
 
 
 def test_wait_queued_and_jct_statistics(engine_run):
-    pol = {"capacity": {"gpu": 1},
-           "shares": [share("A", {"gpu": 1}, "LEND", in_share_preemption="lower_priority")]}
-    out = engine_run(pol, """
+    pol = {
+        "capacity": {"gpu": 1},
+        "shares": [share("A", {"gpu": 1}, "LEND", in_share_preemption="lower_priority")],
+    }
+    out = engine_run(
+        pol,
+        """
         job_id submit_time share duration priority
         a      0           A     100      0
         b      0           A     100      0
         c      50          A     100      5
-    """).raw
+    """,
+    ).raw
     # a 0-50, preempted by c (50-150), a 150-250, b 250-350
     assert [(j["job_id"], j["wait"], j["queued"]) for j in out["jobs"]] == [
-        ("a", 0, 100), ("b", 250, 250), ("c", 0, 0)]
+        ("a", 0, 100),
+        ("b", 250, 250),
+        ("c", 0, 0),
+    ]
     summary = out["summary"]
     # wait 0, 250, 0
     assert summary["wait_seconds"]["mean"] == pytest.approx(250 / 3)
@@ -87,13 +100,18 @@ def test_wait_queued_and_jct_statistics(engine_run):
 
 
 def test_jct_counts_succeeded_jobs_only(engine_run):
-    pol = {"capacity": {"gpu": 1},
-           "shares": [share("A", {"gpu": 1}, "LEND", in_share_preemption="lower_priority")]}
-    summary = engine_run(pol, """
+    pol = {
+        "capacity": {"gpu": 1},
+        "shares": [share("A", {"gpu": 1}, "LEND", in_share_preemption="lower_priority")],
+    }
+    summary = engine_run(
+        pol,
+        """
         job_id submit_time share duration priority preemption_retries
         a      0           A     100      0        0
         c      50          A     100      5        -
-    """).raw["summary"]
+    """,
+    ).raw["summary"]
     # a fails at 50; only c (50-150) has a JCT
     assert summary["jct_seconds"]["max"] == pytest.approx(100)
     assert summary["jct_seconds"]["mean"] == pytest.approx(100)
@@ -102,51 +120,76 @@ def test_jct_counts_succeeded_jobs_only(engine_run):
 def test_lent_is_drawn_from_unassigned_first_then_in_proportion_to_lendable(engine_run):
     # pool 7: L1 3, L2 1, B 2, 1 unassigned. B holds 5 for 100 s: 2 own, 3 borrowed = 1 unassigned
     # + 2 from lenders in proportion 3:1 -> L1 1.5, L2 0.5
-    pol = {"capacity": {"gpu": 7}, "shares": [
-        share("L1", {"gpu": 3}, "LEND"), share("L2", {"gpu": 1}, "LEND"),
-        share("B", {"gpu": 2}, "LEND_AND_BORROW")]}
+    pol = {
+        "capacity": {"gpu": 7},
+        "shares": [
+            share("L1", {"gpu": 3}, "LEND"),
+            share("L2", {"gpu": 1}, "LEND"),
+            share("B", {"gpu": 2}, "LEND_AND_BORROW"),
+        ],
+    }
     jobs = "job_id submit_time share duration\n" + "\n".join(f"b{i} 0 B 100" for i in range(5))
     out = engine_run(pol, jobs).raw
     assert by_type(out, "B") == pytest.approx(
-        {"capacity": 200, "own": 200, "borrowed": 300, "lent": 0, "idle": 0, "stranded": 0})
+        {"capacity": 200, "own": 200, "borrowed": 300, "lent": 0, "idle": 0, "stranded": 0}
+    )
     assert by_type(out, "L1") == pytest.approx(
-        {"capacity": 300, "own": 0, "borrowed": 0, "lent": 150, "idle": 150, "stranded": 0})
+        {"capacity": 300, "own": 0, "borrowed": 0, "lent": 150, "idle": 150, "stranded": 0}
+    )
     assert by_type(out, "L2") == pytest.approx(
-        {"capacity": 100, "own": 0, "borrowed": 0, "lent": 50, "idle": 50, "stranded": 0})
+        {"capacity": 100, "own": 0, "borrowed": 0, "lent": 50, "idle": 50, "stranded": 0}
+    )
     assert out["pool"]["unassigned_lent_gpu_hours"] == pytest.approx(100 / 3600)
 
 
 def test_lendable_follows_the_lenders_own_use(engine_run):
     # pool 4: L1 2, L2 2. B (quota 0) holds 2 for 0-100. L1 runs 1 job for 0-100: lendable L1 1, L2 2
     # -> B's 2 borrowed split 2/3 : 4/3.
-    pol = {"capacity": {"gpu": 4}, "shares": [
-        share("L1", {"gpu": 2}, "LEND"), share("L2", {"gpu": 2}, "LEND"),
-        share("B", {"gpu": 0}, "LEND_AND_BORROW")]}
-    out = engine_run(pol, """
+    pol = {
+        "capacity": {"gpu": 4},
+        "shares": [
+            share("L1", {"gpu": 2}, "LEND"),
+            share("L2", {"gpu": 2}, "LEND"),
+            share("B", {"gpu": 0}, "LEND_AND_BORROW"),
+        ],
+    }
+    out = engine_run(
+        pol,
+        """
         job_id submit_time share duration
         l1     0           L1    100
         b1     0           B     100
         b2     0           B     100
-    """).raw
+    """,
+    ).raw
     assert by_type(out, "L1") == pytest.approx(
-        {"capacity": 200, "own": 100, "borrowed": 0, "lent": 200 / 3, "idle": 100 / 3, "stranded": 0})
+        {"capacity": 200, "own": 100, "borrowed": 0, "lent": 200 / 3, "idle": 100 / 3, "stranded": 0}
+    )
     assert by_type(out, "L2") == pytest.approx(
-        {"capacity": 200, "own": 0, "borrowed": 0, "lent": 400 / 3, "idle": 200 / 3, "stranded": 0})
+        {"capacity": 200, "own": 0, "borrowed": 0, "lent": 400 / 3, "idle": 200 / 3, "stranded": 0}
+    )
 
 
 def test_reserve_idle_quota_is_stranded_while_another_share_waits(engine_run):
-    pol = {"capacity": {"gpu": 2}, "shares": [
-        share("R", {"gpu": 1}, "RESERVE"), share("B", {"gpu": 1}, "LEND_AND_BORROW")]}
-    out = engine_run(pol, """
+    pol = {
+        "capacity": {"gpu": 2},
+        "shares": [share("R", {"gpu": 1}, "RESERVE"), share("B", {"gpu": 1}, "LEND_AND_BORROW")],
+    }
+    out = engine_run(
+        pol,
+        """
         job_id submit_time share duration
         b1     0           B     100
         b2     0           B     100
-    """).raw
+    """,
+    ).raw
     # b2 waits 0-100 although R's instance is idle; 100-200 nobody waits
     assert by_type(out, "R") == pytest.approx(
-        {"capacity": 200, "own": 0, "borrowed": 0, "lent": 0, "idle": 200, "stranded": 100})
+        {"capacity": 200, "own": 0, "borrowed": 0, "lent": 0, "idle": 200, "stranded": 100}
+    )
     assert by_type(out, "B") == pytest.approx(
-        {"capacity": 200, "own": 200, "borrowed": 0, "lent": 0, "idle": 0, "stranded": 0})
+        {"capacity": 200, "own": 200, "borrowed": 0, "lent": 0, "idle": 0, "stranded": 0}
+    )
 
 
 def test_idle_quota_is_not_stranded_for_a_job_of_another_type(engine_run):
@@ -155,11 +198,14 @@ def test_idle_quota_is_not_stranded_for_a_job_of_another_type(engine_run):
         "capacity": {"x": 1, "y": 1},
         "shares": [share("R", {"x": 1}, "RESERVE"), share("B", {"y": 1}, "LEND_AND_BORROW")],
     }
-    out = engine_run(pol, """
+    out = engine_run(
+        pol,
+        """
         job_id submit_time share duration instance_type
         b1     0           B     100      y
         b2     0           B     100      y
-    """).raw
+    """,
+    ).raw
     assert by_type(out, "R", "x")["idle"] == pytest.approx(200)
     assert by_type(out, "R", "x")["stranded"] == pytest.approx(0)  # b2 needs a y instance
 
@@ -170,11 +216,14 @@ def test_share_gpu_hours_and_dollars(engine_run):
         "capacity": {"big": 2},
         "shares": [share("A", {"big": 1}, "LEND_AND_BORROW"), share("L", {"big": 1}, "LEND")],
     }
-    out = engine_run(pol, """
+    out = engine_run(
+        pol,
+        """
         job_id submit_time share duration
         a1     0           A     3600
         a2     0           A     1800
-    """).raw
+    """,
+    ).raw
     a = next(s for s in out["shares"] if s["name"] == "A")
     l_share = next(s for s in out["shares"] if s["name"] == "L")
     # horizon 1 h; A: own 1 instance-hour = 4 GPU-hours, borrowed half an hour on 4 GPUs = 2 GPU-hours
@@ -193,12 +242,17 @@ def test_idle_reserve_quota_is_stranded_while_any_other_share_waits(engine_run, 
     # (scheduling.metrics.stranded_idle): idle quota its share may not lend while jobs of other shares
     # wait for that type, whatever kept those jobs from it (here also l2's own share's limits): in an
     # all-RESERVE static split that is exactly the capacity the split strands.
-    pol = {"capacity": {"gpu": 2}, "shares": [
-        share("R", {"gpu": 1}, "RESERVE"), share("L", {"gpu": 1}, strategy, **options)]}
-    out = engine_run(pol, """
+    pol = {
+        "capacity": {"gpu": 2},
+        "shares": [share("R", {"gpu": 1}, "RESERVE"), share("L", {"gpu": 1}, strategy, **options)],
+    }
+    out = engine_run(
+        pol,
+        """
         job_id submit_time share duration
         l1     0           L     100
         l2     0           L     100
-    """).raw
+    """,
+    ).raw
     assert by_type(out, "R")["idle"] == pytest.approx(200)
     assert by_type(out, "R")["stranded"] == pytest.approx(100)

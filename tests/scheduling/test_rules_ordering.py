@@ -15,12 +15,15 @@ def share(name: str, quota: int, strategy: str = "LEND_AND_BORROW", **options) -
 def test_jobs_not_needing_to_borrow_go_first(run):
     # at 10 only B's instance is free: b1 (priority 0, within B's quota) goes before a2 (priority 9,
     # would borrow). Had a2 gone first, b1 would then have reclaimed it (a preempt event).
-    r = run(policy(2, share("A", 1), share("B", 1)), """
+    r = run(
+        policy(2, share("A", 1), share("B", 1)),
+        """
         job_id submit_time share duration priority
         a1     0           A     1000     9
         a2     10          A     100      9
         b1     10          B     100      0
-    """)
+    """,
+    )
     assert r.events[:5] == [
         (0, "a1", "start", None, None),
         (10, "b1", "start", None, None),
@@ -34,42 +37,54 @@ ONE_INSTANCE = policy(1, share("A", 1))
 
 
 def test_higher_priority_first(run):
-    r = run(ONE_INSTANCE, """
+    r = run(
+        ONE_INSTANCE,
+        """
         job_id submit_time share duration priority
         a0     0           A     100      0
         x      10          A     100      1
         y      20          A     100      5
-    """)
+    """,
+    )
     assert r.starts() == [(0, "a0"), (100, "y"), (200, "x")]
 
 
 def test_equal_priority_earlier_submit_first(run):
-    r = run(ONE_INSTANCE, """
+    r = run(
+        ONE_INSTANCE,
+        """
         job_id submit_time share duration
         a0     0           A     100
         a      20          A     100
         b      10          A     100
-    """)
+    """,
+    )
     assert r.starts() == [(0, "a0"), (100, "b"), (200, "a")]
 
 
 def test_equal_priority_and_submit_job_id_as_strings(run):
-    r = run(ONE_INSTANCE, """
+    r = run(
+        ONE_INSTANCE,
+        """
         job_id submit_time share duration
         a0     0           A     100
         b      10          A     100
         a      10          A     100
-    """)
+    """,
+    )
     assert r.starts() == [(0, "a0"), (100, "a"), (200, "b")]
 
 
 def test_equal_priority_and_submit_job_id_as_numbers(run):
-    r = run(ONE_INSTANCE, """
+    r = run(
+        ONE_INSTANCE,
+        """
         job_id submit_time share duration
         1      0           A     100
         10     10          A     100
         9      10          A     100
-    """)
+    """,
+    )
     assert r.starts() == [(0, "1"), (100, "9"), (200, "10")]  # 9 < 10 as numbers ("10" < "9" as strings)
 
 
@@ -78,13 +93,16 @@ def test_job_preempted_in_a_round_is_reconsidered_next_round(run):
     # A's instance. At 100: P1 (A) reclaims V1; then P2 (B, priority 5) preempts V2 in-share and needs
     # only one of its two instances. Next round V1, preempted in round 1, fits in the spare instance.
     pol = policy(3, share("A", 1, reclaim="any"), share("B", 2, in_share_preemption="lower_priority"))
-    r = run(pol, """
+    r = run(
+        pol,
+        """
         job_id submit_time share duration priority instance_count
         V1     0           B     1000     0        1
         V2     0           B     1000     1        2
         P1     100         A     200      0        1
         P2     100         B     100      5        1
-    """)
+    """,
+    )
     assert r.at(100) == [
         (100, "V1", "preempt", "cross_share", "P1"),  # round 1: P1 is within A's quota, V1 the lowest
         (100, "P1", "start", None, None),
@@ -127,16 +145,20 @@ def test_strict_fifo_blocks_the_share_behind_its_head(run):
 
 
 def test_same_instant_finish_then_submission_then_update_then_pass(run):
-    r = run(ONE_INSTANCE, """
+    r = run(
+        ONE_INSTANCE,
+        """
         job_id submit_time share duration priority
         a1     0           A     100      0
         a2     100         A     100      1
         a3     100         A     100      5
-    """, """
+    """,
+        """
         time job_id priority
         100  a2     9
         100  a1     9
-    """)
+    """,
+    )
     assert r.events == [
         (0, "a1", "start", None, None),
         (100, "a1", "finish", None, None),  # frees the instance for the jobs submitted at 100
@@ -152,15 +174,19 @@ def test_strict_fifo_priority_update_changes_the_head_at_once(run):
     # big (priority 5) heads A's queue and does not fit while a0 runs; a_small waits behind it. At 50
     # big drops to 0: a_small (same priority and submit time, smaller job_id) is the head now and fits.
     pol = policy(2, share("A", 2), queueing="strict_fifo")
-    r = run(pol, """
+    r = run(
+        pol,
+        """
         job_id  submit_time share duration priority instance_count
         a0      0           A     100      0        1
         big     10          A     100      5        2
         a_small 10          A     100      0        1
-    """, """
+    """,
+        """
         time job_id priority
         50   big    0
-    """)
+    """,
+    )
     assert r.events == [
         (0, "a0", "start", None, None),
         (50, "a_small", "start", None, None),  # the pass after the update sees the new head
@@ -179,12 +205,15 @@ def test_strict_fifo_takes_one_head_per_share_per_round(run):
     # admitted (the old reading), it would have borrowed B's idle instance ahead of b1, and b1 would
     # have reclaimed it at once: a preempt event at 0.
     pol = policy(2, share("A", 1), share("B", 1), queueing="strict_fifo")
-    r = run(pol, """
+    r = run(
+        pol,
+        """
         job_id submit_time share duration priority
         a1     0           A     100      5
         a2     0           A     100      4
         b1     0           B     300      0
-    """)
+    """,
+    )
     assert r.events == [
         (0, "a1", "start", None, None),  # round 1
         (0, "b1", "start", None, None),  # round 1: B's head, before A's second job
@@ -203,11 +232,14 @@ def test_strict_fifo_second_job_of_a_share_waits_for_the_next_round(run):
     # waits for a1 to end at 100. Read the old way, a2 would have been taken right after a1 in round 1,
     # and c1 would have waited until 100.
     pol = policy(2, share("A", 2, reclaim="never"), share("C", 0), queueing="strict_fifo")
-    r = run(pol, """
+    r = run(
+        pol,
+        """
         job_id submit_time share duration priority
         a1     0           A     100      9
         a2     0           A     100      0
         c1     0           C     150      5
-    """)
+    """,
+    )
     assert r.starts() == [(0, "a1"), (0, "c1"), (100, "a2")]
     assert r.preempts() == []

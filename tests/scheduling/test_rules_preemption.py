@@ -60,11 +60,14 @@ def test_reclaim_never(run):
 # A single instance held by a1 (priority 1) from 0; a2 arrives at 100.
 def in_share_case(run, rule: str, a2_priority: int):
     pol = policy(1, share("A", 1, in_share_preemption=rule))
-    return run(pol, f"""
+    return run(
+        pol,
+        f"""
         job_id submit_time share duration priority
         a1     0           A     1000     1
         a2     100         A     100      {a2_priority}
-    """)
+    """,
+    )
 
 
 def test_in_share_never(run):
@@ -127,11 +130,14 @@ def test_in_share_lower_priority_does_not_preempt_newer_equal(run):
 
 def test_in_share_lower_or_newer_equal_spares_older_equal(run):
     pol = policy(1, share("A", 1, in_share_preemption="lower_or_newer_equal_priority"))
-    r = run(pol, """
+    r = run(
+        pol,
+        """
         job_id submit_time share duration priority
         a1     0           A     1000     1
         a2     100         A     100      1
-    """)
+    """,
+    )
     assert r.starts() == [(0, "a1"), (1000, "a2")]  # a1 is older than a2
 
 
@@ -139,63 +145,82 @@ def test_victims_from_other_shares_come_first(run):
     # A (quota 2) runs a_low (0); B runs b1 and b2 (3), b2 on A's second instance. a_hi (5) could
     # preempt a_low in-share, but other shares' jobs come first: B's borrower goes.
     pol = policy(3, share("A", 2, in_share_preemption="lower_priority"), share("B", 1))
-    r = run(pol, """
+    r = run(
+        pol,
+        """
         job_id submit_time share duration priority
         a_low  0           A     1000     0
         b1     0           B     1000     3
         b2     0           B     1000     3
         a_hi   100         A     100      5
-    """)
+    """,
+    )
     # b1, b2 tie on priority and start time: job_id descending picks b2
     assert r.events[3:5] == [
-        (100, "b2", "preempt", "cross_share", "a_hi"), (100, "a_hi", "start", None, None)]
+        (100, "b2", "preempt", "cross_share", "a_hi"),
+        (100, "a_hi", "start", None, None),
+    ]
 
 
 # A (quota 2, idle) has lent one instance to B (quota 1). a1 needs both of A's instances.
 def victim_order_case(run, b_jobs: str):
     pol = policy(3, share("A", 2), share("B", 1))
-    jobs = "job_id submit_time share duration priority instance_count\n" + b_jobs + """
+    jobs = (
+        "job_id submit_time share duration priority instance_count\n"
+        + b_jobs
+        + """
         a1     100         A     100      0        2
     """
+    )
     return run(pol, jobs)
 
 
 def test_victim_order_lowest_priority_first(run):
-    r = victim_order_case(run, """
+    r = victim_order_case(
+        run,
+        """
         b1     0           B     1000     1        1
         b2     10          B     1000     2        1
-    """)
+    """,
+    )
     # b1 is the oldest start and the smaller id, but has the lowest priority
-    assert r.at(100) == [
-        (100, "b1", "preempt", "cross_share", "a1"), (100, "a1", "start", None, None)]
+    assert r.at(100) == [(100, "b1", "preempt", "cross_share", "a1"), (100, "a1", "start", None, None)]
 
 
 def test_victim_order_most_recently_started_first(run):
-    r = victim_order_case(run, """
+    r = victim_order_case(
+        run,
+        """
         b2     0           B     1000     1        1
         b1     10          B     1000     1        1
-    """)
+    """,
+    )
     # equal priority: b1 started last (job_id descending alone would pick b2)
-    assert r.at(100) == [
-        (100, "b1", "preempt", "cross_share", "a1"), (100, "a1", "start", None, None)]
+    assert r.at(100) == [(100, "b1", "preempt", "cross_share", "a1"), (100, "a1", "start", None, None)]
 
 
 def test_victim_order_job_id_descending_as_strings(run):
-    r = victim_order_case(run, """
+    r = victim_order_case(
+        run,
+        """
         b1     0           B     1000     1        1
         b2     0           B     1000     1        1
-    """)
+    """,
+    )
     assert r.at(100)[0] == (100, "b2", "preempt", "cross_share", "a1")
 
 
 def test_victim_order_job_id_descending_as_numbers(run):
     pol = policy(3, share("A", 2), share("B", 1))
-    r = run(pol, """
+    r = run(
+        pol,
+        """
         job_id submit_time share duration instance_count
         9      0           B     1000     1
         10     0           B     1000     1
         1      100         A     100      2
-    """)
+    """,
+    )
     # all ids are integers: 10 > 9 (as strings "9" > "10" would pick 9)
     assert r.at(100)[0] == (100, "10", "preempt", "cross_share", "1")
 
@@ -205,28 +230,33 @@ def test_backwards_walk_drops_victims_that_are_not_needed(run):
     # a1 needs 2: b_small is taken first (lowest priority) but is not enough, then b_big; walking back,
     # b_small is not needed once b_big is gone (B then borrows 1 <= A's 1 idle instance).
     pol = policy(3, share("A", 3, "LEND"), share("B", 0))
-    r = run(pol, """
+    r = run(
+        pol,
+        """
         job_id  submit_time share duration priority instance_count
         b_big   0           B     1000     1        2
         b_small 0           B     1000     0        1
         a1      100         A     100      0        2
-    """)
-    assert r.at(100) == [
-        (100, "b_big", "preempt", "cross_share", "a1"), (100, "a1", "start", None, None)]
+    """,
+    )
+    assert r.at(100) == [(100, "b_big", "preempt", "cross_share", "a1"), (100, "a1", "start", None, None)]
 
 
 def test_reclaim_candidate_stops_once_its_share_no_longer_borrows(run):
     # A (quota 2) lends both instances: one to B, one to C. a1 needs 2. Order: b2, b1 (priority 0),
     # then c2, c1 (priority 5). After b2, B is within quota: b1 is skipped, c2 is taken.
     pol = policy(4, share("A", 2, "LEND"), share("B", 1), share("C", 1))
-    r = run(pol, """
+    r = run(
+        pol,
+        """
         job_id submit_time share duration priority instance_count
         c1     0           C     1000     5        1
         c2     0           C     1000     5        1
         b1     0           B     1000     0        1
         b2     0           B     1000     0        1
         a1     100         A     100      0        2
-    """)
+    """,
+    )
     assert r.at(100) == [
         (100, "b2", "preempt", "cross_share", "a1"),
         (100, "c2", "preempt", "cross_share", "a1"),
@@ -237,12 +267,15 @@ def test_reclaim_candidate_stops_once_its_share_no_longer_borrows(run):
 def test_never_fits_preempts_nobody(run):
     # a_hi needs 2 instances; preempting a_low alone does not make room while b1 holds B's instance
     pol = policy(2, share("A", 1, in_share_preemption="lower_priority"), share("B", 1, "LEND"))
-    r = run(pol, """
+    r = run(
+        pol,
+        """
         job_id submit_time share duration priority instance_count
         a_low  0           A     1000     0        1
         b1     0           B     300      0        1
         a_hi   100         A     100      5        2
-    """)
+    """,
+    )
     assert r.events == [
         (0, "a_low", "start", None, None),
         (0, "b1", "start", None, None),

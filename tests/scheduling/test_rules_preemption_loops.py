@@ -146,7 +146,8 @@ def test_the_four_team_demo_with_weights_1_2_4_half_replays_to_the_end():
     assert loops["count"] == len(loops["first"]) > 0 and loops["instants"] == 1
     assert {round(f["time"], 1) for f in loops["first"]} == {145098.6}
     assert {f["share"] for f in loops["first"]} | {f["preemptor_share"] for f in loops["first"]} == {
-        "prod-training", "research"
+        "prod-training",
+        "research",
     }
     # Each job named was preempted exactly twice at that instant, and is never preempted a third time.
     preempted: dict[tuple[float, str], int] = {}
@@ -183,5 +184,9 @@ def test_the_summary_keeps_the_first_100_findings_and_counts_them_all(run):
     loops = out.preemption_loops
     assert (loops["count"], loops["instants"], len(loops["first"])) == (120, 60, 100)
     assert loops["first"][-1] == {
-        "time": 49032, "job_id": "c49-j7", "share": "S2", "preemptor_id": "c49-j3", "preemptor_share": "S0"
+        "time": 49032,
+        "job_id": "c49-j7",
+        "share": "S2",
+        "preemptor_id": "c49-j3",
+        "preemptor_share": "S0",
     }

@@ -15,11 +15,14 @@ def share(name: str, quota: int, strategy: str = "LEND_AND_BORROW", **options) -
 def test_a_job_is_cancelled_exactly_at_its_limit(run):
     # one instance, held by a1 until 100; a2 is RUNNABLE from 10, so its 50 s run out at 60
     pol = policy(1, share("A", 1), runnable_timeout_seconds=50)
-    r = run(pol, """
+    r = run(
+        pol,
+        """
         job_id submit_time share duration
         a1     0           A     100
         a2     10          A     100
-    """)
+    """,
+    )
     assert r.events == [
         (0, "a1", "start", None, None),
         (60, "a2", "cancel", None, None),
@@ -27,17 +30,25 @@ def test_a_job_is_cancelled_exactly_at_its_limit(run):
     ]
     a2 = r.job("a2")
     assert (a2["state"], a2["first_start"], a2["wait"], a2["end"], a2["queued"]) == (
-        "CANCELLED", None, None, 60, 50)  # never started: no wait; 50 s queued
+        "CANCELLED",
+        None,
+        None,
+        60,
+        50,
+    )  # never started: no wait; 50 s queued
 
 
 def test_a_job_that_starts_before_its_limit_is_not_cancelled(run):
     # a2 waits from 10 to 100, 90 s: just under the 91 s limit
     pol = policy(1, share("A", 1), runnable_timeout_seconds=91)
-    r = run(pol, """
+    r = run(
+        pol,
+        """
         job_id submit_time share duration
         a1     0           A     100
         a2     10          A     100
-    """)
+    """,
+    )
     assert r.starts() == [(0, "a1"), (100, "a2")]
     assert r.job("a2")["state"] == "SUCCEEDED"
 
@@ -46,12 +57,15 @@ def test_cancellation_comes_after_submissions_and_before_the_pass(run):
     # a2's 60 s run out at 100, the instant a1 frees the instance: it is cancelled before the pass, so
     # a3 (submitted at 50, 50 s RUNNABLE) takes the instance
     pol = policy(1, share("A", 1), runnable_timeout_seconds=60)
-    r = run(pol, """
+    r = run(
+        pol,
+        """
         job_id submit_time share duration priority
         a1     0           A     100      0
         a2     40          A     100      5
         a3     50          A     30       0
-    """)
+    """,
+    )
     assert r.at(100) == [
         (100, "a1", "finish", None, None),
         (100, "a2", "cancel", None, None),
@@ -64,11 +78,14 @@ def test_the_clock_restarts_when_a_job_is_preempted(run):
     # from 30, so its 120 s limit ends at 150: it restarts at 130, in time. Counted from its
     # submission the limit would have ended at 120.
     pol = policy(1, share("A", 1, in_share_preemption="lower_priority"), runnable_timeout_seconds=120)
-    r = run(pol, """
+    r = run(
+        pol,
+        """
         job_id submit_time share duration priority
         a_low  0           A     100      0
         a_hi   30          A     100      5
-    """)
+    """,
+    )
     assert r.events == [
         (0, "a_low", "start", None, None),
         (30, "a_low", "preempt", "in_share", "a_hi"),
@@ -84,15 +101,23 @@ def test_a_preempted_job_is_cancelled_after_the_limit_since_its_preemption(run):
     # as above but a_hi runs 200 s: a_low, RUNNABLE from 30, is cancelled at 150; its first start
     # stays, so it has a wait (0)
     pol = policy(1, share("A", 1, in_share_preemption="lower_priority"), runnable_timeout_seconds=120)
-    r = run(pol, """
+    r = run(
+        pol,
+        """
         job_id submit_time share duration priority
         a_low  0           A     100      0
         a_hi   30          A     200      5
-    """)
+    """,
+    )
     assert r.at(150) == [(150, "a_low", "cancel", None, None)]
     a_low = r.job("a_low")
     assert (a_low["state"], a_low["first_start"], a_low["wait"], a_low["end"], a_low["preemptions"]) == (
-        "CANCELLED", 0, 0, 150, 1)
+        "CANCELLED",
+        0,
+        0,
+        150,
+        1,
+    )
     assert a_low["queued"] == 120
 
 
@@ -101,12 +126,15 @@ def test_a_cancelled_head_unblocks_its_share_in_the_same_pass(run):
     # instance is free. big's 30 s run out at 40: it is cancelled before the pass, and in that pass
     # small is the head and starts (RUNNABLE 20 s, under its limit)
     pol = policy(2, share("A", 2), queueing="strict_fifo", runnable_timeout_seconds=30)
-    r = run(pol, """
+    r = run(
+        pol,
+        """
         job_id submit_time share duration priority instance_count
         a0     0           A     100      0        1
         big    10          A     100      5        2
         small  20          A     100      0        1
-    """)
+    """,
+    )
     assert r.events == [
         (0, "a0", "start", None, None),
         (40, "big", "cancel", None, None),
@@ -119,25 +147,38 @@ def test_a_cancelled_head_unblocks_its_share_in_the_same_pass(run):
 def test_a_job_waiting_for_a_training_plan_is_cancelled_at_its_limit(run):
     # a 2-instance job in a 1-instance pool is not unschedulable when a plan brings a second instance
     # at 500; with a limit of 100 s it is cancelled at 100 and the plan comes too late for it
-    pol = policy(1, share("A", 1), runnable_timeout_seconds=100, changes=[
-        {"time": 500, "capacity": {"gpu": 2}}, {"time": 500, "share": "A", "capacity": {"gpu": 2}},
-        {"time": 900, "capacity": {"gpu": 1}}, {"time": 900, "share": "A", "capacity": {"gpu": 1}},
-    ])
-    r = run(pol, """
+    pol = policy(
+        1,
+        share("A", 1),
+        runnable_timeout_seconds=100,
+        changes=[
+            {"time": 500, "capacity": {"gpu": 2}},
+            {"time": 500, "share": "A", "capacity": {"gpu": 2}},
+            {"time": 900, "capacity": {"gpu": 1}},
+            {"time": 900, "share": "A", "capacity": {"gpu": 1}},
+        ],
+    )
+    r = run(
+        pol,
+        """
         job_id submit_time share duration instance_count
         wide   0           A     100      2
-    """)
+    """,
+    )
     assert r.events == [(100, "wide", "cancel", None, None)]
 
 
 def test_summary_and_shares_count_cancelled_jobs(engine_run):
     pol = policy(1, share("A", 1), share("B", 0), runnable_timeout_seconds=50)
-    r = engine_run(pol, """
+    r = engine_run(
+        pol,
+        """
         job_id submit_time share duration
         a1     0           A     100
         a2     10          A     100
         b1     20          B     10
-    """)
+    """,
+    )
     # a2 is cancelled at 60, b1 (nothing to borrow while a1 runs) at 70; a1 succeeds
     summary = r.raw["summary"]
     assert (summary["succeeded"], summary["cancelled"]) == (1, 2)

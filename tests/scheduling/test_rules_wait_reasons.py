@@ -53,12 +53,15 @@ def test_strict_fifo_jobs_wait_behind_the_head(engine_run):
     # big (2 instances) heads A's queue and cannot start while a0 holds one of the two instances;
     # small would fit beside a0 but under strict FIFO it waits behind big. At 100 big takes both.
     pol = {"capacity": {"gpu": 2}, "queueing": "strict_fifo", "shares": [share("A", 2, "LEND_AND_BORROW")]}
-    out = engine_run(pol, """
+    out = engine_run(
+        pol,
+        """
         job_id submit_time share duration priority instance_count
         a0     0           A     100      9        1
         big    0           A     100      5        2
         small  0           A     100      0        1
-    """).raw
+    """,
+    ).raw
     # 0-100: big waits (pool full), small behind it; 100-200: small is the head, pool full.
     assert waited(out, "A") == {"pool_full": 200, "behind_queue_head": 100}
 
@@ -75,12 +78,15 @@ def test_the_aws_example_waits_on_reserve_quota(engine_run):
             {"name": "QS3", "capacity": {"ml.g5.xlarge": 1}, "strategy": "RESERVE"},
         ],
     }  # fmt: skip
-    out = engine_run(pol, """
+    out = engine_run(
+        pol,
+        """
         job_id submit_time share duration priority
         p3     0           QS1   1000     3
         p2     0           QS1   1000     2
         p1     0           QS1   1000     1
-    """).raw
+    """,
+    ).raw
     # p1 waits 0-1000 while QS2 lends its idle instance to p2 and QS3's stays idle; it then fits.
     assert waited(out, "QS1") == {"nothing_lendable": 1000}
 

@@ -81,10 +81,39 @@ def test_the_row_limit_names_the_first_row_past_it():
 
 
 cell = st.one_of(
-    st.sampled_from(["", " ", "0", "-0", "1", "-1", "3.0", "3.5", "1e10", "1e11", "10000", "9999", "nan",
-                     "inf", "2147483648", "1e300", " 5", "5 ", "x", "2021-03-01T10:00:00",
-                     "2021-03-01 10:00+02:00", "a", " a", "b", "\u00e9",
-                     "\u3000z", "\t", '"q"', "a\"b"]),  # fmt: skip
+    st.sampled_from(
+        [
+            "",
+            " ",
+            "0",
+            "-0",
+            "1",
+            "-1",
+            "3.0",
+            "3.5",
+            "1e10",
+            "1e11",
+            "10000",
+            "9999",
+            "nan",
+            "inf",
+            "2147483648",
+            "1e300",
+            " 5",
+            "5 ",
+            "x",
+            "2021-03-01T10:00:00",
+            "2021-03-01 10:00+02:00",
+            "a",
+            " a",
+            "b",
+            "\u00e9",
+            "\u3000z",
+            "\t",
+            '"q"',
+            'a"b',
+        ]
+    ),  # fmt: skip
     st.text(alphabet="ab01 .-e", max_size=4),
 )
 COLUMNS = ["job_id", "submit_time", "share", "duration", "priority", "instance_count", "instance_type",
@@ -94,8 +123,13 @@ COLUMNS = ["job_id", "submit_time", "share", "duration", "priority", "instance_c
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     extra=st.lists(st.sampled_from(COLUMNS[4:]), unique=True, max_size=4),
-    rows=st.lists(st.tuples(st.sampled_from(["j1", "j2", "j3", "j4", " j5", "j6"]),
-                            st.lists(cell, min_size=11, max_size=11)), min_size=1, max_size=6),  # fmt: skip
+    rows=st.lists(
+        st.tuples(
+            st.sampled_from(["j1", "j2", "j3", "j4", " j5", "j6"]), st.lists(cell, min_size=11, max_size=11)
+        ),
+        min_size=1,
+        max_size=6,
+    ),  # fmt: skip
     max_rows=st.sampled_from([None, 2]),
 )
 def test_random_files_agree(extra, rows, max_rows):

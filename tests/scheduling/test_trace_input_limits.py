@@ -55,10 +55,16 @@ def test_any_gzip_past_the_limit_is_refused(content):
     ("content", "format", "message"),
     [
         (b"a" * (3 * LIMIT), "planner-csv", "the header is longer than 1,048,576 bytes: not a CSV header"),
-        (HEADER + b"j1,0,A,10\n" + b"a" * (3 * LIMIT), "planner-csv",
-         "row 2: is longer than 1,048,576 bytes: not a row of a CSV trace"),
-        (b"|" * (3 * LIMIT), "slurm-sacct",
-         "line 1 is longer than 1,048,576 bytes: not a line of a delimited text file"),
+        (
+            HEADER + b"j1,0,A,10\n" + b"a" * (3 * LIMIT),
+            "planner-csv",
+            "row 2: is longer than 1,048,576 bytes: not a row of a CSV trace",
+        ),
+        (
+            b"|" * (3 * LIMIT),
+            "slurm-sacct",
+            "line 1 is longer than 1,048,576 bytes: not a line of a delimited text file",
+        ),
     ],
     ids=["header", "row", "importer"],
 )
@@ -117,6 +123,7 @@ def test_a_message_never_carries_a_nul_byte_even_when_it_quotes_one():
     assert "\x00" not in error.describe() and "\x00" not in error.field
     assert error.describe() == "a\\x00b: unknown column 'a\\x00b'"
     with pytest.raises(InputError) as caught:
-        read_trace(b'{"jobs": [{"job_id": "j1", "submit_time": 0, "share": "A", "duration": 1, '
-                   b'"x\\u0000": 1}]}')
+        read_trace(
+            b'{"jobs": [{"job_id": "j1", "submit_time": 0, "share": "A", "duration": 1, "x\\u0000": 1}]}'
+        )
     assert "\x00" not in caught.value.describe() and "\x00" not in (caught.value.field or "")

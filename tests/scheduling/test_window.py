@@ -21,11 +21,13 @@ POOL = {
 }
 # A submits two one-hour jobs at 0: pooled, they run side by side (A borrows B's idle GPU) and
 # end at 1 h; under a static split the second waits for the first and ends at 2 h.
-JOBS = make_trace(table("""
+JOBS = make_trace(
+    table("""
     job_id submit_time share duration
     a1     0           A     3600
     a2     0           A     3600
-"""))
+""")
+)
 STATIC = {**POOL, "shares": [{**s, "strategy": "RESERVE"} for s in POOL["shares"]]}
 
 

@@ -120,6 +120,4 @@ def test_the_sentence_when_a_matches_at_todays_size():
         policy_a="pooling", policy_b="split", metric_words="mean wait", today_gpus=100,
         answer_gpus=100, top_gpus=400, extra_monthly_usd=0.0, b_rerun_monthly_usd=5.0,
     )  # fmt: skip
-    assert (
-        sentence == "pooling already matches split's mean wait at 100 GPUs."
-    )
+    assert sentence == "pooling already matches split's mean wait at 100 GPUs."

@@ -92,7 +92,6 @@ def viewer_api(client_for) -> APIClient:
     return client_for("viewer")
 
 
-
 @pytest.fixture
 def live_process():
     """The record of a process computing an attempt that still runs, on this host."""

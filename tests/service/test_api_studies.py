@@ -19,10 +19,16 @@ def test_a_study_runs_every_policy_and_reports_metrics(admin_api, study):
     assert first["summary"]["jobs"] == 4
     # AWS example: p2 is preempted across shares when QS2's job arrives, p3 in-share when p1 is raised.
     assert first["summary"]["preemptions"] == {
-        "cross_share": 1, "in_share": 1, "fair_sharing": 0, "capacity": 0,
+        "cross_share": 1,
+        "in_share": 1,
+        "fair_sharing": 0,
+        "capacity": 0,
     }
     assert body["runs"][1]["summary"]["preemptions"] == {
-        "cross_share": 0, "in_share": 0, "fair_sharing": 0, "capacity": 0,
+        "cross_share": 0,
+        "in_share": 0,
+        "fair_sharing": 0,
+        "capacity": 0,
     }
 
 

@@ -243,9 +243,9 @@ def test_calibrating_under_a_configuration_without_the_history_share_names_the_j
             "/api/policy-imports/", {"format": "kueue", "pool": "c", "file": config}, format="multipart"
         ).json()["id"]
     with upload(AWS_HISTORY) as history:
-        trace = upload_trace(
-            admin_api, {"name": "aws", "format": "aws-batch-jobs", "file": history}
-        ).json()["id"]
+        trace = upload_trace(admin_api, {"name": "aws", "format": "aws-batch-jobs", "file": history}).json()[
+            "id"
+        ]
     response = admin_api.post("/api/calibrations/", {"trace": trace, "policy": policy}, format="json")
     assert response.status_code == 400
     message = response.json()["policy"][0]

@@ -36,8 +36,14 @@ def test_the_aws_example_study_shows_what_lending_buys():
     summary = {run.policy_name: run.metrics["summary"] for run in study.runs.all()}
     # As in SEMANTICS.md section 4: one cross-share and one in-share preemption.
     assert summary["aws-example"]["preemptions"] == {
-        "cross_share": 1, "in_share": 1, "fair_sharing": 0, "capacity": 0,
+        "cross_share": 1,
+        "in_share": 1,
+        "fair_sharing": 0,
+        "capacity": 0,
     }
     assert summary["aws-example-no-preemption"]["preemptions"] == {
-        "cross_share": 0, "in_share": 0, "fair_sharing": 0, "capacity": 0,
+        "cross_share": 0,
+        "in_share": 0,
+        "fair_sharing": 0,
+        "capacity": 0,
     }

@@ -88,12 +88,8 @@ def jobs_of(client: APIClient, pk: int, query: str = "") -> dict:
     return response.json()
 
 
-def test_a_forecast_with_every_duration_given_is_the_one_replay(
-    viewer_api, policy, eager_celery, capture
-):
-    detail = created(
-        viewer_api, {"snapshot": SNAPSHOT, "policy": policy.pk, "samples": 4}, capture
-    )
+def test_a_forecast_with_every_duration_given_is_the_one_replay(viewer_api, policy, eager_celery, capture):
+    detail = created(viewer_api, {"snapshot": SNAPSHOT, "policy": policy.pk, "samples": 4}, capture)
     assert detail["status"] == "succeeded" and detail["progress"] == 1.0, detail
     assert (detail["running_jobs"], detail["pending_jobs"], detail["arrivals"]) == (2, 2, "none")
     jobs = {job["job_id"]: job for job in jobs_of(viewer_api, detail["id"])["results"]}
@@ -109,9 +105,7 @@ def test_a_forecast_with_every_duration_given_is_the_one_replay(
     assert result["time"] == T0 and result["samples"] == 4 and len(result["jobs"]) == 4
 
 
-def test_the_snapshot_may_be_an_uploaded_file_or_its_text(
-    viewer_api, policy, eager_celery, capture
-):
+def test_the_snapshot_may_be_an_uploaded_file_or_its_text(viewer_api, policy, eager_celery, capture):
     text = json.dumps(SNAPSHOT).encode()
     upload = SimpleUploadedFile("snapshot.json", text, content_type="application/json")
     by_file = post(
@@ -145,9 +139,7 @@ def test_a_malformed_snapshot_is_a_400_naming_the_record_and_field_and_nothing_i
     assert Forecast.objects.count() == 0 and ForecastChunk.objects.count() == 0
 
 
-def test_a_snapshot_share_the_policy_lacks_is_a_400_on_policy(
-    viewer_api, policy, eager_celery, capture
-):
+def test_a_snapshot_share_the_policy_lacks_is_a_400_on_policy(viewer_api, policy, eager_celery, capture):
     other = json.loads(json.dumps(SNAPSHOT))
     other["pending"][0]["share"] = "b"
     response = post(viewer_api, {"snapshot": other, "policy": policy.pk}, capture)
@@ -157,13 +149,9 @@ def test_a_snapshot_share_the_policy_lacks_is_a_400_on_policy(
     assert Forecast.objects.count() == 0
 
 
-def test_every_bound_is_a_400_that_names_it(
-    viewer_api, policy, settings, monkeypatch, eager_celery, capture
-):
+def test_every_bound_is_a_400_that_names_it(viewer_api, policy, settings, monkeypatch, eager_celery, capture):
     def refused(payload: dict, field: str, bound: str) -> None:
-        response = post(
-            viewer_api, {"snapshot": SNAPSHOT, "policy": policy.pk, **payload}, capture
-        )
+        response = post(viewer_api, {"snapshot": SNAPSHOT, "policy": policy.pk, **payload}, capture)
         assert response.status_code == 400, (payload, response.json())
         assert bound in " ".join(response.json()[field]), response.json()
 
@@ -228,12 +216,8 @@ def test_history_arrivals_need_a_history(viewer_api, policy, eager_celery, captu
     assert response.status_code == 400 and "history" in " ".join(response.json()["arrivals"])
 
 
-def test_search_finds_jobs_by_id_and_user_a_page_at_a_time(
-    viewer_api, policy, eager_celery, capture
-):
-    pk = created(
-        viewer_api, {"snapshot": SNAPSHOT, "policy": policy.pk, "samples": 2}, capture
-    )["id"]
+def test_search_finds_jobs_by_id_and_user_a_page_at_a_time(viewer_api, policy, eager_celery, capture):
+    pk = created(viewer_api, {"snapshot": SNAPSHOT, "policy": policy.pk, "samples": 2}, capture)["id"]
     assert [job["job_id"] for job in jobs_of(viewer_api, pk, "?search=alice")["results"]] == ["p2"]
     assert [job["job_id"] for job in jobs_of(viewer_api, pk, "?search=P1")["results"]] == ["p1"]  # any case
     assert jobs_of(viewer_api, pk, "?search=carol")["count"] == 0
@@ -249,9 +233,7 @@ def test_every_role_forecasts_only_admins_delete_and_viewers_see_no_dollars(
     client_for, policy, eager_celery, capture
 ):
     viewer, finance, admin = client_for("viewer"), client_for("finance"), client_for("admin")
-    pk = created(
-        finance, {"snapshot": SNAPSHOT, "policy": policy.pk, "samples": 2}, capture
-    )["id"]
+    pk = created(finance, {"snapshot": SNAPSHOT, "policy": policy.pk, "samples": 2}, capture)["id"]
     # queued work: p1 0.5 h + p2 1/6 h on one GPU each, at $2 an hour
     share = finance.get(f"/api/forecasts/{pk}/").json()["shares"][0]
     assert share["queued_gpu_hours"] == pytest.approx(2 / 3) and share["queued_usd"] == pytest.approx(4 / 3)
@@ -270,9 +252,7 @@ def test_every_role_forecasts_only_admins_delete_and_viewers_see_no_dollars(
     assert not ForecastJob.objects.exists() and not ForecastChunk.objects.exists()
 
 
-def test_a_session_signed_in_viewer_forecasts_too(
-    user_with_role, policy, eager_celery, capture
-):
+def test_a_session_signed_in_viewer_forecasts_too(user_with_role, policy, eager_celery, capture):
     client = APIClient(enforce_csrf_checks=True)
     client.force_login(user_with_role("session-viewer", "viewer"))
     assert client.get("/api/forecasts/").status_code == 200
@@ -567,7 +547,7 @@ def test_a_snapshot_pasted_or_uploaded_on_the_page(user_with_role, policy, eager
     refused = client.post("/forecasts/", {**form, "snapshot": json.dumps(broken)})
     page = refused.content.decode()
     assert refused.status_code == 400 and 'id="id_snapshot_error"' in page
-    assert "running[0] (job &#x27;r1&#x27;).started_at" in page, page[page.find("errorlist"):][:300]
+    assert "running[0] (job &#x27;r1&#x27;).started_at" in page, page[page.find("errorlist") :][:300]
     both = client.post("/forecasts/", form)
     assert both.status_code == 400 and "paste a snapshot or upload a file" in both.content.decode()
     assert Forecast.objects.count() == 2

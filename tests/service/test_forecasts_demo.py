@@ -1,4 +1,4 @@
-""""The demo pool now": a replay cut at an instant (the queue as the replay left it, the week
+""" "The demo pool now": a replay cut at an instant (the queue as the replay left it, the week
 before as history), the busiest instant, and the demo pool made once and kept.
 
 The trace: one share ``a`` owning one instance; h1 at 0 (100 s), then a week later j1 at W (100 s),

@@ -66,8 +66,16 @@ def test_curves_searches_and_calibrations_are_counted(admin_api, aws_trace, aws_
     assert curve.status_code == 201, curve.json()
     assert unfinished_heavy_tasks(user) == 1  # one curve, however many points
     WorthSearch.objects.create(
-        name="w", trace=aws_trace, policy_a_name="a", policy_a_snapshot={}, policy_b_name="b",
-        policy_b_snapshot={}, instance_type="t", today=1, upper=2, created_by=user,
+        name="w",
+        trace=aws_trace,
+        policy_a_name="a",
+        policy_a_snapshot={},
+        policy_b_name="b",
+        policy_b_snapshot={},
+        instance_type="t",
+        today=1,
+        upper=2,
+        created_by=user,
     )
     assert unfinished_heavy_tasks(user) == 2
     with pytest.raises(HeavyTaskLimit):
@@ -116,5 +124,9 @@ def test_the_schema_documents_the_429_on_each_heavy_task():
         path for path, ops in paths.items() if "429" in ops.get("post", {}).get("responses", {})
     )
     assert documented == [
-        "/api/calibrations/", "/api/curves/", "/api/studies/", "/api/sweeps/", "/api/worth-searches/"
+        "/api/calibrations/",
+        "/api/curves/",
+        "/api/studies/",
+        "/api/sweeps/",
+        "/api/worth-searches/",
     ]

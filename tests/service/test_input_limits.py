@@ -51,7 +51,9 @@ def test_a_nul_byte_in_a_csv_header_fails_at_once_naming_the_column(admin_api, s
     trace = Trace.objects.get(pk=body["id"])
     assert (trace.status, trace.attempts) == (ParseStatus.FAILED, 1)
     assert body["error"] == {
-        "row": None, "field": "header column 2", "message": "header column 2: contains a NUL byte"
+        "row": None,
+        "field": "header column 2",
+        "message": "header column 2: contains a NUL byte",
     }
     assert "\x00" not in trace.error + trace.error_field
 

@@ -118,9 +118,18 @@ def test_the_advisor_page_and_api_mark_the_variant_whose_replay_loops(
 ):
     # A real sweep of the AWS example (one variant), whose variant's stored summary is then given the
     # findings of a looping replay: the mark comes from the stored run, as for any replay that loops.
-    payload = {"name": "loops", "trace": aws_trace.pk, "base_policy": aws_policy.pk, "urgent_shares": ["QS1"],
-               "knobs": {"shares": ["QS3"], "strategy": ["RESERVE", "LEND"], "lending_limit": [None],
-                         "in_share_preemption": ["never"]}}
+    payload = {
+        "name": "loops",
+        "trace": aws_trace.pk,
+        "base_policy": aws_policy.pk,
+        "urgent_shares": ["QS1"],
+        "knobs": {
+            "shares": ["QS3"],
+            "strategy": ["RESERVE", "LEND"],
+            "lending_limit": [None],
+            "in_share_preemption": ["never"],
+        },
+    }
     with django_capture_on_commit_callbacks(execute=True):
         response = admin_api.post("/api/sweeps/", payload, format="json")
     assert response.status_code == 201, response.json()

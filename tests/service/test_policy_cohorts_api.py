@@ -126,10 +126,12 @@ BAD_TREES = {
     "cycle": (_cycle, {"cohorts": ["cohort research, parent: a cycle (research -> vision -> research)"]}),
     "unknown parent": (_unknown_parent, {"cohorts": ["cohort vision, parent: no cohort 'nowhere'"]}),
     "lending above quota": (
-        _lending_above_quota, {"shares": ["share a, lending_limit.gpu: 5 is above its capacity 4"]}
+        _lending_above_quota,
+        {"shares": ["share a, lending_limit.gpu: 5 is above its capacity 4"]},
     ),
     "quotas above the pool": (
-        _quotas_above_pool, {"shares": ["capacity.gpu: shares and cohorts claim 13, more than the pool's 12"]}
+        _quotas_above_pool,
+        {"shares": ["capacity.gpu: shares and cohorts claim 13, more than the pool's 12"]},
     ),
 }
 

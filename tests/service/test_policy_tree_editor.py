@@ -173,7 +173,8 @@ def test_flavor_settings_the_validator_refuses_are_named_under_their_field(admin
     assert response.status_code == 400
     error = re.search(r'id="id_share-preference_error"><li>(.*?)</li>', response.content.decode())
     assert error and error.group(1) == (
-        "PreemptionOverBorrowing needs when_can_borrow and when_can_preempt both TryNextFlavor")
+        "PreemptionOverBorrowing needs when_can_borrow and when_can_preempt both TryNextFlavor"
+    )
     assert policy.engine_policy().share("b").flavor_order is None
 
 

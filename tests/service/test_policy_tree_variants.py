@@ -79,8 +79,12 @@ def test_only_the_presets_that_change_a_policy_are_offered(tree_policy, pool):
     one_type = Pool.objects.create(name="one-type")
     one_type.set_capacity({"h100": 4})
     flat_one_type = Policy.create_from_dict(
-        {"name": "one", "instance_types": {"h100": {"gpus": 8}}, "capacity": {"h100": 4},
-         "shares": [{"name": "s", "capacity": {"h100": 2}}]},  # fmt: skip
+        {
+            "name": "one",
+            "instance_types": {"h100": {"gpus": 8}},
+            "capacity": {"h100": 4},
+            "shares": [{"name": "s", "capacity": {"h100": 2}}],
+        },  # fmt: skip
         pool=one_type,
     )
     assert {p.key for p in presets_for(flat_one_type)} == {

@@ -215,9 +215,7 @@ def scale_to_jobs(metrics: dict, jobs: int) -> dict:
     return metrics
 
 
-def test_pages_of_a_four_run_million_job_study_answer_without_reading_job_files(
-    study, monkeypatch, capsys
-):
+def test_pages_of_a_four_run_million_job_study_answer_without_reading_job_files(study, monkeypatch, capsys):
     for run in study.runs.all():
         assert len(str(run.metrics)) < 1_500_000  # aggregates: no per-job rows
         Run.objects.filter(pk=run.pk).update(

@@ -44,9 +44,7 @@ def trace(db) -> Trace:
 
 
 @pytest.mark.parametrize("upper", [99999999999999999999, 2**63, 1_000_001])
-def test_a_worth_search_upper_bound_past_a_million_instances_is_a_400(
-    admin_api, split, pooled, trace, upper
-):
+def test_a_worth_search_upper_bound_past_a_million_instances_is_a_400(admin_api, split, pooled, trace, upper):
     response = admin_api.post(
         "/api/worth-searches/",
         {"trace": trace.pk, "policy_a": split.pk, "policy_b": pooled.pk, "upper": upper},

@@ -139,17 +139,24 @@ class ShareFieldsSerializer(serializers.Serializer):
     )
     # Sections 12 and 13, as the policy JSON has them: the engine's parser checks them.
     flavor_order = serializers.JSONField(
-        required=False, allow_null=True, default=None,
+        required=False,
+        allow_null=True,
+        default=None,
         help_text="instance types in the order its jobs of several types try them (docs/semantics.md "
         "section 12); null: the policy's order",
     )
     flavor_fungibility = serializers.JSONField(
-        required=False, allow_null=True, default=None,
+        required=False,
+        allow_null=True,
+        default=None,
         help_text='Kueue flavorFungibility: {"when_can_borrow", "when_can_preempt", "preference"}; null: '
         "Kueue's defaults",
     )
     cohort = serializers.CharField(
-        required=False, allow_null=True, default=None, max_length=100,
+        required=False,
+        allow_null=True,
+        default=None,
+        max_length=100,
         help_text="the cohort it is in (docs/semantics.md section 13); null: the root",
     )
 
@@ -264,8 +271,10 @@ class PolicySerializer(serializers.ModelSerializer):
             if isinstance(raw["changes"], list) and len(raw["changes"]) > MAX_CHANGES:
                 # Refused before anything reads the list (the engine says the same, later).
                 raise serializers.ValidationError(
-                    {"changes": f"{len(raw['changes']):,} changes: a policy's calendar holds at most "
-                     f"{MAX_CHANGES:,}"}
+                    {
+                        "changes": f"{len(raw['changes']):,} changes: a policy's calendar holds at most "
+                        f"{MAX_CHANGES:,}"
+                    }
                 )
             check_type_names(_change_type_names(raw["changes"]), "changes")
         if raw.get("cohorts") is not None:

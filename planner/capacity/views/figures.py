@@ -46,8 +46,13 @@ def quota_figure(
             label = f"cohort {cohort.name}"
             traces.append(
                 charts.bar(
-                    [own], [label], name=f"{label} (its own quota)", color="#8a9bb0", unit="GPUs",
-                    text=[charts.gpus_text(own)], orientation="h",
+                    [own],
+                    [label],
+                    name=f"{label} (its own quota)",
+                    color="#8a9bb0",
+                    unit="GPUs",
+                    text=[charts.gpus_text(own)],
+                    orientation="h",
                 )  # fmt: skip
             )
     unassigned = pool_gpus - held

@@ -31,6 +31,8 @@ RAW_FIELDS = {
     "mapping": "column mapping, a JSON object",
     "filename": "the uploaded file's name (else Content-Disposition's)",
 }
+
+
 def upload_fields(request) -> dict:
     """The upload's fields: a form's own, or, for a file sent as the body, the query string's."""
     if request.content_type.startswith("multipart/form-data"):

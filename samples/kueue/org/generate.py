@@ -133,8 +133,17 @@ def queue_objects() -> list[dict]:
             spec["flavorFungibility"] = {"whenCanBorrow": fungible[0], "whenCanPreempt": fungible[1]}
         if weight is not None:
             spec["fairSharing"] = {"weight": weight}
-        status = {"conditions": [{"type": "Active", "status": "True", "reason": "Ready",
-                                  "message": "Can admit new workloads", "lastTransitionTime": CREATED}]}
+        status = {
+            "conditions": [
+                {
+                    "type": "Active",
+                    "status": "True",
+                    "reason": "Ready",
+                    "message": "Can admit new workloads",
+                    "lastTransitionTime": CREATED,
+                }
+            ]
+        }
         out.append({"apiVersion": V1BETA2, "kind": "ClusterQueue", "metadata": meta(name), "spec": spec,
                     "status": status})  # fmt: skip
     return out
@@ -211,24 +220,44 @@ def workload_object(i: int, jobs: dict, attempts: list, flavor: str | None, rng:
     status: dict = {}
     conditions = []
     if finished or running:
-        status["admission"] = {"clusterQueue": team, "podSetAssignments": [
-            {"name": "main", "count": pods, "flavors": {GPU: flavor}, "resourceUsage": {GPU: str(gpus)}}]}
+        status["admission"] = {
+            "clusterQueue": team,
+            "podSetAssignments": [
+                {"name": "main", "count": pods, "flavors": {GPU: flavor}, "resourceUsage": {GPU: str(gpus)}}
+            ],
+        }
         conditions.append(condition("QuotaReserved", "True", "QuotaReserved", last[0] + lag))
         conditions.append(condition("Admitted", "True", "Admitted", last[0] + lag + 1))
     else:
-        conditions.append(condition("QuotaReserved", "False", "Pending", submit + 1,
-                                    f"couldn't assign flavors to pod set main: insufficient quota for {GPU}"))
+        conditions.append(
+            condition(
+                "QuotaReserved",
+                "False",
+                "Pending",
+                submit + 1,
+                f"couldn't assign flavors to pod set main: insufficient quota for {GPU}",
+            )
+        )
     if finished:
         conditions.append(condition("Finished", "True", "Succeeded", last[1] + lag, "Job finished"))
     if preempted:
         reasons = [PREEMPTION_REASONS[a[2]] for a in preempted]
-        conditions.append(condition("Preempted", "False" if finished or running else "True", reasons[-1],
-                                    preempted[-1][1], "Preempted to accommodate a workload"))
+        conditions.append(
+            condition(
+                "Preempted",
+                "False" if finished or running else "True",
+                reasons[-1],
+                preempted[-1][1],
+                "Preempted to accommodate a workload",
+            )
+        )
         status["accumulatedPastExecutionTimeSeconds"] = int(sum(a[1] - a[0] for a in preempted))
-        status["schedulingStats"] = {"evictions": [
-            {"reason": "Preempted", "underlyingCause": r, "count": reasons.count(r)}
-            for r in sorted(set(reasons))
-        ]}
+        status["schedulingStats"] = {
+            "evictions": [
+                {"reason": "Preempted", "underlyingCause": r, "count": reasons.count(r)}
+                for r in sorted(set(reasons))
+            ]
+        }
     status["conditions"] = conditions
     priority = int(jobs["priority"][i])
     name = f"{team}-train-{i:04d}-{helpers.job_uuid(f'org-wl-{i}')[:5]}"

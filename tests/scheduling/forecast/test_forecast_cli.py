@@ -41,9 +41,17 @@ def test_history_seed_and_arrivals(tmp_path):
     history = tmp_path / "history.csv"
     history.write_text(HISTORY)
     snapshot = tmp_path / "snapshot.json"
-    snapshot.write_text(json.dumps({"time": 40 * 3_600, "running": [
-        {"job_id": "r", "share": "A", "started_at": 40 * 3_600 - 100}], "pending": [
-        {"job_id": "p", "share": "A", "submit_time": 40 * 3_600 - 50, "instance_count": 2}]}))
+    snapshot.write_text(
+        json.dumps(
+            {
+                "time": 40 * 3_600,
+                "running": [{"job_id": "r", "share": "A", "started_at": 40 * 3_600 - 100}],
+                "pending": [
+                    {"job_id": "p", "share": "A", "submit_time": 40 * 3_600 - 50, "instance_count": 2}
+                ],
+            }
+        )
+    )
     options = ["--policy", str(SAMPLES / "policy.json"), "--snapshot", str(snapshot), "--history",
                str(history), "--samples", "6", "--seed", "3", "--horizon-days", "2"]  # fmt: skip
     first, out = run(tmp_path, *options)
@@ -63,8 +71,11 @@ def test_history_seed_and_arrivals(tmp_path):
         (["--samples", "0"], "samples: 0 is outside 1..2000"),
         (["--horizon-days", "400"], "horizon_days: 400.0 is outside (0, 90] days"),
         (["--arrivals", "history"], "arrivals: history arrivals need a history trace"),
-        (["--snapshot-format", "aws-batch"], "pending: is not a key of an AWS Batch snapshot "
-         "(list_service_jobs, describe_service_job, job_queue_snapshot, time)"),
+        (
+            ["--snapshot-format", "aws-batch"],
+            "pending: is not a key of an AWS Batch snapshot "
+            "(list_service_jobs, describe_service_job, job_queue_snapshot, time)",
+        ),
     ],
 )
 def test_bad_options_exit_with_one_line(tmp_path, options, message):

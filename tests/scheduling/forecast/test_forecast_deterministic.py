@@ -176,8 +176,14 @@ def test_a_runnable_timeout_counts_from_submit_time():
 
 
 def test_unschedulable_job_has_section_6_reason():
-    snapshot = read_snapshot({"time": 0, "pending": [
-        {"job_id": "big", "share": "A", "submit_time": 0, "instance_count": 3, "duration": 10}]})
+    snapshot = read_snapshot(
+        {
+            "time": 0,
+            "pending": [
+                {"job_id": "big", "share": "A", "submit_time": 0, "instance_count": 3, "duration": 10}
+            ],
+        }
+    )
     jobs = jobs_by_id(forecast(ForecastInputs(one_share(), snapshot, samples=1)))
     assert jobs["big"]["reason"] == "SERVICE_ENVIRONMENT_MAX_RESOURCE"
     assert jobs["big"]["start"]["p50"] is None
@@ -216,13 +222,22 @@ def test_snapshot_json_round_trip():
     [
         ({"pending": [{"job_id": "x", "share": "A"}]}, "pending[0] (job 'x').submit_time"),
         ({"running": [{"job_id": "x", "share": "A", "started_at": 2000}]}, "running[0] (job 'x').started_at"),
-        ({"pending": [{"job_id": "x", "share": "A", "submit_time": 1, "duration": -3}]},
-         "pending[0] (job 'x').duration"),
-        ({"pending": [{"job_id": "x", "share": "A", "submit_time": 1, "color": 3}]},
-         "pending[0] (job 'x').color"),
+        (
+            {"pending": [{"job_id": "x", "share": "A", "submit_time": 1, "duration": -3}]},
+            "pending[0] (job 'x').duration",
+        ),
+        (
+            {"pending": [{"job_id": "x", "share": "A", "submit_time": 1, "color": 3}]},
+            "pending[0] (job 'x').color",
+        ),
         ({"pending": [{"share": "A", "submit_time": 1}]}, "pending[0].job_id"),
-        ({"running": [{"job_id": "x", "share": "A", "started_at": 1}],
-          "pending": [{"job_id": "x", "share": "A", "submit_time": 1}]}, "pending[0].job_id"),
+        (
+            {
+                "running": [{"job_id": "x", "share": "A", "started_at": 1}],
+                "pending": [{"job_id": "x", "share": "A", "submit_time": 1}],
+            },
+            "pending[0].job_id",
+        ),
     ],
 )
 def test_bad_snapshot_names_record_and_field(change, field):

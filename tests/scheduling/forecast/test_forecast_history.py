@@ -211,8 +211,14 @@ def test_duration_windows_draw_a_sample_from_one_period():
     half_hours = [1800.0 * i for i in range(60)]
     h = history([("A", 1, 100.0)] * 60 + [("A", 1, 500.0)] * 60,
                 submit=half_hours + [3.6e6 + t for t in half_hours])  # fmt: skip
-    snap = read_snapshot(snapshot(pending=[
-        {"job_id": "p", "share": "A", "submit_time": T0}, {"job_id": "q", "share": "A", "submit_time": T0}]))
+    snap = read_snapshot(
+        snapshot(
+            pending=[
+                {"job_id": "p", "share": "A", "submit_time": T0},
+                {"job_id": "q", "share": "A", "submit_time": T0},
+            ]
+        )
+    )
     windowed = ForecastInputs(policy(2), snap, h, samples=24, arrivals="none", duration_window_days=2)
     ends_ = run_samples(windowed, 0, 24).end - T0
     assert all(row[0] == row[1] for row in ends_.tolist())

@@ -85,15 +85,23 @@ def test_kueue_gpus_per_instance_and_priorities_ranked():
 @pytest.mark.parametrize(
     ("edit", "field"),
     [
-        (lambda w: w["metadata"].update(creationTimestamp="yesterday"),
-         "items[4] (nlp/pretrain-7b-0001).metadata.creationTimestamp"),
-        (lambda w: w["spec"]["podSets"][0].update(count=1.5),
-         "items[4] (nlp/pretrain-7b-0001).spec.podSets[0].count"),
+        (
+            lambda w: w["metadata"].update(creationTimestamp="yesterday"),
+            "items[4] (nlp/pretrain-7b-0001).metadata.creationTimestamp",
+        ),
+        (
+            lambda w: w["spec"]["podSets"][0].update(count=1.5),
+            "items[4] (nlp/pretrain-7b-0001).spec.podSets[0].count",
+        ),
         (lambda w: w["spec"].update(priority="high"), "items[4] (nlp/pretrain-7b-0001).spec.priority"),
-        (lambda w: w["spec"].update(maximumExecutionTimeSeconds=-1),
-         "items[4] (nlp/pretrain-7b-0001).spec.maximumExecutionTimeSeconds"),
-        (lambda w: w["status"]["admission"].pop("clusterQueue"),
-         "items[4] (nlp/pretrain-7b-0001).status.admission.clusterQueue"),
+        (
+            lambda w: w["spec"].update(maximumExecutionTimeSeconds=-1),
+            "items[4] (nlp/pretrain-7b-0001).spec.maximumExecutionTimeSeconds",
+        ),
+        (
+            lambda w: w["status"]["admission"].pop("clusterQueue"),
+            "items[4] (nlp/pretrain-7b-0001).status.admission.clusterQueue",
+        ),
     ],
 )
 def test_kueue_errors_name_the_workload_and_field(edit, field):
