@@ -222,20 +222,7 @@ class _Replay(Admission):
         self.first_arrival = 0
         self.until = END_OF_TIME
 
-        # Section 9: the calendar of changes, applied at their instants, and section 6's limits at
-        # every instant of it (a job is unschedulable only if it is so at all of them).
-        self.type_index = {name: t for t, name in enumerate(types)}
-        self.changes = change_instants(policy)
-        self.next_change = 0
-        self.never_runs = NeverRuns(policy, types, tree, bool(self.changes))
-        self.capacity_log: Records = self.log.capacity_changes  # (time, type, capacity)
-        self.quota_log: Records = self.log.quota_changes  # (time, share * n_types + type, quota)
-        # Section 10: when RUNNABLE jobs run out of time, as a heap of instants and the jobs due at
-        # each (a job that started since, or was preempted again, has another deadline: skipped).
-        timeout = policy.runnable_timeout_seconds
-        self.timeout = math.inf if timeout is None else float(timeout)
-        self.deadline_times: list[float] = []
-        self.expiring: dict[float, list[Job]] = {}
+        self._calendar_and_deadlines(policy, types, tree)
         self._fair_sharing(policy)
         count_gpus_exactly(self.pools)  # (share values compare exactly: GPUs in whole units)
         # Section 8 over section 13's tree: a value for every node (None: one cohort, section 8 as is).
@@ -252,6 +239,22 @@ class _Replay(Admission):
         # (the rounds are given the replay at each call: held, it would make a cycle that keeps the
         # jobs alive, with the cycle collector off, until the metrics are done)
         self.rounds = Rounds(self.queues, self.refusals, self.shares, tree, self.fair_tree, self.strict, n)
+
+    def _calendar_and_deadlines(self, policy: Policy, types: list[str], tree: QuotaTree | None) -> None:
+        # Section 9: the calendar of changes, applied at their instants, and section 6's limits at
+        # every instant of it (a job is unschedulable only if it is so at all of them).
+        self.type_index = {name: t for t, name in enumerate(types)}
+        self.changes = change_instants(policy)
+        self.next_change = 0
+        self.never_runs = NeverRuns(policy, types, tree, bool(self.changes))
+        self.capacity_log: Records = self.log.capacity_changes  # (time, type, capacity)
+        self.quota_log: Records = self.log.quota_changes  # (time, share * n_types + type, quota)
+        # Section 10: when RUNNABLE jobs run out of time, as a heap of instants and the jobs due at
+        # each (a job that started since, or was preempted again, has another deadline: skipped).
+        timeout = policy.runnable_timeout_seconds
+        self.timeout = math.inf if timeout is None else float(timeout)
+        self.deadline_times: list[float] = []
+        self.expiring: dict[float, list[Job]] = {}
 
     def _read_columns(self, bound: BoundTrace) -> None:
         """The trace's job columns, the arrival order and the outcome columns, as native arrays."""
