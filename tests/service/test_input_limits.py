@@ -92,7 +92,7 @@ def test_a_result_the_database_refuses_fails_the_run_at_once(
         calls.append(1)
         raise DataError("integer out of range")
 
-    monkeypatch.setattr(study_tasks, "run_summary", refused)
+    monkeypatch.setattr(study_tasks, "recorded_metrics", refused)
     assert replay_run.apply(args=[run.pk]).get() == "failed"
     run.refresh_from_db()
     assert (run.status, run.attempts, len(calls)) == ("failed", 1, 1)

@@ -241,9 +241,10 @@ def test_a_live_worker_that_stops_beating_is_not_reaped(start_worker, settings):
     pass that calls nothing back; here its heartbeat is every ten minutes) but alive keeps its run:
     the reaper, called every half second, finds its process running and starts no second attempt."""
     settings.PLANNER_HEARTBEAT_STALE_SECONDS = STALE
-    # Pure Python: some 60,000 jobs last well past the stale limit whatever is built.
+    # Pure Python: 200,000 jobs last well past the stale limit whatever is built (60,000 once took
+    # less than the 4 s limit on a quiet machine, and then the test tested nothing).
     start_worker("silent", PLANNER_HEARTBEAT_SECONDS="600", SCHEDULING_ENGINE="python")
-    study = synthetic_study(jobs=60_000, variants=1)
+    study = synthetic_study(jobs=200_000, variants=1)
     run = study.runs.get()
     wait_for(lambda: Run.objects.filter(pk=run.pk, status="running").exists(), 60, "the replay to start")
     claimed, began = Run.objects.get(pk=run.pk), time.monotonic()
