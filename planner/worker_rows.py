@@ -1,8 +1,11 @@
 """The fields a row computed by a worker task carries: progress, error, the attempts and the worker
-with its heartbeat, when it started and ended (a trace's parse, a calibration, a curve's point, a
-forecast's chunk). Abstract bases: each model keeps its own table, columns and ``status`` field."""
+with its heartbeat, when it started and ended (a study's run, a trace's parse, a calibration, a
+curve's point, a forecast's chunk). Abstract bases: each model keeps its own table, columns and
+``status`` field."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -31,6 +34,18 @@ class WorkerAttempt(models.Model):
         from planner.studies.models import heartbeat_is_stale
 
         return heartbeat_is_stale(self, now)
+
+    @classmethod
+    def queue_again(cls, pks: list[int], **computed: Any) -> int:
+        """Put the rows back in the queue as if no worker had touched them: queued, no progress,
+        error, attempts, heartbeat or times; ``computed`` clears what the model computed (its
+        metrics, summary, result file). Returns the number of rows updated."""
+        from planner.studies.models import RunStatus
+
+        return cls.objects.filter(pk__in=pks).update(
+            status=RunStatus.QUEUED, progress=0, error="", attempts=0, heartbeat=None,
+            started_at=None, finished_at=None, **computed,
+        )  # fmt: skip
 
 
 class Launched(models.Model):

@@ -5,7 +5,6 @@ from django.db import transaction
 
 from planner.calibration.launch import enqueue_calibrations
 from planner.calibration.models import Calibration
-from planner.studies.models import RunStatus
 
 
 @admin.register(Calibration)
@@ -40,9 +39,6 @@ class CalibrationAdmin(admin.ModelAdmin):
     def compute_again(self, request, queryset) -> None:
         with transaction.atomic():
             ids = list(queryset.values_list("pk", flat=True))
-            Calibration.objects.filter(pk__in=ids).update(
-                status=RunStatus.QUEUED, progress=0, error="", attempts=0, heartbeat=None, metrics=None,
-                summary=None, started_at=None, finished_at=None,
-            )  # fmt: skip
+            Calibration.queue_again(ids, metrics=None, summary=None)
             enqueue_calibrations(ids)
         self.message_user(request, f"Re-enqueued {len(ids)} calibration(s).")

@@ -131,16 +131,5 @@ def launch_study(launch: StudyLaunch, *, enqueue: bool = True) -> Study:
 def rerun(run: Run) -> None:
     """Replay a finished run again from scratch (same snapshot)."""
     with transaction.atomic():
-        Run.objects.filter(pk=run.pk).update(
-            status=RunStatus.QUEUED,
-            progress=0,
-            error="",
-            attempts=0,
-            heartbeat=None,
-            metrics=None,
-            metrics_digest="",
-            result_file="",
-            started_at=None,
-            finished_at=None,
-        )
+        Run.queue_again([run.pk], metrics=None, metrics_digest="", result_file="")
         enqueue_runs([run.pk], what=f"The rerun of {run.policy_name}")

@@ -21,6 +21,7 @@ from django.utils import timezone
 from planner.capacity.models import Policy
 from planner.traces.models import Trace
 from planner.validators import validate_long_name
+from planner.worker_rows import WorkerAttempt
 
 
 def run_summary(metrics: dict) -> dict:
@@ -116,7 +117,7 @@ class RunStatus(models.TextChoices):
 FINISHED = (RunStatus.SUCCEEDED, RunStatus.FAILED)
 
 
-class Run(models.Model):
+class Run(WorkerAttempt):
     """One policy replayed over the study's trace.
 
     ``policy_snapshot`` is the exact policy dict replayed (policies change later);
@@ -133,14 +134,7 @@ class Run(models.Model):
     status = models.CharField(
         max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED, db_index=True
     )
-    progress = models.FloatField(default=0)
-    error = models.TextField(blank=True)
-    attempts = models.PositiveIntegerField(default=0)
     worker = models.CharField(max_length=255, blank=True, help_text="the worker that ran the last attempt")
-    worker_process = models.JSONField(
-        null=True, blank=True, help_text="the process computing the attempt (planner.studies.liveness)"
-    )
-    heartbeat = models.DateTimeField(null=True, blank=True)
     metrics = models.JSONField(null=True, blank=True)
     summary = models.JSONField(
         null=True, blank=True, help_text="the small part of metrics that lists show (see run_summary)"
@@ -150,8 +144,6 @@ class Run(models.Model):
     )
     result_file = models.FileField(upload_to="runs/", max_length=255, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["study", "id"]
@@ -180,9 +172,6 @@ class Run(models.Model):
         if self.started_at is None or self.finished_at is None:
             return None
         return (self.finished_at - self.started_at).total_seconds()
-
-    def heartbeat_is_stale(self, now=None) -> bool:
-        return heartbeat_is_stale(self, now)
 
 
 def heartbeat_is_stale(row, now=None) -> bool:
