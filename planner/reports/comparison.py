@@ -189,9 +189,8 @@ def share_values(share: Mapping[str, Any]) -> dict[str, float | None]:
 
 POLICY = Column("policy", "Policy")
 SHARE = Column("share", "Share")
-POLICY_COLUMNS = [
-    Column("utilization", "Utilization", "%", "higher", 1),
-    Column("useful_utilization", "Useful utilization", "%", "higher", 1),
+# What happened to the jobs: both tables show it (the policy table over all the shares).
+JOB_OUTCOME_COLUMNS = [
     Column("unschedulable", "Unschedulable jobs", "", "lower", 0),
     Column("wait_p50", "Wait p50", "h", "lower"),
     Column("wait_p95", "Wait p95", "h", "lower"),
@@ -203,33 +202,30 @@ POLICY_COLUMNS = [
     Column("preempt_in", "Preemptions, in-share", "", "lower", 0),
     Column("rerun_gpu_hours", "Rerun cost", "GPU-hours", "lower", 1),
     Column("rerun_usd", "Rerun cost", "$", "lower", 0),
-    # Sections 8-10, after the older columns: a shared ?sort=<table>:<index> keeps its column.
+]
+# Sections 8-10: each table shows them after its older columns.
+LATER_JOB_OUTCOME_COLUMNS = [
     Column("preempt_fair", "Preemptions, fair sharing", "", "lower", 0),
     Column("preempt_capacity", "Preemptions, capacity change", "", "lower", 0),
     Column("cancelled", "Cancelled jobs (RUNNABLE limit)", "", "lower", 0),
 ]
+POLICY_COLUMNS = [
+    Column("utilization", "Utilization", "%", "higher", 1),
+    Column("useful_utilization", "Useful utilization", "%", "higher", 1),
+    *JOB_OUTCOME_COLUMNS,
+    # Sections 8-10, after the older columns: a shared ?sort=<table>:<index> keeps its column.
+    *LATER_JOB_OUTCOME_COLUMNS,
+]
 SHARE_COLUMNS = [
     Column("jobs", "Jobs", "", "", 0),
-    Column("unschedulable", "Unschedulable jobs", "", "lower", 0),
-    Column("wait_p50", "Wait p50", "h", "lower"),
-    Column("wait_p95", "Wait p95", "h", "lower"),
-    Column("wait_p99", "Wait p99", "h", "lower"),
-    Column("jct_p50", "JCT p50", "h", "lower"),
-    Column("jct_p95", "JCT p95", "h", "lower"),
-    Column("jct_p99", "JCT p99", "h", "lower"),
-    Column("preempt_cross", "Preemptions, cross-share", "", "lower", 0),
-    Column("preempt_in", "Preemptions, in-share", "", "lower", 0),
-    Column("rerun_gpu_hours", "Rerun cost", "GPU-hours", "lower", 1),
-    Column("rerun_usd", "Rerun cost", "$", "lower", 0),
+    *JOB_OUTCOME_COLUMNS,
     Column("own_gpu_hours", "Own use", "GPU-hours", "", 0),
     Column("borrowed_gpu_hours", "Borrowed", "GPU-hours", "", 0),
     Column("lent_gpu_hours", "Lent", "GPU-hours", "", 0),
     Column("idle_gpu_hours", "Idle", "GPU-hours", "lower", 0),
     Column("stranded_gpu_hours", "Stranded", "GPU-hours", "lower", 0),
     # Sections 8-10, after the older columns: a shared ?sort=<table>:<index> keeps its column.
-    Column("preempt_fair", "Preemptions, fair sharing", "", "lower", 0),
-    Column("preempt_capacity", "Preemptions, capacity change", "", "lower", 0),
-    Column("cancelled", "Cancelled jobs (RUNNABLE limit)", "", "lower", 0),
+    *LATER_JOB_OUTCOME_COLUMNS,
 ]
 
 
