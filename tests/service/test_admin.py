@@ -93,3 +93,21 @@ def test_the_calendar_inline_refuses_a_pool_too_small_for_the_quotas(admin_brows
     form["changes-0-count"] = 3
     assert admin_browser.post(f"/admin/capacity/policy/{aws_policy.pk}/change/", form).status_code == 302
     assert aws_policy.engine_policy().capacity_at(60) == {"ml.g5.xlarge": 3}
+
+
+def test_replay_again_runs_a_finished_run_from_scratch(
+    admin_browser, study, django_capture_on_commit_callbacks, monkeypatch
+):
+    run = study.runs.first()
+    first_finish, first_digest = run.finished_at, run.metrics_digest
+    queued = []
+    monkeypatch.setattr("planner.studies.launch.enqueue_runs", lambda pks, what: queued.extend(pks))
+    with django_capture_on_commit_callbacks(execute=True):
+        admin_browser.post("/admin/studies/run/", {"action": "replay_again", "_selected_action": [run.pk]})
+    assert queued == [run.pk]
+    run.refresh_from_db()
+    # Back in the queue as if never replayed: the worker finds nothing of the last replay.
+    assert (run.status, run.progress, run.error, run.attempts) == ("queued", 0, "", 0)
+    assert run.heartbeat is run.started_at is run.finished_at is run.metrics is None
+    assert (run.metrics_digest, run.result_file.name) == ("", "")
+    assert first_finish is not None and first_digest != ""
