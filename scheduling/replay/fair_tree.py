@@ -54,7 +54,10 @@ class TreeValues:
     potential available summed over types (Kueue's calculateLendable of the parent); it changes only
     with the calendar (``refresh``)."""
 
-    __slots__ = ("tree", "units", "weight_num", "weight_den", "lendable", "children", "known", "known_at")
+    __slots__ = (
+        "tree", "units", "weight_num", "weight_den", "lendable", "children", "known", "known_at", "play",
+        "below", "first",
+    )  # fmt: skip
 
     def __init__(self, tree: QuotaTree, weights: list[float], units: list[int]) -> None:
         self.tree = tree
@@ -73,6 +76,10 @@ class TreeValues:
         # Each node's value as last computed, and the tree's change count then (``value``).
         self.known: list[tuple[bool, int, int]] = [ZERO_VALUE] * tree.n_nodes
         self.known_at: list[int] = [-1] * tree.n_nodes
+        # Scratch of ``_target``, cleared at each call (it runs at every step of a victim search).
+        self.play: list[bool] = [False] * tree.n_nodes
+        self.below: list[bool] = [False] * tree.n_nodes
+        self.first: list[_Candidates | None] = [None] * tree.n_nodes
         self.refresh()
 
     def refresh(self) -> None:
@@ -307,9 +314,13 @@ def _target(pools: list[_Candidates], own: ShareState, values: TreeValues) -> _C
     tree = values.tree
     n = tree.n_nodes
     value = values.all_values()
-    play = [False] * n
-    below = [False] * n  # a child in play
-    first: list[_Candidates | None] = [None] * n  # the pool in play below whose next comes first
+    play = values.play
+    below = values.below  # a child in play
+    first = values.first  # the pool in play below whose next comes first
+    for node in range(n):
+        play[node] = False
+        below[node] = False
+        first[node] = None
     for pool in pools:
         if pool.next is None:
             continue
