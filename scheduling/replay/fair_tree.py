@@ -54,7 +54,10 @@ class TreeValues:
     potential available summed over types (Kueue's calculateLendable of the parent); it changes only
     with the calendar (``refresh``)."""
 
-    __slots__ = ("tree", "units", "weight_num", "weight_den", "lendable", "children")
+    __slots__ = (
+        "tree", "units", "weight_num", "weight_den", "lendable", "children", "known", "known_at", "play",
+        "below", "first",
+    )  # fmt: skip
 
     def __init__(self, tree: QuotaTree, weights: list[float], units: list[int]) -> None:
         self.tree = tree
@@ -70,12 +73,20 @@ class TreeValues:
             if tree.parent[node] >= 0:
                 self.children[tree.parent[node]].append(node)
         self.lendable: list[int] = [0] * tree.n_nodes
+        # Each node's value as last computed, and the tree's change count then (``value``).
+        self.known: list[tuple[bool, int, int]] = [ZERO_VALUE] * tree.n_nodes
+        self.known_at: list[int] = [-1] * tree.n_nodes
+        # Scratch of ``_target``, cleared at each call (it runs at every step of a victim search).
+        self.play: list[bool] = [False] * tree.n_nodes
+        self.below: list[bool] = [False] * tree.n_nodes
+        self.first: list[_Candidates | None] = [None] * tree.n_nodes
         self.refresh()
 
     def refresh(self) -> None:
         """Each node's denominator, after the quotas or the capacity changed (the root has none)."""
         tree = self.tree
         for node in range(tree.n_nodes):
+            self.known_at[node] = -1  # (the denominators change: no value kept holds)
             parent = tree.parent[node]
             total = 0
             if parent >= 0:
@@ -84,7 +95,24 @@ class TreeValues:
             self.lendable[node] = total
 
     def value(self, node: int) -> tuple[bool, int, int]:
-        return self.value_with(node, 0, 0, 0)
+        """The node's value as the tree is. A value depends only on the tree's usage and SQ and on
+        ``lendable``: it is kept until the tree changes (``QuotaTree.changes``) or ``refresh``. A
+        victim search's target walk reads every node's value at each step, and most steps set a
+        candidate aside without changing any usage."""
+        changes = self.tree.changes
+        if self.known_at[node] == changes:
+            return self.known[node]
+        value = self.value_with(node, 0, 0, 0)
+        self.known[node] = value
+        self.known_at[node] = changes
+        return value
+
+    def all_values(self) -> list[tuple[bool, int, int]]:
+        """Every node's value as the tree is, in the list ``value`` keeps them in (read it before
+        the tree changes; not to be written)."""
+        for node in range(self.tree.n_nodes):
+            self.value(node)
+        return self.known
 
     def value_with(self, node: int, share: int, t: int, count: int) -> tuple[bool, int, int]:
         """The node's value were ``count`` more instances of type ``t`` used in ``share`` (a share at
@@ -285,10 +313,14 @@ def _target(pools: list[_Candidates], own: ShareState, values: TreeValues) -> _C
     0; a cohort with a share in play below it and a value above 0 or on the job's share's path."""
     tree = values.tree
     n = tree.n_nodes
-    value = [values.value(node) for node in range(n)]
-    play = [False] * n
-    below = [False] * n  # a child in play
-    first: list[_Candidates | None] = [None] * n  # the pool in play below whose next comes first
+    value = values.all_values()
+    play = values.play
+    below = values.below  # a child in play
+    first = values.first  # the pool in play below whose next comes first
+    for node in range(n):
+        play[node] = False
+        below[node] = False
+        first[node] = None
     for pool in pools:
         if pool.next is None:
             continue

@@ -24,11 +24,14 @@ class QuotaTree:
     __slots__ = (
         "n_types", "n_nodes", "n_shares", "root", "parent", "height", "own", "borrowing_limit",
         "lending_limit", "sq", "lq", "usage", "bottom_up", "lca", "names", "depth", "paths", "on_path",
-        "last_top",
+        "last_top", "changes", "path_change",
     )  # fmt: skip
 
     def __init__(self, nodes: list[Node], shares: list[str], capacity: list[int], types: list[str]) -> None:
         n_types = len(types)
+        # Bumped by every change of usage or quotas (``add``, ``remove``, ``recompute``): what was
+        # read from the tree at the same count is still true (``fair_tree.TreeValues.value``).
+        self.changes = 0
         cohorts = [n for n in nodes if not n.is_share]
         by_name = {n.name: n for n in nodes}
         self.names: list[str] = [*shares, *[c.name for c in cohorts], ROOT]
@@ -36,6 +39,7 @@ class QuotaTree:
         n = len(self.names)
         self.n_types = n_types
         self.n_nodes = n
+        self.path_change: list[int] = [0] * n  # scratch of ``available_with`` (a path has at most n)
         self.n_shares = len(shares)
         self.root = n - 1
         self.parent: list[int] = [index[by_name[name].parent] for name in self.names[:-1]] + [-1]
@@ -115,6 +119,7 @@ class QuotaTree:
         limit) with a limit, else 0; U(cohort) = sum over children of max(0, U(c) - LQ(c)); shares'
         usage as it is (after a change of quotas, as Kueue's updateCohortTreeResources)."""
         n_types = self.n_types
+        self.changes += 1
         for i in range(self.n_shares, self.n_nodes):
             for t in range(n_types):
                 self.sq[i * n_types + t] = 0
@@ -140,6 +145,7 @@ class QuotaTree:
     def add(self, node: int, t: int, count: int) -> None:
         """What does not fit in a node's local quota is stored in its parent too, and so on up."""
         n_types = self.n_types
+        self.changes += 1
         while True:
             k = node * n_types + t
             free = self.lq[k] - self.usage[k]
@@ -158,6 +164,7 @@ class QuotaTree:
     def remove(self, node: int, t: int, count: int) -> None:
         """The parent gets back what the node had stored in it."""
         n_types = self.n_types
+        self.changes += 1
         while True:
             k = node * n_types + t
             stored = self.usage[k] - self.lq[k]
@@ -199,6 +206,45 @@ class QuotaTree:
             limit = self.borrowing_limit[k]
             lq = self.lq[k]
             used = self.usage[k]
+            if limit != NONE:
+                over = used - lq if used > lq else 0
+                cap = self.sq[k] - lq - over + limit
+                if cap < p:
+                    p = cap
+            local = lq - used if lq > used else 0
+            p = local + p
+            if p < 0:
+                p = 0
+        return p
+
+    def available_with(self, node: int, t: int, delta: int) -> int:
+        """``available`` were the node's usage of type t ``delta`` more (a share: ``add`` or
+        ``remove`` of it), without changing the usage: the change climbs past each local quota as
+        those store it (the parent's change is max(0, U' - LQ) - max(0, U - LQ)), then the walk
+        from the root down reads the changed usage. The same number as the change, ``available``
+        and the undo, with nothing written."""
+        n_types = self.n_types
+        path = self.paths[node]
+        changed = self.path_change  # the usage change of each node on the path, bottom-up
+        for place in range(len(path)):
+            changed[place] = delta
+            if delta == 0:
+                continue
+            k = path[place] * n_types + t
+            before = self.usage[k]
+            after = before + delta
+            lq = self.lq[k]
+            delta = (after - lq if after > lq else 0) - (before - lq if before > lq else 0)
+        top = len(path) - 1
+        k = self.root * n_types + t
+        p = self.sq[k] - (self.usage[k] + changed[top])
+        if p < 0:
+            p = 0
+        for place in range(top - 1, -1, -1):
+            k = path[place] * n_types + t
+            limit = self.borrowing_limit[k]
+            lq = self.lq[k]
+            used = self.usage[k] + changed[place]
             if limit != NONE:
                 over = used - lq if used > lq else 0
                 cap = self.sq[k] - lq - over + limit

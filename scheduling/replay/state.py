@@ -262,12 +262,16 @@ class TreeAccount(Account):
         return free if free < available else available
 
     def headroom_with(self, delta: int) -> int:
-        """``headroom`` were its usage ``delta`` more: the shift made and undone (the tree's usage
-        climbs past local quotas, so there is no pool sum to adjust on the side)."""
-        self.shift(delta)
-        out = self.headroom()
-        self.shift(-delta)
-        return out
+        """``headroom`` were its usage ``delta`` more, without changing it: the same number as the
+        shift, ``headroom`` and the undo (the tree's usage climbs past local quotas:
+        ``QuotaTree.available_with`` follows it without writing; the pool's used sum as ``shift``
+        would change it). Unlike the shift and its undo, it leaves
+        ``QuotaTree.last_top`` as it is (read only by section 4's reopening after a real release,
+        never between a fair search's tries)."""
+        pool = self.pool
+        free = pool.capacity - (pool.used + delta)
+        available = self.tree.available_with(self.node, self.type, delta)
+        return free if free < available else available
 
     def still_reclaimable_by(self, preemptor: Account) -> bool:
         """Section 13: while its share, and each of its ancestors below the lowest common ancestor

@@ -471,6 +471,22 @@ def test_quota_tree_matches_cohort_tree_on_random_trees(seed):
             assert fast.potential(i, 0) == slow.potential_available(sh["name"], "gpu")
             level = slow.borrowing_level(sh["name"], {"gpu": 2})
             assert fast.level(i, 0, 2, fast.usage) == (fast.height[fast.root] if level is None else level)
+        # available_with (the victim search's fit, nothing written) against the readable tree with the
+        # change made and undone, for every share and every change from giving all back to 3 more
+        for i, sh in enumerate(shares):
+            for delta in range(-held[i], 4):
+                usage = list(fast.usage)
+                if delta > 0:
+                    slow.add_usage(sh["name"], "gpu", delta)
+                elif delta < 0:
+                    slow.remove_usage(sh["name"], "gpu", -delta)
+                expected = slow.available(sh["name"], "gpu")
+                if delta > 0:
+                    slow.remove_usage(sh["name"], "gpu", delta)
+                elif delta < 0:
+                    slow.add_usage(sh["name"], "gpu", -delta)
+                assert fast.available_with(i, 0, delta) == expected
+                assert fast.usage == usage
 
 
 @pytest.mark.parametrize("seed", range(60))
