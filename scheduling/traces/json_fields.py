@@ -6,6 +6,7 @@ only how an error names the object (``fail``), since a trace names a row and a s
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -13,11 +14,12 @@ from typing import Any
 from scheduling.errors import InputError
 
 
-class JsonFields:
+class JsonFields(ABC):
     """Reads fields of one JSON object; ``fail`` makes the error naming the object and the field."""
 
+    @abstractmethod
     def fail(self, message: str, field: str) -> InputError:
-        raise NotImplementedError
+        """The error for ``field`` of this object (a trace names its row, a snapshot its path)."""
 
     def mapping(self, value: Any, field: str) -> Mapping[str, Any]:
         """An object; absent (None) reads as empty."""
