@@ -449,14 +449,7 @@ class _Replay(Admission):
         self._change_usage(now, job.account, job.count)
         job.account.running.add(job)
         self.refusals.on_start(job)
-        end = started_at + self.startup + job.duration
-        job.planned_end = end
-        ending = self.finishing.get(end)
-        if ending is None:
-            self.finishing[end] = [job]
-            heappush(self.finish_times, end)
-        else:
-            ending.append(job)
+        self._plan_end(job, started_at + self.startup + job.duration)
         self.starts_log.add2(now, job.index)
 
     def _resume_pending(self, job: Job, now: float) -> None:
@@ -470,15 +463,7 @@ class _Replay(Admission):
             return
         job.state = RUNNABLE
         job.queued_since = job.submit
-        if self.timeout != END_OF_TIME:
-            deadline = runnable_deadline(job.submit, self.timeout, now)
-            job.deadline = deadline
-            due = self.expiring.get(deadline)
-            if due is None:
-                self.expiring[deadline] = [job]
-                heappush(self.deadline_times, deadline)
-            else:
-                due.append(job)
+        self._set_deadline(job, job.submit, now)
         self.queues.enqueue(job, now)
 
     def _arrive(self, place: int) -> Job:
@@ -529,7 +514,7 @@ class _Replay(Admission):
             return
         job.state = RUNNABLE
         job.queued_since = now
-        self._set_deadline(job, now)
+        self._set_deadline(job, now, now)
         self.queues.enqueue(job, now)
 
     def _unschedulable(self, job: Job) -> UnschedulableReason | None:
@@ -547,12 +532,12 @@ class _Replay(Admission):
 
     # --- section 10: the time limit in RUNNABLE -------------------------------------------------
 
-    def _set_deadline(self, job: Job, now: float) -> None:
-        """The job became RUNNABLE now (submitted or preempted): it is cancelled if it still is
-        RUNNABLE, without a break, when the limit has passed."""
+    def _set_deadline(self, job: Job, since: float, now: float) -> None:
+        """The job is RUNNABLE since ``since`` (submitted or preempted then; a resumed job since its
+        submit): it is cancelled if it still is RUNNABLE, without a break, when the limit has passed."""
         if self.timeout == END_OF_TIME:
             return
-        deadline = runnable_deadline(now, self.timeout, now)
+        deadline = runnable_deadline(since, self.timeout, now)
         job.deadline = deadline
         due = self.expiring.get(deadline)
         if due is None:
@@ -886,7 +871,7 @@ class _Replay(Admission):
         else:
             victim.state = RUNNABLE
             victim.queued_since = now
-            self._set_deadline(victim, now)
+            self._set_deadline(victim, now, now)
             self.queues.count_pending(victim, now, +1)
             preempted.append(victim)  # considered again from the next round on
 
@@ -909,7 +894,13 @@ class _Replay(Admission):
         self._change_usage(now, job.account, job.count)
         job.account.running.add(job)
         self.refusals.on_start(job)
-        end = now + self.startup + (job.duration - job.saved)
+        self._plan_end(job, now + self.startup + (job.duration - job.saved))
+        self.starts_log.add2(now, job.index)
+        if self.record_events:
+            self.events.append((now, job.index, EventKind.START, None, -1))
+
+    def _plan_end(self, job: Job, end: float) -> None:
+        """The job, just started, ends at ``end`` unless preempted (then its entry here is skipped)."""
         job.planned_end = end
         ending = self.finishing.get(end)
         if ending is None:
@@ -917,9 +908,6 @@ class _Replay(Admission):
             heappush(self.finish_times, end)
         else:
             ending.append(job)
-        self.starts_log.add2(now, job.index)
-        if self.record_events:
-            self.events.append((now, job.index, EventKind.START, None, -1))
 
     def _event(
         self, now: float, job: Job, kind: EventKind, cause: Cause | None = None, by: Job | None = None
