@@ -120,12 +120,7 @@ def victim_candidates(job: Job) -> Iterator[Job] | None:
             running = other.running
             if other is account or not running or not other.borrows_now():
                 continue
-            if share.reclaims_any:
-                freeable += other.usage
-                cross.append(running.in_victim_order(NO_LIMIT))
-            elif running.lowest_priority() < priority:
-                freeable += running.instances_below(priority)
-                cross.append(running.in_victim_order(priority))
+            freeable += _add_reclaimable(other, share.reclaims_any, priority, cross)
     own, own_freeable = own_candidates(job)
     return _merged(job, cross, own, freeable + own_freeable)
 
@@ -154,14 +149,23 @@ def tree_victim_candidates(job: Job, tree: QuotaTree) -> Iterator[Job] | None:
                 continue
             if not tree.advantage_at(share.index, t, n, lca):
                 continue
-            if share.reclaims_any:
-                freeable += other.usage
-                cross.append(running.in_victim_order(NO_LIMIT))
-            elif running.lowest_priority() < priority:
-                freeable += running.instances_below(priority)
-                cross.append(running.in_victim_order(priority))
+            freeable += _add_reclaimable(other, share.reclaims_any, priority, cross)
     own, own_freeable = own_candidates(job)
     return _merged(job, cross, own, freeable + own_freeable)
+
+
+def _add_reclaimable(other: Account, reclaims_any: bool, priority: int, cross: list[Iterator[Job]]) -> int:
+    """Section 4's reclaim rule (``rules.reclaim_allows``) over a borrowing account's running jobs,
+    read off its priority levels: with ``any`` all of them, with ``lower_priority`` those below the
+    preemptor's priority. Adds them, in victim order, to ``cross``; returns their instances."""
+    running = other.running
+    if reclaims_any:
+        cross.append(running.in_victim_order(NO_LIMIT))
+        return other.usage
+    if running.lowest_priority() < priority:
+        cross.append(running.in_victim_order(priority))
+        return running.instances_below(priority)
+    return 0
 
 
 def own_candidates(job: Job) -> tuple[Iterator[Job], int]:
