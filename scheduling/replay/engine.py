@@ -38,10 +38,11 @@ from scheduling.replay.fair import (
     count_gpus_exactly,
     fair_victims,
     lendable_gpus,
+    no_room_at_all,
     refusal_before_search,
 )
 from scheduling.replay.fair_round import fair_round
-from scheduling.replay.fair_tree import TreeValues, tree_fair_victims, tree_values
+from scheduling.replay.fair_tree import TreeValues, no_passing_room, tree_fair_victims, tree_values
 from scheduling.replay.indexes import job_id_order
 from scheduling.replay.preemption_loops import PreemptionLoops
 from scheduling.replay.queues import Queues
@@ -689,6 +690,11 @@ class _Replay(Admission):
             if self.loops.twice:
                 self.loops.note(job, now)
             if self.fair_tree is not None:
+                # Told without the search; a NO_ROOM refusal holds longer (Refusals.holds).
+                if no_room_at_all(job):
+                    return NO_ROOM
+                if no_passing_room(job, self.fair_tree, self.final_strategy, self.initial_strategy):
+                    return NO_PASSING_ROOM
                 chosen = tree_fair_victims(
                     job, self.fair_tree, self.final_first, len(self.strategies) > 1,
                     now if self.loops.twice else math.nan,
@@ -804,6 +810,10 @@ class _Replay(Admission):
             if self.loops.twice:
                 self.loops.note(job, now)
             if self.fair_tree is not None:
+                if no_room_at_all(job) or no_passing_room(
+                    job, self.fair_tree, self.final_strategy, self.initial_strategy
+                ):
+                    return None
                 return tree_fair_victims(
                     job, self.fair_tree, self.final_first, len(self.strategies) > 1,
                     now if self.loops.twice else math.nan,

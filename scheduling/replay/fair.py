@@ -253,6 +253,23 @@ def _may_pass(
     return (final and not value_below(value, lowest_new)) or (initial and value_below(lowest_new, value))
 
 
+def no_room_at_all(job: Job) -> bool:
+    """The job would not fit even were every candidate (``_preemptible``) preempted: its search
+    cannot make it fit (headroom only grows as usage falls). One cohort or a tree alike (the
+    tree's available, like section 3's headroom, is never lower with less usage anywhere). Sets
+    ``job.room_deficit`` (what the room lacks, which ``Refusals`` counts releases against) and
+    each account's ``preemptible``."""
+    account = job.account
+    # Each account's preemptible instances, kept on it for this call (a list would be boxed).
+    for other in account.pool.accounts:
+        other.preemptible = _preemptible(job, other)
+    room = account.headroom_if_preempted()
+    if job.count > room:
+        job.room_deficit = job.count - room
+        return True
+    return False
+
+
 def refusal_before_search(job: Job, final: bool, initial: bool, lendable: float) -> int:
     """NO_ROOM_AT_ALL or NO_ROOM_PASSING when the search for ``job`` cannot make it fit (headroom
     only grows as usage falls, and the search only preempts candidates that pass), else
@@ -263,16 +280,11 @@ def refusal_before_search(job: Job, final: bool, initial: bool, lendable: float)
     NO_ROOM_PASSING: nor were every candidate preempted whose share's value lets it pass a strategy
     (``_may_pass``) against the lowest value the job's share can have in the search: with the job
     admitted and every own candidate preempted."""
+    if no_room_at_all(job):
+        return NO_ROOM_AT_ALL
     account = job.account
     accounts = account.pool.accounts
     n = job.count
-    # Each account's preemptible instances, kept on it for this call (a list would be boxed).
-    for other in accounts:
-        other.preemptible = _preemptible(job, other)
-    room = account.headroom_if_preempted()
-    if n > room:
-        job.room_deficit = n - room
-        return NO_ROOM_AT_ALL
     lowest_new = value_with(account, n - account.preemptible, lendable)
     dropped = False
     for other in accounts:

@@ -9,7 +9,7 @@ import bisect
 from typing import Final
 
 from scheduling.replay.fair import cohort_pick
-from scheduling.replay.fair_tree import TreeValues, round_lead, round_pick
+from scheduling.replay.fair_tree import TreeRound, TreeValues, round_lead, round_pick
 from scheduling.replay.indexes import Group
 from scheduling.replay.preemption_loops import PreemptionLoops
 from scheduling.replay.rounds import Admission, Rounds
@@ -43,12 +43,16 @@ def fair_round(r: Rounds, admission: Admission, now: float, lendable: float, loo
     for g in groups:
         g.asleep_at = -1
     fair_tree = r.fair_tree
+    tree_round = TreeRound(r.shares, groups) if fair_tree is not None else None
     while True:
         version = refusals.version
         # Over a tree the order is a tournament (values of every node change with any share's
         # usage): no group sleeps, each job behind a refusal is picked and passed over in turn.
-        if fair_tree is not None:
-            best = round_pick(fair_tree, groups, version)
+        if tree_round is not None:
+            assert fair_tree is not None
+            best = round_pick(fair_tree, tree_round, version)
+            if best is not None:
+                tree_round.moved(best)  # (every way through this loop moves the picked group on)
         else:
             best = cohort_pick(groups, version, refusals.calendar_changed_at, lendable)
         if best is None:
@@ -58,7 +62,7 @@ def fair_round(r: Rounds, admission: Admission, now: float, lendable: float, loo
         best_value = g.value
         if refusals.behind_refusal(g, key):
             # Behind a refusal (in this round or an earlier one), nothing changed since.
-            g.ptr = g.ptr + 1 if fair_tree is None else _past_refusal(fair_tree, groups, g)
+            g.ptr = g.ptr + 1 if tree_round is None else _past_refusal(fair_tree, tree_round, g, version)
             continue
         job = r.queues.job_of(key)
         if refusals.holds(job):
@@ -114,10 +118,11 @@ def _offered(r: Rounds) -> list[Group]:
     return groups
 
 
-def _past_refusal(values: TreeValues, groups: list[Group], g: Group) -> int:
+def _past_refusal(values: TreeValues | None, tree_round: TreeRound, g: Group, version: int) -> int:
     """Over a tree: where the group's cursor goes when the pick is behind its refusal. Its jobs that
     would be picked next one after another, each passed over, are passed over at once."""
-    bound = round_lead(values, groups, g)
+    assert values is not None
+    bound = round_lead(values, tree_round, g, version)
     return g.end if bound < 0 else max(g.ptr + 1, bisect_left(g.jobs, bound, g.ptr, g.end))
 
 

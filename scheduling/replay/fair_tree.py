@@ -14,6 +14,7 @@ from scheduling.model import Policy
 from scheduling.replay.fair import (
     _Candidates,
     _fits,
+    _may_pass,
     _set_aside,
     candidate_pools,
     victims_needed,
@@ -56,7 +57,7 @@ class TreeValues:
 
     __slots__ = (
         "tree", "units", "weight_num", "weight_den", "lendable", "children", "known", "known_at", "play",
-        "below", "first",
+        "below", "first", "nominee", "best_value", "best_queue", "rivals", "rival_value", "rival_queue",
     )  # fmt: skip
 
     def __init__(self, tree: QuotaTree, weights: list[float], units: list[int]) -> None:
@@ -80,6 +81,14 @@ class TreeValues:
         self.play: list[bool] = [False] * tree.n_nodes
         self.below: list[bool] = [False] * tree.n_nodes
         self.first: list[_Candidates | None] = [None] * tree.n_nodes
+        # Scratch of the round's tournament (``round_pick``, ``round_lead``), run at every pick: per
+        # node, the nominee offered up and its value and queue key; the best from off a path.
+        self.nominee: list[Group | None] = [None] * tree.n_nodes
+        self.best_value: list[tuple[bool, int, int]] = [ZERO_VALUE] * tree.n_nodes
+        self.best_queue: list[int] = [0] * tree.n_nodes
+        self.rivals: list[Group | None] = [None] * tree.n_nodes
+        self.rival_value: list[tuple[bool, int, int]] = [ZERO_VALUE] * tree.n_nodes
+        self.rival_queue: list[int] = [0] * tree.n_nodes
         self.refresh()
 
     def refresh(self) -> None:
@@ -194,30 +203,78 @@ def _values_on_path(values: TreeValues, g: Group, version: int) -> list[tuple[bo
     round passing over job after job behind a refusal computes them once."""
     if g.tree_valued_at != version:
         path = values.tree.paths[g.account.share.index]
-        g.tree_values = [_lowest_value_at(values, path[place], g) for place in range(len(path) - 1)]
+        kept = g.tree_values
+        if len(kept) != len(path) - 1:
+            kept.clear()
+            for _ in range(len(path) - 1):
+                kept.append(ZERO_VALUE)
+        for place in range(len(path) - 1):
+            kept[place] = _lowest_value_at(values, path[place], g)
         g.tree_valued_at = version
     return g.tree_values
 
 
-def round_pick(values: TreeValues, groups: list[Group], version: int) -> Group | None:
-    """The round's next candidate (Kueue's fair_sharing_iterator): a tournament from the leaves up,
-    each share sending up its best next job by the value the share would have with it admitted,
-    then queue order; each cohort its children's nominees compared by the value the child would
-    have with its nominee admitted. Groups from ``ptr`` to ``end`` only; ``version``: the engine's
-    state version (the groups' values are kept while it stands)."""
-    tree = values.tree
-    n = tree.n_nodes
-    nominee: list[Group | None] = [None] * n
-    best_value: list[tuple[bool, int, int]] = [ZERO_VALUE] * n
-    best_queue: list[int] = [0] * n
+class TreeRound:
+    """One round's tournament over the tree: the round's groups by share, and each share's nominee
+    (its best group by the share's own value with the group's next job admitted, then queue order)
+    kept while it holds. That value depends only on the share's usage (and the quotas and the
+    calendar, which do not change within a round), so a nominee holds until the share's usage
+    changes (``ShareState.usage_changed_at``) or one of its groups moves on (``moved``): a pick
+    rescans one share's groups, not the round's."""
+
+    __slots__ = ("shares", "groups_of", "nominee", "known_at")
+
+    def __init__(self, shares: list[ShareState], groups: list[Group]) -> None:
+        self.shares = shares
+        self.groups_of: list[list[Group]] = [[] for _ in shares]
+        for g in groups:
+            self.groups_of[g.account.share.index].append(g)
+        self.nominee: list[Group | None] = [None] * len(shares)
+        self.known_at: list[int] = [-1] * len(shares)
+
+    def moved(self, g: Group) -> None:
+        """The group's cursor or jobs changed: its share's nominee is found again at the next pick."""
+        self.known_at[g.account.share.index] = -1
+
+    def share_nominee(self, values: TreeValues, s: int, version: int) -> Group | None:
+        """Share ``s``'s nominee at ``version``, its path's values up to date."""
+        if self.known_at[s] < 0 or self.shares[s].usage_changed_at > self.known_at[s]:
+            self.nominee[s] = _best_of(values, self.groups_of[s], None, version)
+            self.known_at[s] = version
+        best = self.nominee[s]
+        if best is not None:
+            _values_on_path(values, best, version)
+        return best
+
+
+def _best_of(values: TreeValues, groups: list[Group], leave_out: Group | None, version: int) -> Group | None:
+    """The first of a share's groups (but ``leave_out``) by the share's value with the group's next
+    job admitted, then queue order; groups from ``ptr`` to ``end`` only."""
+    best: Group | None = None
+    best_value = ZERO_VALUE
+    best_queue = 0
     for g in groups:
-        if g.ptr >= g.end:
+        if g is leave_out or g.ptr >= g.end:
             continue
-        s = g.account.share.index
         value = _values_on_path(values, g, version)[0]
         queue = g.jobs[g.ptr]
-        if nominee[s] is None or fair_round_before(value, queue, best_value[s], best_queue[s]):
-            nominee[s], best_value[s], best_queue[s] = g, value, queue
+        if best is None or fair_round_before(value, queue, best_value, best_queue):
+            best, best_value, best_queue = g, value, queue
+    return best
+
+
+def round_pick(values: TreeValues, tr: TreeRound, version: int) -> Group | None:
+    """The round's next candidate (Kueue's fair_sharing_iterator): a tournament from the leaves up,
+    each share sending up its best next job by the value the share would have with it admitted,
+    then queue order (``TreeRound.share_nominee``); each cohort its children's nominees compared by
+    the value the child would have with its nominee admitted. ``version``: the engine's state
+    version (the groups' values are kept while it stands)."""
+    tree = values.tree
+    nominee = values.nominee
+    best_value = values.best_value
+    best_queue = values.best_queue
+    for node in range(tree.n_nodes):
+        nominee[node] = tr.share_nominee(values, node, version) if node < tree.n_shares else None
     # Children before parents: a cohort's nominee is settled before it is offered to its parent.
     depth = tree.depth
     for node in tree.bottom_up:
@@ -233,7 +290,7 @@ def round_pick(values: TreeValues, groups: list[Group], version: int) -> Group |
     return nominee[tree.root]
 
 
-def round_lead(values: TreeValues, groups: list[Group], g: Group) -> int:
+def round_lead(values: TreeValues, tr: TreeRound, g: Group, version: int) -> int:
     """The queue key up to which ``g``, just picked by ``round_pick``, stays the pick with the state
     as it is: its jobs with a smaller key win the tournament one after another, for at every node
     on its path it either beats the best of the other nominees by value, or ties and comes first in
@@ -241,24 +298,30 @@ def round_lead(values: TreeValues, groups: list[Group], g: Group) -> int:
     tree = values.tree
     n = tree.n_nodes
     s = g.account.share.index
-    nominee: list[Group | None] = [None] * n
-    best_value: list[tuple[bool, int, int]] = [ZERO_VALUE] * n
-    best_queue: list[int] = [0] * n
-    for other in groups:
-        if other is g or other.ptr >= other.end:
+    nominee = values.nominee
+    best_value = values.best_value
+    best_queue = values.best_queue
+    rivals = values.rivals  # the best nominee offered to a node from off g's path
+    rival_value = values.rival_value
+    rival_queue = values.rival_queue
+    for node in range(n):
+        rivals[node] = None
+        if node >= tree.n_shares:
+            nominee[node] = None
             continue
-        i = other.account.share.index
-        value = other.tree_values[0]
-        queue = other.jobs[other.ptr]
-        if nominee[i] is None or fair_round_before(value, queue, best_value[i], best_queue[i]):
-            nominee[i], best_value[i], best_queue[i] = other, value, queue
+        other = (
+            _best_of(values, tr.groups_of[s], g, version)
+            if node == s
+            else tr.share_nominee(values, node, version)
+        )
+        nominee[node] = other
+        if other is not None:
+            best_value[node] = other.tree_values[0]
+            best_queue[node] = other.jobs[other.ptr]
     path = tree.paths[s]
     on_path = tree.on_path
     row = s * n
     depth = tree.depth
-    rivals: list[Group | None] = [None] * n  # the best nominee offered to a node from off g's path
-    rival_value: list[tuple[bool, int, int]] = [ZERO_VALUE] * n
-    rival_queue: list[int] = [0] * n
     for node in tree.bottom_up:
         up = nominee[node]
         parent = tree.parent[node]
@@ -386,6 +449,60 @@ def _passes(
     if not final_first:
         return initial_share_passes(new, old)
     return final_share_passes(new, values.value_with(theirs, account.share.index, account.type, -count))
+
+
+def no_passing_room(job: Job, values: TreeValues, final: bool, initial: bool) -> bool:
+    """``fair.refusal_before_search``'s NO_ROOM_PASSING over the tree, after ``fair.no_room_at_all``
+    found room (its ``preemptible`` counts set): the job would not fit even were every candidate
+    preempted that could pass a strategy. A candidate of another share passes only if the value of
+    the job's side of their lowest common ancestor is at most (LessThanOrEqualToFinalShare) or below
+    (LessThanInitialShare) the target side's: in a search the target side's value only falls (its
+    usage only falls) and the job's side's is never below its value with the job admitted and every
+    candidate preempted (values grow with usage), so a share whose candidates fail that comparison
+    has none that could be taken. Sets ``job.room_deficit`` when it says so."""
+    account = job.account
+    tree = values.tree
+    t = account.type
+    own = account.share.index
+    accounts = account.pool.accounts
+    # The target sides' values as they are, read before the tree is changed below.
+    theirs: list[tuple[bool, int, int]] = []
+    for other in accounts:
+        if other.preemptible and other is not account:
+            theirs.append(values.value(values.almost_lcas(own, other.share.index)[1]))
+    # The job's sides' lowest values: the job admitted, every candidate out (undone below, with the
+    # tree's change count, so that the values ``values`` keeps stay valid).
+    changes = tree.changes
+    last_top = tree.last_top
+    tree.add(own, t, job.count)
+    for other in accounts:
+        if other.preemptible:
+            tree.remove(other.share.index, t, other.preemptible)
+    lowest: list[tuple[bool, int, int]] = []
+    for other in accounts:
+        if other.preemptible and other is not account:
+            lowest.append(values.value_with(values.almost_lcas(own, other.share.index)[0], 0, 0, 0))
+    for other in accounts:
+        if other.preemptible:
+            tree.add(other.share.index, t, other.preemptible)
+    tree.remove(own, t, job.count)
+    tree.changes = changes
+    tree.last_top = last_top
+    dropped = False
+    i = 0
+    for other in accounts:
+        if other.preemptible and other is not account:
+            if not _may_pass(final, initial, lowest[i], theirs[i]):
+                other.preemptible = 0  # none of its candidates could be taken
+                dropped = True
+            i += 1
+    if not dropped:
+        return False
+    room = account.headroom_if_preempted()
+    if job.count > room:
+        job.room_deficit = job.count - room
+        return True
+    return False
 
 
 def tree_fair_victims(

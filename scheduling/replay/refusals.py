@@ -216,15 +216,15 @@ class Refusals:
         account = job.account
         if refused_at >= self.reopened_all_at and refused_at >= account.share.reopened_at:
             return True
-        if self.fair_over_tree:
-            # (the room bookkeeping below counts one cohort's releases and values: over a tree a
-            # release reaches only the shares below where it is stored)
-            return False
         if job.no_room:
+            # (one cohort or a tree alike: see _fair_room_changed)
             return (
                 refused_at >= self.room_reopened_all_at
                 and account.room_released - job.room_released_at < job.room_deficit
             )
+        if self.fair_over_tree:
+            # (NO_PASSING_ROOM compares one cohort's values; over a tree it is never told)
+            return False
         if job.no_passing_room:
             return (
                 refused_at >= self.passing_reopened_all_at

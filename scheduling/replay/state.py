@@ -273,6 +273,30 @@ class TreeAccount(Account):
         available = self.tree.available_with(self.node, self.type, delta)
         return free if free < available else available
 
+    def headroom_if_preempted(self) -> int:
+        """``headroom`` were every account of its pool ``preemptible`` instances lighter (their
+        scratch field). The tree's usage is a function of the shares' usages alone, so taking the
+        instances out, reading and putting them back leaves it as it was: its change count and
+        ``last_top`` are restored too, so that values kept at that count stay valid."""
+        pool = self.pool
+        tree = self.tree
+        t = self.type
+        changes = tree.changes
+        last_top = tree.last_top
+        used = pool.used
+        for other in pool.accounts:
+            if other.preemptible:
+                tree.remove(other.share.index, t, other.preemptible)
+                used -= other.preemptible
+        available = tree.available(self.node, t)
+        for other in pool.accounts:
+            if other.preemptible:
+                tree.add(other.share.index, t, other.preemptible)
+        tree.changes = changes
+        tree.last_top = last_top
+        free = pool.capacity - used
+        return free if free < available else available
+
     def still_reclaimable_by(self, preemptor: Account) -> bool:
         """Section 13: while its share, and each of its ancestors below the lowest common ancestor
         with the preemptor's share, borrow."""
