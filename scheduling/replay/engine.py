@@ -35,6 +35,8 @@ from scheduling.replay.calendar import (
 from scheduling.replay.fair import (
     NO_ROOM_AT_ALL,
     NO_ROOM_PASSING,
+    SEARCH_NEEDED,
+    FairValues,
     count_gpus_exactly,
     fair_victims,
     lendable_gpus,
@@ -42,7 +44,7 @@ from scheduling.replay.fair import (
     refusal_before_search,
 )
 from scheduling.replay.fair_round import fair_round
-from scheduling.replay.fair_tree import TreeValues, no_passing_room, tree_fair_victims, tree_values
+from scheduling.replay.fair_tree import TreeFairValues, TreeValues, no_passing_room, tree_values
 from scheduling.replay.indexes import job_id_order
 from scheduling.replay.preemption_loops import PreemptionLoops
 from scheduling.replay.queues import Queues
@@ -228,6 +230,9 @@ class _Replay(Admission):
         count_gpus_exactly(self.pools)  # (share values compare exactly: GPUs in whole units)
         # Section 8 over section 13's tree: a value for every node (None: one cohort, section 8 as is).
         self.fair_tree: TreeValues | None = tree_values(policy, tree, self.pools)
+        self.fair_values: FairValues = (
+            FairValues() if self.fair_tree is None else TreeFairValues(self.fair_tree)
+        )
         # What can make a refused job admissible again (section 4's reopening, section 8's memo).
         self.refusals = Refusals(
             self.shares, self.fair, self.flavored, tree, self.fair_tree is not None, self.by_arrival, n
@@ -687,37 +692,10 @@ class _Replay(Admission):
         if no_candidates:
             return NO_VICTIMS
         if self.fair:
-            if self.loops.twice:
-                self.loops.note(job, now)
-            if self.fair_tree is not None:
-                # Told without the search; a NO_ROOM refusal holds longer (Refusals.holds).
-                if no_room_at_all(job):
-                    return NO_ROOM
-                if no_passing_room(job, self.fair_tree, self.final_strategy, self.initial_strategy):
-                    return NO_PASSING_ROOM
-                chosen = tree_fair_victims(
-                    job, self.fair_tree, self.final_first, len(self.strategies) > 1,
-                    now if self.loops.twice else math.nan,
-                )  # fmt: skip
-                if chosen is None:
-                    return REFUSED
-                for victim, cause in chosen:
-                    self._preempt(victim, job, now, preempted, cause)
-                self._start(job, now)
-                return ADMITTED
-            # Refusals the search would give, told without it; NO_ROOM holds longer (see
-            # Refusals._fair_room_changed).
-            refusal = refusal_before_search(
-                job, self.final_strategy, self.initial_strategy, self.lendable_gpus
-            )
-            if refusal == NO_ROOM_AT_ALL:
-                return NO_ROOM
-            if refusal == NO_ROOM_PASSING:
-                return NO_PASSING_ROOM
-            chosen = fair_victims(
-                job, self.final_first, len(self.strategies) > 1, self.lendable_gpus,
-                now if self.loops.twice else math.nan,
-            )  # fmt: skip
+            refusal = self._fair_refusal(job, now)
+            if refusal != SEARCH_NEEDED:
+                return NO_ROOM if refusal == NO_ROOM_AT_ALL else NO_PASSING_ROOM
+            chosen = self._fair_search(job, now)
             if chosen is None:
                 return REFUSED
             for victim, cause in chosen:
@@ -802,28 +780,35 @@ class _Replay(Admission):
             victim.account.shift(victim.count)
         return level
 
+    def _fair_refusal(self, job: Job, now: float) -> int:
+        """Section 8: the refusals a search would give, told without it (NO_ROOM holds longer, see
+        Refusals.holds); SEARCH_NEEDED when it must run. Every search (told or run) may leave a job
+        out for the loop rule."""
+        if self.loops.twice:
+            self.loops.note(job, now)
+        if self.fair_tree is None:
+            return refusal_before_search(job, self.final_strategy, self.initial_strategy, self.lendable_gpus)
+        if no_room_at_all(job):
+            return NO_ROOM_AT_ALL
+        if no_passing_room(job, self.fair_tree, self.final_strategy, self.initial_strategy):
+            return NO_ROOM_PASSING
+        return SEARCH_NEEDED
+
+    def _fair_search(self, job: Job, now: float) -> list[tuple[Job, int]] | None:
+        """Section 8's victim search (over section 13's tree when there is one)."""
+        values = self.fair_values
+        values.lendable = self.lendable_gpus
+        loop_instant = now if self.loops.twice else math.nan
+        return fair_victims(job, values, self.final_first, len(self.strategies) > 1, loop_instant)
+
     def _victims_on(self, job: Job, now: float) -> list[tuple[Job, int]] | None:
         """The victims section 4's (or 8's) search finds for the job on its account's type, with
         their causes; None when it finds none. Nothing is changed but the loop findings: the search
         of every type scanned is a search that may leave a job out for section 8's loop rule."""
         if self.fair:
-            if self.loops.twice:
-                self.loops.note(job, now)
-            if self.fair_tree is not None:
-                if no_room_at_all(job) or no_passing_room(
-                    job, self.fair_tree, self.final_strategy, self.initial_strategy
-                ):
-                    return None
-                return tree_fair_victims(
-                    job, self.fair_tree, self.final_first, len(self.strategies) > 1,
-                    now if self.loops.twice else math.nan,
-                )  # fmt: skip
-            lendable = self.lendable_gpus
-            refusal = refusal_before_search(job, self.final_strategy, self.initial_strategy, lendable)
-            if refusal in (NO_ROOM_AT_ALL, NO_ROOM_PASSING):
+            if self._fair_refusal(job, now) != SEARCH_NEEDED:
                 return None
-            loop_instant = now if self.loops.twice else math.nan
-            return fair_victims(job, self.final_first, len(self.strategies) > 1, lendable, loop_instant)
+            return self._fair_search(job, now)
         candidates = victim_candidates(job) if self.tree is None else tree_victim_candidates(job, self.tree)
         if candidates is None:
             return None

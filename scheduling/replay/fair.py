@@ -334,20 +334,36 @@ def _target(pools: list[_Candidates], own: ShareState, lendable: float) -> _Cand
     return best
 
 
-def _passes(
-    final_first: bool,
-    new: tuple[bool, int, int],
-    old: tuple[bool, int, int],
-    account: Account,
-    count: int,
-    lendable: float,
-) -> bool:
-    """Whether a candidate of ``count`` instances of ``account`` passes the first strategy
-    (``final_first``: LessThanOrEqualToFinalShare, else LessThanInitialShare), with ``new`` the
-    preemptor's share's value and ``old`` the target's."""
-    if not final_first:
-        return initial_share_passes(new, old)
-    return final_share_passes(new, value_with(account, -count, lendable))
+class FairValues:
+    """The share values section 8's victim search reads, one cohort's: the target (the share with
+    the highest value), and the two values a strategy compares for a candidate. Over a tree the
+    same questions are asked of the tree (``fair_tree.TreeFairValues``), so that the search is
+    written once. ``lendable``: section 8's L, set before each search (it follows the calendar)."""
+
+    def __init__(self) -> None:
+        self.lendable = 0.0
+        self.new = ZERO_VALUE  # the preemptor's side's value, the job admitted (``compare``)
+        self.old = ZERO_VALUE  # the target's side's value as it is
+
+    def target(self, pools: list[_Candidates], own: ShareState) -> _Candidates | None:
+        return _target(pools, own, self.lendable)
+
+    def compare(self, own: ShareState, other: ShareState) -> None:
+        """The values a strategy compares for a candidate of ``other``: its share's and the job's."""
+        self.new = value_of(own, self.lendable)
+        self.old = value_of(other, self.lendable)
+
+    def passes(self, final_first: bool, account: Account, count: int) -> bool:
+        """Whether a candidate of ``count`` instances of ``account`` passes the first strategy
+        (``final_first``: LessThanOrEqualToFinalShare, else LessThanInitialShare), after ``compare``
+        (the target's value without the candidate for the first)."""
+        if not final_first:
+            return initial_share_passes(self.new, self.old)
+        return final_share_passes(self.new, self.old_without(account, count))
+
+    def old_without(self, account: Account, count: int) -> tuple[bool, int, int]:
+        """The target's side's value were ``count`` instances of ``account`` preempted."""
+        return value_with(account, -count, self.lendable)
 
 
 def _set_aside(victim: Job, share: ShareState, aside: dict[int, list[Job]], order: list[ShareState]) -> None:
@@ -376,13 +392,16 @@ def candidate_pools(job: Job, exclude_at: float) -> list[_Candidates]:
 
 
 def fair_victims(
-    job: Job, final_first: bool, initial_second: bool, lendable: float, exclude_at: float
+    job: Job, values: FairValues, final_first: bool, initial_second: bool, exclude_at: float
 ) -> list[tuple[Job, int]] | None:
     """Section 8's preemption for a job that does not fit: the victims and each one's cause, or
-    None when no choice makes it fit (then nobody is preempted). ``final_first``: the first
-    strategy is LessThanOrEqualToFinalShare (else LessThanInitialShare); ``initial_second``: the list
-    has LessThanInitialShare second. ``exclude_at``: the current instant when some jobs were
-    preempted twice at it (the loop rule leaves them out), else nan."""
+    None when no choice makes it fit (then nobody is preempted). ``values``: one cohort's or the
+    tree's (section 13: the target walked down from the root, the strategies comparing the two
+    children of the lowest common ancestor). ``final_first``: the first strategy is
+    LessThanOrEqualToFinalShare (else LessThanInitialShare); ``initial_second``: the list has
+    LessThanInitialShare second. ``exclude_at``: the current instant when some jobs were preempted
+    twice at it (the loop rule leaves them out), else nan. Candidates: from every share (Kueue's
+    findCandidates looks at every ClusterQueue, one cohort or a tree alike)."""
     account = job.account
     own = account.share
     n = job.count
@@ -396,7 +415,7 @@ def fair_victims(
     set_aside: list[ShareState] = []  # the shares with candidates set aside, in that order
     aside: dict[int, list[Job]] = {}
     while not _fits(account, n):
-        target = _target(pools, own, lendable)
+        target = values.target(pools, own)
         if target is None:
             break
         if target.share is own:
@@ -404,16 +423,15 @@ def fair_victims(
             victim.account.shift(-victim.count)
             taken.append(victim)
             continue
-        new = value_of(own, lendable)
-        old = value_of(target.share, lendable)
+        values.compare(own, target.share)
         # Nothing changes during this walk until a candidate passes, and whether one passes
         # depends only on its size: its target's value without it falls as the size grows (the
         # share's borrowed GPUs fall, and rounding is monotone), so the candidates that pass are
         # those up to some size. Sizes known to pass or fail are not tried again.
         head = target.next
-        assert head is not None  # (_target offers only shares with candidates left)
+        assert head is not None  # (the target is offered only with candidates left)
         target_account = head.account
-        if not _passes(final_first, new, old, target_account, 1, lendable):
+        if not values.passes(final_first, target_account, 1):
             # Not even one instance would pass: every candidate is set aside, and of those only
             # the first can matter (the second strategy takes at most one per share).
             _set_aside(target.pop(), target.share, aside, set_aside)
@@ -429,7 +447,7 @@ def fair_victims(
             elif count >= fails_from:
                 passes = False
             else:
-                passes = _passes(final_first, new, old, target_account, count, lendable)
+                passes = values.passes(final_first, target_account, count)
                 if passes:
                     passes_up_to = count
                 else:
@@ -443,10 +461,11 @@ def fair_victims(
         # LessThanInitialShare over the set-aside candidates: at most one per share.
         second = [_Candidates(share, job, None, 0, aside[share.index], exclude_at) for share in set_aside]
         while not _fits(account, n):
-            target = _target(second, own, lendable)
+            target = values.target(second, own)
             if target is None:
                 break
-            if initial_share_passes(value_of(own, lendable), value_of(target.share, lendable)):
+            values.compare(own, target.share)
+            if initial_share_passes(values.new, values.old):
                 victim = target.pop()
                 victim.account.shift(-victim.count)
                 taken.append(victim)

@@ -12,22 +12,16 @@ from __future__ import annotations
 
 from scheduling.model import Policy
 from scheduling.replay.fair import (
+    FairValues,
     _Candidates,
-    _fits,
     _may_pass,
-    _set_aside,
-    candidate_pools,
-    victims_needed,
 )
 from scheduling.replay.indexes import Group
 from scheduling.replay.quota_tree import QuotaTree
 from scheduling.replay.rules import (
-    NO_LIMIT,
     ZERO_VALUE,
     exact_number,
     fair_round_before,
-    final_share_passes,
-    initial_share_passes,
     target_tie_before,
     value_below,
     value_equal,
@@ -434,21 +428,27 @@ def _ranks_before(
     return _first_before(pool, first[b], own)
 
 
-def _passes(
-    final_first: bool,
-    new: tuple[bool, int, int],
-    old: tuple[bool, int, int],
-    values: TreeValues,
-    theirs: int,
-    account: Account,
-    count: int,
-) -> bool:
-    """Whether a candidate of ``count`` instances of ``account`` passes the first strategy, ``new``
-    and ``old`` the values of the two children of the lowest common ancestor (the job's side, the
-    target's side), ``theirs`` the target's side, whose value without the candidate is compared."""
-    if not final_first:
-        return initial_share_passes(new, old)
-    return final_share_passes(new, values.value_with(theirs, account.share.index, account.type, -count))
+class TreeFairValues(FairValues):
+    """``fair.FairValues`` over section 13's tree: the target from ``_target``, the strategies on
+    the values of the two children of the lowest common ancestor (Kueue's almost LCAs), the
+    target's side's value without a candidate following the change up its path."""
+
+    def __init__(self, values: TreeValues) -> None:
+        super().__init__()
+        self.values = values
+        self.theirs = 0  # the target's side (``compare``)
+
+    def target(self, pools: list[_Candidates], own: ShareState) -> _Candidates | None:
+        return _target(pools, own, self.values)
+
+    def compare(self, own: ShareState, other: ShareState) -> None:
+        mine, theirs = self.values.almost_lcas(own.index, other.index)
+        self.theirs = theirs
+        self.new = self.values.value(mine)
+        self.old = self.values.value(theirs)
+
+    def old_without(self, account: Account, count: int) -> tuple[bool, int, int]:
+        return self.values.value_with(self.theirs, account.share.index, account.type, -count)
 
 
 def no_passing_room(job: Job, values: TreeValues, final: bool, initial: bool) -> bool:
@@ -503,78 +503,3 @@ def no_passing_room(job: Job, values: TreeValues, final: bool, initial: bool) ->
         job.room_deficit = job.count - room
         return True
     return False
-
-
-def tree_fair_victims(
-    job: Job, values: TreeValues, final_first: bool, initial_second: bool, exclude_at: float
-) -> list[tuple[Job, int]] | None:
-    """``fair.fair_victims`` over the tree: the same candidates (other shares borrowing over their
-    own quota, wherever they sit, as Kueue's findCandidates; the own share's in-share ones), the
-    target from ``_target``, the strategies on the values of the two children of the lowest common
-    ancestor; None when no choice makes the job fit."""
-    account = job.account
-    own = account.share
-    n = job.count
-    within_quota = account.usage + n <= account.quota
-    pools = candidate_pools(job, exclude_at)
-    if not pools:
-        return None
-
-    account.shift(n)  # the job counts as admitted in its share throughout the search
-    taken: list[Job] = []
-    set_aside: list[ShareState] = []
-    aside: dict[int, list[Job]] = {}
-    while not _fits(account, n):
-        target = _target(pools, own, values)
-        if target is None:
-            break
-        if target.share is own:
-            victim = target.pop()
-            victim.account.shift(-victim.count)
-            taken.append(victim)
-            continue
-        mine, theirs = values.almost_lcas(own.index, target.share.index)
-        new, old = values.value(mine), values.value(theirs)
-        # As in one cohort: nothing changes until a candidate passes, and whether one passes
-        # depends only on its size (the target's side's value without it falls as it grows).
-        head = target.next
-        assert head is not None
-        target_account = head.account
-        if not _passes(final_first, new, old, values, theirs, target_account, 1):
-            _set_aside(target.pop(), target.share, aside, set_aside)
-            target.next = None
-            continue
-        passes_up_to = 1
-        fails_from = NO_LIMIT
-        while target.next is not None:
-            victim = target.pop()
-            count = victim.count
-            if count <= passes_up_to:
-                passes = True
-            elif count >= fails_from:
-                passes = False
-            else:
-                passes = _passes(final_first, new, old, values, theirs, target_account, count)
-                if passes:
-                    passes_up_to = count
-                else:
-                    fails_from = count
-            if passes:
-                victim.account.shift(-count)
-                taken.append(victim)
-                break
-            _set_aside(victim, target.share, aside, set_aside)
-    if not _fits(account, n) and initial_second:
-        # LessThanInitialShare over the set-aside candidates: at most one per share.
-        second = [_Candidates(share, job, None, 0, aside[share.index], exclude_at) for share in set_aside]
-        while not _fits(account, n):
-            target = _target(second, own, values)
-            if target is None:
-                break
-            mine, theirs = values.almost_lcas(own.index, target.share.index)
-            if initial_share_passes(values.value(mine), values.value(theirs)):
-                victim = target.pop()
-                victim.account.shift(-victim.count)
-                taken.append(victim)
-            second.remove(target)
-    return victims_needed(job, taken, within_quota)
