@@ -545,12 +545,7 @@ class _Replay(Admission):
             return
         deadline = runnable_deadline(since, self.timeout, now)
         job.deadline = deadline
-        due = self.expiring.get(deadline)
-        if due is None:
-            self.expiring[deadline] = [job]
-            heappush(self.deadline_times, deadline)
-        else:
-            due.append(job)
+        _add_at(self.expiring, self.deadline_times, deadline, job)
 
     def _cancel_all(self, jobs: list[Job], now: float) -> bool:
         """The jobs whose limit is up now, in trace order; those that started since, or were
@@ -897,12 +892,7 @@ class _Replay(Admission):
     def _plan_end(self, job: Job, end: float) -> None:
         """The job, just started, ends at ``end`` unless preempted (then its entry here is skipped)."""
         job.planned_end = end
-        ending = self.finishing.get(end)
-        if ending is None:
-            self.finishing[end] = [job]
-            heappush(self.finish_times, end)
-        else:
-            ending.append(job)
+        _add_at(self.finishing, self.finish_times, end, job)
 
     def _event(
         self, now: float, job: Job, kind: EventKind, cause: Cause | None = None, by: Job | None = None
@@ -942,3 +932,14 @@ class _Replay(Admission):
         for g in self.queues.groups:
             self.queues.settle_waiting_time(g)
         return Totals(self.shares)
+
+
+def _add_at(jobs_at: dict[float, list[Job]], times: list[float], time: float, job: Job) -> None:
+    """The job joins those due at ``time`` (planned ends, RUNNABLE deadlines): a list per instant,
+    the instants in a heap, so that jobs due at one instant are handled together."""
+    due = jobs_at.get(time)
+    if due is None:
+        jobs_at[time] = [job]
+        heappush(times, time)
+    else:
+        due.append(job)

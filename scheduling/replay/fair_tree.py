@@ -257,6 +257,30 @@ def _best_of(values: TreeValues, groups: list[Group], leave_out: Group | None, v
     return best
 
 
+def _value_at(up: Group, node: int, depth: list[int]) -> tuple[bool, int, int]:
+    """The value ``node`` would have with its nominee ``up``'s next job admitted (the node's place on
+    the path of ``up``'s share, whose values ``_values_on_path`` keeps)."""
+    return up.tree_values[depth[up.account.share.index] - depth[node]]
+
+
+def _offer(
+    best: list[Group | None],
+    best_value: list[tuple[bool, int, int]],
+    best_queue: list[int],
+    node: int,
+    up: Group,
+    value: tuple[bool, int, int],
+) -> None:
+    """``up``'s next job, with the value ``value`` at ``node``'s child it comes from, is offered to
+    ``node``: it becomes the node's best when it is the first or comes before it (section 8's round
+    order: the lower value, then queue order)."""
+    queue = up.jobs[up.ptr]
+    if best[node] is None or fair_round_before(value, queue, best_value[node], best_queue[node]):
+        best[node] = up
+        best_value[node] = value
+        best_queue[node] = queue
+
+
 def round_pick(values: TreeValues, tr: TreeRound, version: int) -> Group | None:
     """The round's next candidate (Kueue's fair_sharing_iterator): a tournament from the leaves up,
     each share sending up its best next job by the value the share would have with it admitted,
@@ -276,11 +300,7 @@ def round_pick(values: TreeValues, tr: TreeRound, version: int) -> Group | None:
         parent = tree.parent[node]
         if up is None or parent < 0:
             continue
-        # (the node's place on the nominee's share's path)
-        value = up.tree_values[depth[up.account.share.index] - depth[node]]
-        queue = up.jobs[up.ptr]
-        if nominee[parent] is None or fair_round_before(value, queue, best_value[parent], best_queue[parent]):
-            nominee[parent], best_value[parent], best_queue[parent] = up, value, queue
+        _offer(nominee, best_value, best_queue, parent, up, _value_at(up, node, depth))
     return nominee[tree.root]
 
 
@@ -321,15 +341,11 @@ def round_lead(values: TreeValues, tr: TreeRound, g: Group, version: int) -> int
         parent = tree.parent[node]
         if up is None or parent < 0:
             continue
-        value = up.tree_values[depth[up.account.share.index] - depth[node]]
-        queue = up.jobs[up.ptr]
         if on_path[row + node]:
             continue  # (g's side: what it offers up is g itself)
-        rival = rivals[parent]
-        if rival is None or fair_round_before(value, queue, rival_value[parent], rival_queue[parent]):
-            rivals[parent], rival_value[parent], rival_queue[parent] = up, value, queue
-        if nominee[parent] is None or fair_round_before(value, queue, best_value[parent], best_queue[parent]):
-            nominee[parent], best_value[parent], best_queue[parent] = up, value, queue
+        value = _value_at(up, node, depth)
+        _offer(rivals, rival_value, rival_queue, parent, up, value)
+        _offer(nominee, best_value, best_queue, parent, up, value)
     bound = -1
     # At its share, the other groups of the share; above, the other children's nominees.
     mine = g.tree_values

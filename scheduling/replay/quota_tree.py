@@ -203,19 +203,21 @@ class QuotaTree:
             p = 0
         for place in range(len(path) - 2, -1, -1):
             k = path[place] * n_types + t
-            limit = self.borrowing_limit[k]
-            lq = self.lq[k]
-            used = self.usage[k]
-            if limit != NONE:
-                over = used - lq if used > lq else 0
-                cap = self.sq[k] - lq - over + limit
-                if cap < p:
-                    p = cap
-            local = lq - used if lq > used else 0
-            p = local + p
-            if p < 0:
-                p = 0
+            p = self._available_below(k, p, self.usage[k])
         return p
+
+    def _available_below(self, k: int, p: int, used: int) -> int:
+        """available of node-type ``k`` using ``used``, its parent's being ``p`` (``available``)."""
+        limit = self.borrowing_limit[k]
+        lq = self.lq[k]
+        if limit != NONE:
+            over = used - lq if used > lq else 0
+            cap = self.sq[k] - lq - over + limit
+            if cap < p:
+                p = cap
+        local = lq - used if lq > used else 0
+        p = local + p
+        return p if p > 0 else 0
 
     def available_with(self, node: int, t: int, delta: int) -> int:
         """``available`` were the node's usage of type t ``delta`` more (a share: ``add`` or
@@ -242,18 +244,7 @@ class QuotaTree:
             p = 0
         for place in range(top - 1, -1, -1):
             k = path[place] * n_types + t
-            limit = self.borrowing_limit[k]
-            lq = self.lq[k]
-            used = self.usage[k] + changed[place]
-            if limit != NONE:
-                over = used - lq if used > lq else 0
-                cap = self.sq[k] - lq - over + limit
-                if cap < p:
-                    p = cap
-            local = lq - used if lq > used else 0
-            p = local + p
-            if p < 0:
-                p = 0
+            p = self._available_below(k, p, self.usage[k] + changed[place])
         return p
 
     def potential(self, node: int, t: int) -> int:

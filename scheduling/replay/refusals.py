@@ -142,20 +142,16 @@ class Refusals:
             # (section 12: a group whose jobs accept this type and others was refused on every type;
             # only this type's room and candidates changed, so the same terms hold for it)
             for g in account.groups + account.multi_groups if self.flavored else account.groups:
-                if not g.jobs or (g.refused == Group.OPEN and not g.fit_only):
-                    continue  # open already, with nothing assumed about it
-                knows_no_victims = g.refused == Group.NO_VICTIMS or (g.refused == Group.OPEN and g.fit_only)
-                if knows_no_victims and not victims_changed:
-                    within_quota = within_quota_once_admitted(account.usage, g.count, account.quota)
-                    if not (may_reclaim_now and within_quota):
-                        if g.refused == Group.OPEN:
-                            continue  # still without candidates, and open
-                        if room < 0:
-                            room = account.headroom()
-                        if g.count <= room:
-                            self.reopen(g, fit_only=True)
-                        continue
-                self.reopen(g)
+                if _assumes_nothing(g):
+                    continue
+                still_none = (
+                    _knows_no_victims(g)
+                    and not victims_changed
+                    and not (
+                        may_reclaim_now and within_quota_once_admitted(account.usage, g.count, account.quota)
+                    )
+                )
+                room = self._reopen_released(account, g, still_none, room)
         self._reopen_heads()
 
     def on_priority_change(self, job: Job, running: bool) -> None:
@@ -335,21 +331,28 @@ class Refusals:
             reach = NO_LIMIT if victims_changed or owner is None else (-2 if reaches else -1)
             room = -1  # the share's headroom, computed once if needed
             for g in account.groups + account.multi_groups if self.flavored else account.groups:
-                if not g.jobs or (g.refused == Group.OPEN and not g.fit_only):
+                if _assumes_nothing(g):
                     continue
-                knows_no_victims = g.refused == Group.NO_VICTIMS or (g.refused == Group.OPEN and g.fit_only)
+                knows_no_victims = _knows_no_victims(g)
                 if knows_no_victims and reach == -2:
                     reach = self._tree_reclaim_reach(account)
-                if knows_no_victims and g.count > reach:
-                    if g.refused == Group.OPEN:
-                        continue  # still without candidates, and open
-                    if room < 0:
-                        room = account.headroom()
-                    if g.count <= room:
-                        self.reopen(g, fit_only=True)
-                    continue
-                self.reopen(g)
+                room = self._reopen_released(account, g, knows_no_victims and g.count > reach, room)
         self._reopen_heads()
+
+    def _reopen_released(self, account: Account, g: Group, still_no_victims: bool, room: int) -> int:
+        """After a release: the group is reopened, unless it is known to have no preemption
+        candidate and gains none (``still_no_victims``); then it is reopened only to fit, if it now
+        fits. ``room``: the account's headroom, -1 until needed; returned as known after."""
+        if not still_no_victims:
+            self.reopen(g)
+            return room
+        if g.refused == Group.OPEN:
+            return room  # still without candidates, and open
+        if room < 0:
+            room = account.headroom()
+        if g.count <= room:
+            self.reopen(g, fit_only=True)
+        return room
 
     def _tree_reclaim_reach(self, account: Account) -> int:
         """The most instances with which a job of the account's share has hierarchical advantage at
@@ -401,3 +404,13 @@ class Refusals:
                 if (g.refused or g.fit_only) and g.jobs and g.count <= reach:
                     self.reopen(g)
             other.share.refused = False
+
+
+def _assumes_nothing(g: Group) -> bool:
+    """A group without jobs, or open with nothing assumed about it: a release changes nothing."""
+    return not g.jobs or (g.refused == Group.OPEN and not g.fit_only)
+
+
+def _knows_no_victims(g: Group) -> bool:
+    """The group's last refusal found no preemption candidate at all (or it is open to fit only)."""
+    return g.refused == Group.NO_VICTIMS or (g.refused == Group.OPEN and g.fit_only)
