@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 
 import pytest
+from aws_example import AWS_POLICY
 
 from scheduling.errors import InputError
 from scheduling.model import Policy
@@ -13,17 +14,6 @@ from scheduling.pending import find_job, job_timeline
 from scheduling.replay.engine import replay
 from scheduling.result import ReplayResult
 from scheduling.synthetic import demo_policy_dict, demo_pool_gpus, generate
-
-AWS = {
-    "instance_types": {"ml.g5.xlarge": {"gpus": 1, "hourly_price": 1.41}},
-    "capacity": {"ml.g5.xlarge": 3},
-    "shares": [
-        {"name": "QS1", "capacity": {"ml.g5.xlarge": 1}, "strategy": "LEND_AND_BORROW",
-         "borrow_limit_percent": 200, "in_share_preemption": "lower_priority"},
-        {"name": "QS2", "capacity": {"ml.g5.xlarge": 1}, "strategy": "LEND"},
-        {"name": "QS3", "capacity": {"ml.g5.xlarge": 1}, "strategy": "RESERVE"},
-    ],
-}  # fmt: skip
 
 
 @pytest.fixture
@@ -37,7 +27,7 @@ def aws(build_trace):
         ],
         [{"time": 200, "job_id": "p1", "priority": 4}],
     )
-    policy = Policy.from_dict(AWS)
+    policy = Policy.from_dict(AWS_POLICY)
     return policy, trace, replay(policy, trace)
 
 

@@ -5,6 +5,7 @@ Hand-computed on tiny replays; engine only."""
 from __future__ import annotations
 
 import pytest
+from aws_example import AWS_POLICY
 
 from scheduling.model import Policy
 from scheduling.replay.engine import replay
@@ -68,18 +69,8 @@ def test_strict_fifo_jobs_wait_behind_the_head(engine_run):
 
 def test_the_aws_example_waits_on_reserve_quota(engine_run):
     # SEMANTICS.md section 4: "p1 waits (QS3 lends nothing)".
-    pol = {
-        "instance_types": {"ml.g5.xlarge": {"gpus": 1, "hourly_price": 1.41}},
-        "capacity": {"ml.g5.xlarge": 3},
-        "shares": [
-            {"name": "QS1", "capacity": {"ml.g5.xlarge": 1}, "strategy": "LEND_AND_BORROW",
-             "borrow_limit_percent": 200, "in_share_preemption": "lower_priority"},
-            {"name": "QS2", "capacity": {"ml.g5.xlarge": 1}, "strategy": "LEND"},
-            {"name": "QS3", "capacity": {"ml.g5.xlarge": 1}, "strategy": "RESERVE"},
-        ],
-    }  # fmt: skip
     out = engine_run(
-        pol,
+        AWS_POLICY,
         """
         job_id submit_time share duration priority
         p3     0           QS1   1000     3
