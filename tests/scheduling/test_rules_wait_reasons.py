@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import pytest
 from aws_example import AWS_POLICY
-
-from scheduling.model import Policy
-from scheduling.replay.engine import replay
-from scheduling.synthetic import demo_policy_dict, demo_pool_gpus, generate
+from conftest import demo_replay
 
 TWO_JOBS = """
 job_id submit_time share duration
@@ -84,10 +81,7 @@ def test_the_aws_example_waits_on_reserve_quota(engine_run):
 
 @pytest.mark.parametrize("queueing", ["best_effort_fifo", "strict_fifo"])
 def test_reasons_add_up_to_the_time_spent_queued(queueing):
-    trace = generate(3000, seed=3)
-    policy = Policy.from_dict({**demo_policy_dict(demo_pool_gpus(trace)), "queueing": queueing})
-    result = replay(policy, trace)
-    out = result.to_dict(include_jobs=True, include_events=False)
+    _, _, result, out = demo_replay(3000, 3, queueing)
     for share_metrics in out["shares"]:
         queued = sum(j["queued"] for j in out["jobs"] if j["share"] == share_metrics["name"])
         assert sum(share_metrics["waited_by_reason_seconds"].values()) == pytest.approx(queued, rel=1e-9)
