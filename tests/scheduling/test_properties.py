@@ -15,9 +15,11 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+from conftest import JOB_FIELDS
 from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
 from reference import reference_replay
+from test_rules_preemption_loops import SMALL
 
 from scheduling.cohorts import CohortTree
 from scheduling.model import Policy, Share, Strategy, borrow_limit_from_percent
@@ -31,18 +33,8 @@ FAIR_STRATEGY_LISTS = (
     ["LessThanInitialShare"],
     ["LessThanOrEqualToFinalShare", "LessThanInitialShare"],
 )
-COMPARED = (
-    "job_id",
-    "share",
-    "state",
-    "first_start",
-    "end",
-    "wait",
-    "queued",
-    "preemptions",
-    "lost_seconds",
-    "reason",
-)
+# conftest.JOB_FIELDS but the type a job ran on: compared where the scenarios have several types.
+COMPARED = tuple(key for key in JOB_FIELDS if key != "instance_type")
 CAUSES = ("cross_share", "in_share", "fair_sharing", "capacity")
 
 
@@ -273,19 +265,7 @@ def test_engine_matches_reference(build_trace, replay_engine, scenario):
 
 # Random policies loop rarely (none in 3,000 examples): these scenarios are variations of the small cycle at
 # t = 32 (test_rules_preemption_loops.py), about one in ten of which loops at one instant or more.
-LOOP_POLICY: dict[str, Any] = {
-    "instance_types": {"x": {"gpus": 1, "hourly_price": 1.0}}, "capacity": {"x": 4},
-    "shares": [
-        {"name": "S0", "capacity": {"x": 2}, "strategy": "LEND_AND_BORROW",
-         "in_share_preemption": "lower_priority", "reclaim": "any"},
-        {"name": "S1", "capacity": {"x": 1}, "strategy": "LEND_AND_BORROW",
-         "in_share_preemption": "lower_priority", "reclaim": "lower_priority", "lending_limit": 1},
-        {"name": "S2", "capacity": {"x": 1}, "strategy": "LEND_AND_BORROW",
-         "in_share_preemption": "lower_or_newer_equal_priority", "reclaim": "any", "fair_weight": 0.5},
-    ],
-    "fair_sharing": {"preemption_strategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]},
-    "runnable_timeout_seconds": 15,
-}  # fmt: skip
+LOOP_POLICY: dict[str, Any] = SMALL  # its queueing is drawn
 # (job_id, submit_time, share, duration, priority, instance_count, checkpoint_interval, preemption_retries)
 LOOP_JOBS = [
     ("j0", 30, "S2", 19.5, 0, 1, 12, None),
