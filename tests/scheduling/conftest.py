@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from reference import reference_replay
 
+from scheduling.errors import InputError
 from scheduling.model import Policy
 from scheduling.trace import NO_TYPE, UNLIMITED_RETRIES, PriorityUpdates, Trace
 
@@ -164,6 +165,14 @@ def demo_replay(n_jobs: int, seed: int, queueing: str) -> tuple[Policy, Trace, A
     policy = Policy.from_dict({**demo_policy_dict(demo_pool_gpus(trace)), "queueing": queueing})
     result = replay(policy, trace)
     return policy, trace, result, result.to_dict(include_jobs=True, include_events=False)
+
+
+def refusal(read: Callable[..., Any], *args: Any, **options: Any) -> InputError:
+    """The InputError that ``read(*args, **options)`` raises, for the importers' tests to check its field
+    and reason; the test fails if it raises none."""
+    with pytest.raises(InputError) as caught:
+        read(*args, **options)
+    return caught.value
 
 
 RUNNERS: dict[str, Callable[[Policy, Trace], dict[str, Any]]] = {
