@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any, NoReturn
 
 import pytest
 from django.test import TestCase
@@ -41,3 +42,18 @@ def eager_celery():
     """Tasks run inline when sent, for the whole test."""
     with eager_tasks():
         yield
+
+
+def raise_on_every_call(
+    monkeypatch: pytest.MonkeyPatch, target: Any, name: str, error: Exception
+) -> list[int]:
+    """Replace ``target.name`` by a stand-in that raises ``error`` whenever it is called; the list it
+    returns grows by one a call, for tests that count how often a failing step was tried (retries)."""
+    calls: list[int] = []
+
+    def raising(*args: Any, **kwargs: Any) -> NoReturn:
+        calls.append(1)
+        raise error
+
+    monkeypatch.setattr(target, name, raising)
+    return calls
