@@ -10,6 +10,7 @@ from typing import Any, NoReturn
 import pytest
 from django.test import TestCase
 
+from planner.capacity.models import InstanceType, Policy, Pool, ShareSpec
 from planner.celery import app as celery_app
 
 
@@ -57,3 +58,23 @@ def raise_on_every_call(
 
     monkeypatch.setattr(target, name, raising)
     return calls
+
+
+def one_type_pool(
+    name: str, instance_type: str, count: int, *, gpus: int = 1, hourly_price: float = 0.0
+) -> Pool:
+    """A pool of ``count`` instances of one type: the setting most tests replay on. The type is made
+    with ``gpus`` and ``hourly_price`` unless the database has it already (it then stays as it is)."""
+    InstanceType.objects.get_or_create(
+        name=instance_type, defaults={"gpus": gpus, "hourly_price": hourly_price}
+    )
+    pool = Pool.objects.create(name=name)
+    pool.set_capacity({instance_type: count})
+    return pool
+
+
+def policy_with_shares(name: str, pool: Pool, shares: list[ShareSpec]) -> Policy:
+    """A stored policy on ``pool`` with these shares (a policy is made empty, then given its shares)."""
+    policy = Policy.objects.create(name=name, pool=pool)
+    policy.replace_shares(shares)
+    return policy
