@@ -175,27 +175,29 @@ def victim_order_case(run, b_jobs: str):
     return run(pol, jobs)
 
 
-def test_victim_order_lowest_priority_first(run):
-    r = victim_order_case(
-        run,
-        """
-        b1     0           B     1000     1        1
-        b2     10          B     1000     2        1
-    """,
-    )
-    # b1 is the oldest start and the smaller id, but has the lowest priority
-    assert r.at(100) == [(100, "b1", "preempt", "cross_share", "a1"), (100, "a1", "start", None, None)]
-
-
-def test_victim_order_most_recently_started_first(run):
-    r = victim_order_case(
-        run,
-        """
-        b2     0           B     1000     1        1
-        b1     10          B     1000     1        1
-    """,
-    )
-    # equal priority: b1 started last (job_id descending alone would pick b2)
+@pytest.mark.parametrize(
+    "b_jobs",
+    [
+        # b1 is the oldest start and the smaller id, but has the lowest priority
+        pytest.param(
+            """
+            b1     0           B     1000     1        1
+            b2     10          B     1000     2        1
+            """,
+            id="lowest_priority_first",
+        ),
+        # equal priority: b1 started last (job_id descending alone would pick b2)
+        pytest.param(
+            """
+            b2     0           B     1000     1        1
+            b1     10          B     1000     1        1
+            """,
+            id="most_recently_started_first",
+        ),
+    ],
+)
+def test_victim_order_takes_b1(run, b_jobs):
+    r = victim_order_case(run, b_jobs)
     assert r.at(100) == [(100, "b1", "preempt", "cross_share", "a1"), (100, "a1", "start", None, None)]
 
 
