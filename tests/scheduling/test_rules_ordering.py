@@ -4,14 +4,7 @@ order of events at one instant. One instance type ``gpu``."""
 from __future__ import annotations
 
 import pytest
-
-
-def policy(capacity: int, *shares: dict, **options) -> dict:
-    return {"capacity": {"gpu": capacity}, "shares": list(shares), **options}
-
-
-def share(name: str, quota: int, strategy: str = "LEND_AND_BORROW", **options) -> dict:
-    return {"name": name, "capacity": {"gpu": quota}, "strategy": strategy, **options}
+from gpu_policies import policy, share
 
 
 def test_jobs_not_needing_to_borrow_go_first(run):

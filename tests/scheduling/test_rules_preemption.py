@@ -4,15 +4,7 @@ and "never fits preempts nobody". One instance type ``gpu``."""
 from __future__ import annotations
 
 import pytest
-
-
-def policy(capacity: int, *shares: dict) -> dict:
-    return {"capacity": {"gpu": capacity}, "shares": list(shares)}
-
-
-def share(name: str, quota: int, strategy: str = "LEND_AND_BORROW", **options) -> dict:
-    return {"name": name, "capacity": {"gpu": quota}, "strategy": strategy, **options}
-
+from gpu_policies import policy, share
 
 # B runs b1 (priority 5) on its quota and b2 (priority 1) on A's idle instance; A's job comes at 100.
 RECLAIM_JOBS = """

@@ -3,13 +3,7 @@ One instance type ``gpu``."""
 
 from __future__ import annotations
 
-
-def policy(capacity: int, *shares: dict, **options) -> dict:
-    return {"capacity": {"gpu": capacity}, "shares": list(shares), **options}
-
-
-def share(name: str, quota: int, strategy: str = "LEND_AND_BORROW", **options) -> dict:
-    return {"name": name, "capacity": {"gpu": quota}, "strategy": strategy, **options}
+from gpu_policies import policy, share
 
 
 def test_a_job_is_cancelled_exactly_at_its_limit(run):

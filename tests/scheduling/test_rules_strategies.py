@@ -3,13 +3,7 @@ borrowing invariant. One instance type ``gpu`` unless said otherwise; every job 
 
 from __future__ import annotations
 
-
-def policy(capacity: int, *shares: dict, **options) -> dict:
-    return {"capacity": {"gpu": capacity}, "shares": list(shares), **options}
-
-
-def share(name: str, quota: int, strategy: str, **options) -> dict:
-    return {"name": name, "capacity": {"gpu": quota}, "strategy": strategy, **options}
+from gpu_policies import policy, share
 
 
 def test_reserve_share_never_lends(run):

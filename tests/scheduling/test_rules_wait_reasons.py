@@ -7,16 +7,13 @@ from __future__ import annotations
 import pytest
 from aws_example import AWS_POLICY
 from conftest import demo_replay
+from gpu_policies import share
 
 TWO_JOBS = """
 job_id submit_time share duration
 a1     0           A     100
 a2     0           A     100
 """
-
-
-def share(name: str, quota: int, strategy: str, **options) -> dict:
-    return {"name": name, "capacity": {"gpu": quota}, "strategy": strategy, **options}
 
 
 def waited(out: dict, share_name: str) -> dict:
