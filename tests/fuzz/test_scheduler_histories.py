@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
+from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -74,23 +75,26 @@ def _read_or_refuse(data: bytes, fmt: str) -> None:
         assert len(trace) >= 1
 
 
+def _damage_one(data: st.DataObject, records: list, new: Any) -> list:
+    """A copy of ``records`` with one value, drawn from any of them at any depth, replaced by ``new``."""
+    index = data.draw(st.integers(0, len(records) - 1))
+    path = data.draw(st.sampled_from(list(_paths(records[index]))))
+    damaged = list(records)
+    damaged[index] = _replace(records[index], path, new)
+    return damaged
+
+
 @FUZZ
 @given(data=st.data(), new=junk)
 def test_a_damaged_describe_service_job_record(data, new):
-    index = data.draw(st.integers(0, len(AWS_JOBS) - 1))
-    path = data.draw(st.sampled_from(list(_paths(AWS_JOBS[index]))))
-    jobs = list(AWS_JOBS)
-    jobs[index] = _replace(jobs[index], path, new)
+    jobs = _damage_one(data, AWS_JOBS, new)
     _read_or_refuse("\n".join(json.dumps(job) for job in jobs).encode(), "aws-batch-jobs")
 
 
 @FUZZ
 @given(data=st.data(), new=junk)
 def test_a_damaged_workload(data, new):
-    index = data.draw(st.integers(0, len(KUEUE_ITEMS) - 1))
-    path = data.draw(st.sampled_from(list(_paths(KUEUE_ITEMS[index]))))
-    items = list(KUEUE_ITEMS)
-    items[index] = _replace(items[index], path, new)
+    items = _damage_one(data, KUEUE_ITEMS, new)
     _read_or_refuse(
         json.dumps({"apiVersion": "v1", "items": items, "kind": "List"}).encode(), "kueue-workloads"
     )

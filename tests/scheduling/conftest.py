@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from reference import reference_replay
 
+from scheduling.errors import InputError
 from scheduling.model import Policy
 from scheduling.trace import NO_TYPE, UNLIMITED_RETRIES, PriorityUpdates, Trace
 
@@ -152,6 +153,26 @@ def engine_result(policy: Policy, trace: Trace) -> dict[str, Any]:
     from scheduling.replay.engine import replay
 
     return replay(policy, trace, record_events=True).to_dict(include_jobs=True, include_events=True)
+
+
+def demo_replay(n_jobs: int, seed: int, queueing: str) -> tuple[Policy, Trace, Any, dict[str, Any]]:
+    """A synthetic trace replayed on the demo policy with its queueing set: (policy, trace, result, the
+    result's dict with jobs), for checks that every job's or share's waits add up over many jobs."""
+    from scheduling.replay.engine import replay
+    from scheduling.synthetic import demo_policy_dict, demo_pool_gpus, generate
+
+    trace = generate(n_jobs, seed=seed)
+    policy = Policy.from_dict({**demo_policy_dict(demo_pool_gpus(trace)), "queueing": queueing})
+    result = replay(policy, trace)
+    return policy, trace, result, result.to_dict(include_jobs=True, include_events=False)
+
+
+def refusal(read: Callable[..., Any], *args: Any, **options: Any) -> InputError:
+    """The InputError that ``read(*args, **options)`` raises, for the importers' tests to check its field
+    and reason; the test fails if it raises none."""
+    with pytest.raises(InputError) as caught:
+        read(*args, **options)
+    return caught.value
 
 
 RUNNERS: dict[str, Callable[[Policy, Trace], dict[str, Any]]] = {

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
+from gpu_policies import policy, priced, share
 
 from scheduling.advisor import (
     MAX_VARIANTS,
@@ -22,15 +23,13 @@ from scheduling.errors import InputError
 from scheduling.model import Policy
 from scheduling.synthetic import demo_policy_dict
 
-BASE = {
-    "name": "lab",
-    "instance_types": {"gpu": {"gpus": 1, "hourly_price": 2.0}},
-    "capacity": {"gpu": 10},
-    "shares": [
-        {"name": "train", "capacity": {"gpu": 6}, "strategy": "LEND_AND_BORROW", "borrow_limit_percent": 100},
-        {"name": "infer", "capacity": {"gpu": 4}, "strategy": "RESERVE"},
-    ],
-}
+BASE = policy(
+    10,
+    share("train", 6, borrow_limit_percent=100),
+    share("infer", 4, "RESERVE"),
+    name="lab",
+    instance_types=priced(2.0),
+)
 
 
 def test_share_options_count_only_meaningful_combinations():
@@ -90,8 +89,8 @@ def test_large_grid_is_thinned_evenly():
     base = demo_policy_dict(40)
     out = variants(base, mode="grid", size=76)
     assert len(out) == 76
-    for share in base["shares"]:
-        seen = Counter(v.changes[share["name"]] for v in out if share["name"] in v.changes)
+    for base_share in base["shares"]:
+        seen = Counter(v.changes[base_share["name"]] for v in out if base_share["name"] in v.changes)
         assert len(seen) >= 37 and max(seen.values()) <= 3  # the base's own setting is not a change
 
 

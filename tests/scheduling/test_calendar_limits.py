@@ -29,23 +29,24 @@ CHANGES = [
 ]
 
 
-def test_the_steps_hold_what_is_in_force_from_each_instant():
-    steps = capacity_steps(parse_policy(policy(CHANGES)), 0, 40)
-    # 4 x 8 GPUs until 10, 6 x 8 from 10, 5 x 8 from 20; share a 2 x 8 until 20, then 3 x 8.
-    assert steps == {
-        "t": [0.0, 10.0, 20.0, 40.0],
-        "pool": [32.0, 48.0, 40.0, 40.0],
-        "shares": {"a": [16.0, 16.0, 24.0, 24.0], "b": [8.0, 8.0, 8.0, 8.0]},
-    }
-
-
-def test_a_window_starting_after_a_change_starts_with_it_in_force():
-    steps = capacity_steps(parse_policy(policy(CHANGES)), 15, 60)
-    assert steps == {
-        "t": [15.0, 20.0, 50.0, 60.0],
-        "pool": [48.0, 40.0, 32.0, 32.0],
-        "shares": {"a": [16.0, 24.0, 24.0, 24.0], "b": [8.0, 8.0, 8.0, 8.0]},
-    }
+@pytest.mark.parametrize(
+    ("start", "end", "t", "pool", "share_a"),
+    [
+        # 4 x 8 GPUs until 10, 6 x 8 from 10, 5 x 8 from 20; share a 2 x 8 until 20, then 3 x 8.
+        pytest.param(
+            0, 40, [0.0, 10.0, 20.0, 40.0], [32.0, 48.0, 40.0, 40.0], [16.0, 16.0, 24.0, 24.0],
+            id="the_steps_hold_what_is_in_force_from_each_instant",
+        ),
+        # a window starting after a change starts with it in force (and the change at 50 is a step)
+        pytest.param(
+            15, 60, [15.0, 20.0, 50.0, 60.0], [48.0, 40.0, 32.0, 32.0], [16.0, 24.0, 24.0, 24.0],
+            id="a_window_starting_after_a_change_starts_with_it_in_force",
+        ),
+    ],
+)  # fmt: skip
+def test_capacity_steps_over_a_window(start, end, t, pool, share_a):
+    steps = capacity_steps(parse_policy(policy(CHANGES)), start, end)
+    assert steps == {"t": t, "pool": pool, "shares": {"a": share_a, "b": [8.0] * 4}}
 
 
 def test_the_steps_agree_with_the_policy_at_every_instant():

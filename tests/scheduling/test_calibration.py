@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from gpu_policies import policy, priced, share
 
 from scheduling.calibration import (
     calibrate,
@@ -31,15 +32,9 @@ from scheduling.traces import read_trace
 OPENB = Path(__file__).resolve().parents[3] / "shared" / "data" / "alibaba-openb-2023"
 
 # Two shares of one GPU each, both RESERVE. Times in seconds.
-POLICY = {
-    "name": "in-force",
-    "instance_types": {"gpu": {"gpus": 1, "hourly_price": 1.0}},
-    "capacity": {"gpu": 2},
-    "shares": [
-        {"name": "A", "capacity": {"gpu": 1}, "strategy": "RESERVE"},
-        {"name": "B", "capacity": {"gpu": 1}, "strategy": "RESERVE"},
-    ],
-}
+POLICY = policy(
+    2, share("A", 1, "RESERVE"), share("B", 1, "RESERVE"), name="in-force", instance_types=priced(1.0)
+)
 # a1 and a2 both arrive at 0: a1 runs, a2 waits 10,000 s for it (recorded: 5,000 s). a3 has no
 # recorded start; a4 asks for 2 GPUs of a 1-GPU RESERVE share (never starts in the replay). b1
 # starts at once in the replay (recorded: 3,000 s); b2's recorded start is before its submit.

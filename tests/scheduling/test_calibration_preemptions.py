@@ -4,6 +4,8 @@ the replay under the policy in force, with a verdict in words (scheduling.calibr
 import io
 import json
 
+from aws_example import aws_policy
+
 from scheduling.calibration import calibrate, compare_preemptions, preemption_direction
 from scheduling.model import Policy
 from scheduling.replay.engine import replay
@@ -11,22 +13,7 @@ from scheduling.traces import read_trace
 
 # SEMANTICS.md section 4's AWS example as an AWS Batch history: QS1's p2 borrows QS2's idle instance
 # and is preempted (cross-share) when QS2's q submits at t=10 s; the history recorded 3 preemptions of p2.
-POLICY = {
-    "name": "aws-example",
-    "instance_types": {"ml.g5.xlarge": {"gpus": 1, "hourly_price": 1.41}},
-    "capacity": {"ml.g5.xlarge": 3},
-    "shares": [
-        {
-            "name": "QS1",
-            "capacity": {"ml.g5.xlarge": 1},
-            "strategy": "LEND_AND_BORROW",
-            "borrow_limit_percent": 200,
-            "in_share_preemption": "lower_priority",
-        },
-        {"name": "QS2", "capacity": {"ml.g5.xlarge": 1}, "strategy": "LEND"},
-        {"name": "QS3", "capacity": {"ml.g5.xlarge": 1}, "strategy": "RESERVE"},
-    ],
-}
+POLICY = aws_policy(name="aws-example")
 
 
 def service_job(job_id, share, priority, created_s, started_s, stopped_s, preempted):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import make_trace
+from gpu_policies import policy, priced, share
 
 from scheduling.capacity_curve import (
     common_window,
@@ -22,15 +23,9 @@ from scheduling.model import Policy
 from scheduling.replay.engine import replay
 from scheduling.scaling import policy_at
 
-SPLIT = {
-    "name": "split",
-    "instance_types": {"gpu": {"gpus": 1, "hourly_price": 2.0}},
-    "capacity": {"gpu": 2},
-    "shares": [
-        {"name": "a", "capacity": {"gpu": 1}, "strategy": "RESERVE"},
-        {"name": "b", "capacity": {"gpu": 1}, "strategy": "RESERVE"},
-    ],
-}
+SPLIT = policy(
+    2, share("a", 1, "RESERVE"), share("b", 1, "RESERVE"), name="split", instance_types=priced(2.0)
+)
 # a submits two one-hour jobs at once, b one.
 TRACE = make_trace([
     {"job_id": 1, "submit_time": 0, "share": "a", "duration": 3600},

@@ -9,28 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from aws_example import aws_policy
 
 REPO = Path(__file__).resolve().parents[2]
-T = "ml.g5.xlarge"
-AWS_POLICY = {
-    "name": "seed-demo",
-    "instance_types": {T: {"gpus": 1, "hourly_price": 1.41}},
-    "capacity": {T: 3},
-    "queueing": "best_effort_fifo",
-    "startup_seconds": 0,
-    "shares": [
-        {
-            "name": "QS1",
-            "capacity": {T: 1},
-            "strategy": "LEND_AND_BORROW",
-            "borrow_limit_percent": 200,
-            "in_share_preemption": "lower_priority",
-            "reclaim": "any",
-        },
-        {"name": "QS2", "capacity": {T: 1}, "strategy": "LEND"},
-        {"name": "QS3", "capacity": {T: 1}, "strategy": "RESERVE"},
-    ],
-}
+# The example with two defaults written out: the CLI reads them as any policy file may have them.
+AWS_POLICY = aws_policy(queueing="best_effort_fifo", startup_seconds=0)
 AWS_CSV = """job_id,submit_time,share,duration,priority
 p3,0,QS1,1000,3
 p2,0,QS1,1000,2

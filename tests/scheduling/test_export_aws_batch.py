@@ -8,28 +8,13 @@ import json
 from pathlib import Path
 
 import pytest
+from aws_example import AWS_POLICY, P4, T
 
 from scheduling.errors import InputError
 from scheduling.export import from_aws_batch, to_aws_batch
 from scheduling.model import Policy
 
 GOLDEN = Path(__file__).parent / "data" / "export" / "aws-example"
-T = "ml.g5.xlarge"
-P4 = "ml.p4d.24xlarge"
-
-# SEMANTICS.md section 4 (the same policy as test_rules_aws_example.py).
-AWS_POLICY = {
-    "name": "seed-demo",
-    "instance_types": {T: {"gpus": 1, "hourly_price": 1.41}},
-    "capacity": {T: 3},
-    "shares": [
-        {"name": "QS1", "capacity": {T: 1}, "strategy": "LEND_AND_BORROW",
-         "borrow_limit_percent": 200, "in_share_preemption": "lower_priority", "reclaim": "any"},
-        {"name": "QS2", "capacity": {T: 1}, "strategy": "LEND"},
-        {"name": "QS3", "capacity": {T: 1}, "strategy": "RESERVE"},
-    ],
-}  # fmt: skip
-
 # Two instance types, unassigned capacity, unlimited borrowing both ways of saying it, a start-up time.
 TWO_TYPES = {
     "name": "research_pool",

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from aws_example import AWS_JOBS, AWS_POLICY, AWS_UPDATES, P4, T
 
 from scheduling.errors import InputError
 from scheduling.export import from_kueue_yaml, to_kueue_yaml
@@ -16,21 +17,6 @@ from scheduling.export.kueue import parse_quantity
 from scheduling.model import Policy
 
 GOLDEN = Path(__file__).parent / "data" / "export" / "aws-example.kueue.yaml"
-T = "ml.g5.xlarge"
-P4 = "ml.p4d.24xlarge"
-
-AWS_POLICY = {
-    "name": "seed-demo",
-    "instance_types": {T: {"gpus": 1, "hourly_price": 1.41}},
-    "capacity": {T: 3},
-    "shares": [
-        {"name": "QS1", "capacity": {T: 1}, "strategy": "LEND_AND_BORROW",
-         "borrow_limit_percent": 200, "in_share_preemption": "lower_priority", "reclaim": "any"},
-        {"name": "QS2", "capacity": {T: 1}, "strategy": "LEND"},
-        {"name": "QS3", "capacity": {T: 1}, "strategy": "RESERVE"},
-    ],
-}  # fmt: skip
-
 # Every knob Kueue has: absolute limits both ways, all preemption settings, strict FIFO, 8-GPU instances,
 # unassigned capacity (1 x T, 1 x P4) and a start-up time.
 KUEUE_STYLE = {
@@ -101,15 +87,7 @@ def test_aws_example_comes_back_with_its_percent_as_an_absolute_limit():
 
 def test_aws_example_replays_the_same_after_the_kueue_round_trip(run):
     back = from_kueue_yaml(to_kueue_yaml(AWS_POLICY))
-    jobs = """
-    job_id submit_time share duration priority
-    p3     0           QS1   1000     3
-    p2     0           QS1   1000     2
-    p1     0           QS1   300      1
-    q2     100         QS2   500      0
-    """
-    updates = "time job_id priority\n200 p1 4"
-    assert run(back, jobs, updates).events == run(AWS_POLICY, jobs, updates).events
+    assert run(back, AWS_JOBS, AWS_UPDATES).events == run(AWS_POLICY, AWS_JOBS, AWS_UPDATES).events
 
 
 def test_kueue_style_round_trip_gives_the_same_policy():

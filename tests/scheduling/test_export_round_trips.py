@@ -39,22 +39,19 @@ def quotas(draw, capacity: dict, count: int) -> list[dict]:
 
 
 @st.composite
-def aws_policies(draw) -> dict:
+def policy_bases(draw) -> dict:
+    """A named pool with a start-up time and one to four shares of it, each with a quota that fits and a
+    drawn strategy: what both exports carry; each export's policies add the share knobs it has."""
     instance_types, capacity = draw(pools())
     count = draw(st.integers(1, 4))
-    shares = []
-    for name, quota in zip(SHARE_NAMES, draw(quotas(capacity, count)), strict=False):
-        share = {
+    shares = [
+        {
             "name": name,
             "capacity": quota,
             "strategy": draw(st.sampled_from(["RESERVE", "LEND", "LEND_AND_BORROW"])),
         }
-        if share["strategy"] == "LEND_AND_BORROW":
-            percent = draw(st.sampled_from([None, -1, 0, 50, 100, 200, 350]))
-            if percent is not None:
-                share["borrow_limit_percent"] = percent
-        share["in_share_preemption"] = draw(st.sampled_from(["never", "lower_priority"]))
-        shares.append(share)
+        for name, quota in zip(SHARE_NAMES, draw(quotas(capacity, count)), strict=False)
+    ]
     return {
         "name": draw(st.sampled_from(["pool-a", "Research Pool 2"])),
         "instance_types": instance_types,
@@ -65,13 +62,23 @@ def aws_policies(draw) -> dict:
 
 
 @st.composite
+def aws_policies(draw) -> dict:
+    policy = draw(policy_bases())
+    for share in policy["shares"]:
+        if share["strategy"] == "LEND_AND_BORROW":
+            percent = draw(st.sampled_from([None, -1, 0, 50, 100, 200, 350]))
+            if percent is not None:
+                share["borrow_limit_percent"] = percent
+        share["in_share_preemption"] = draw(st.sampled_from(["never", "lower_priority"]))
+    return policy
+
+
+@st.composite
 def kueue_policies(draw) -> dict:
-    instance_types, capacity = draw(pools())
-    count = draw(st.integers(1, 4))
-    shares = []
-    for name, quota in zip(SHARE_NAMES, draw(quotas(capacity, count)), strict=False):
-        strategy = draw(st.sampled_from(["RESERVE", "LEND", "LEND_AND_BORROW"]))
-        share = {"name": name, "capacity": quota, "strategy": strategy}
+    policy = draw(policy_bases())
+    capacity = policy["capacity"]
+    for share in policy["shares"]:
+        quota, strategy = share["capacity"], share["strategy"]
         if strategy == "LEND_AND_BORROW":
             limited = draw(st.lists(st.sampled_from(list(capacity)), unique=True))
             if limited:
@@ -101,15 +108,8 @@ def kueue_policies(draw) -> dict:
                     st.sampled_from(["BorrowingOverPreemption", "PreemptionOverBorrowing"])
                 )
             share["flavor_fungibility"] = fungibility
-        shares.append(share)
-    return {
-        "name": draw(st.sampled_from(["pool-a", "Research Pool 2"])),
-        "instance_types": instance_types,
-        "capacity": capacity,
-        "queueing": draw(st.sampled_from(["best_effort_fifo", "strict_fifo"])),
-        "startup_seconds": draw(st.sampled_from([0, 90, 300.5])),
-        "shares": shares,
-    }
+    policy["queueing"] = draw(st.sampled_from(["best_effort_fifo", "strict_fifo"]))
+    return policy
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -6,34 +6,12 @@ from __future__ import annotations
 
 import pytest
 import yaml
+from aws_example import PLANNED, T
 
 from scheduling.errors import InputError
 from scheduling.export import from_aws_batch, from_kueue_yaml, to_aws_batch, to_kueue_yaml
 from scheduling.export.aws_batch import JOB_QUEUE
 from scheduling.model import Policy
-
-TYPE = "ml.g5.xlarge"
-# The AWS example with a training plan for QS1 (2 instances from 100 to 500 s), fair sharing with
-# one strategy, weights 2 and 0.5, and a 2-hour RUNNABLE limit.
-PLANNED = {
-    "name": "planned",
-    "instance_types": {TYPE: {"gpus": 1, "hourly_price": 1.41}},
-    "capacity": {TYPE: 3},
-    "shares": [
-        {"name": "QS1", "capacity": {TYPE: 1}, "strategy": "LEND_AND_BORROW", "borrow_limit_percent": 200,
-         "in_share_preemption": "lower_priority", "fair_weight": 2},
-        {"name": "QS2", "capacity": {TYPE: 1}, "strategy": "LEND", "fair_weight": 0.5},
-        {"name": "QS3", "capacity": {TYPE: 1}, "strategy": "RESERVE"},
-    ],
-    "fair_sharing": {"preemption_strategies": ["LessThanInitialShare"]},
-    "changes": [
-        {"time": 100, "capacity": {TYPE: 5}},
-        {"time": 100, "share": "QS1", "capacity": {TYPE: 3}},
-        {"time": 500, "capacity": {TYPE: 3}},
-        {"time": 500, "share": "QS1", "capacity": {TYPE: 1}},
-    ],
-    "runnable_timeout_seconds": 7200,
-}  # fmt: skip
 
 
 def documents_of(text: str) -> dict[str, dict]:
@@ -57,7 +35,7 @@ def test_kueue_round_trip_keeps_sections_8_to_10():
     # limit is absolute, as Kueue has it: a percent would come back absolute)
     shares = [dict(share) for share in PLANNED["shares"]]
     del shares[0]["borrow_limit_percent"]
-    shares[0]["borrowing_limit"] = {TYPE: 2}
+    shares[0]["borrowing_limit"] = {T: 2}
     policy = {**PLANNED, "shares": shares}
     assert Policy.from_dict(from_kueue_yaml(to_kueue_yaml(policy))) == Policy.from_dict(policy)
 

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import refusal
 
 from scheduling.errors import InputError
 from scheduling.traces import read_trace
@@ -41,12 +42,6 @@ def job(job_id="j1", **changes):
 def read(*records, stats=None, **options):
     text = "\n".join(json.dumps(r) for r in records)
     return read_trace(io.BytesIO(text.encode()), format="aws-batch-jobs", stats=stats, **options)
-
-
-def refused(*records, **options) -> InputError:
-    with pytest.raises(InputError) as caught:
-        read(*records, **options)
-    return caught.value
 
 
 def test_a_describe_record_becomes_one_job():
@@ -175,52 +170,52 @@ def test_gzip_is_looked_through():
 
 
 def test_stopped_before_started_is_refused():
-    error = refused(job(), job("j2", stoppedAt=T0))
+    error = refusal(read, job(), job("j2", stoppedAt=T0))
     assert (error.row, error.field) == (2, "stoppedAt")
     assert "job j2" in error.reason and "before startedAt" in error.reason
 
 
 def test_an_attempt_stopping_before_it_started_is_refused():
-    error = refused(job(attempts=[{"startedAt": T0 + 600_000, "stoppedAt": T0}]))
+    error = refusal(read, job(attempts=[{"startedAt": T0 + 600_000, "stoppedAt": T0}]))
     assert error.field == "attempts[0].stoppedAt"
 
 
 def test_a_start_before_the_job_was_created_is_refused():
-    error = refused(job(startedAt=T0 - 1000, attempts=None))
+    error = refusal(read, job(startedAt=T0 - 1000, attempts=None))
     assert error.field == "startedAt" and "before its createdAt" in error.reason
 
 
 def test_a_missing_created_at_is_refused():
-    error = refused(job(createdAt=None))
+    error = refusal(read, job(createdAt=None))
     assert error.field == "createdAt" and error.reason == "job j1: is missing"
 
 
 def test_a_job_id_repeated_across_pages_is_refused():
-    error = refused({"jobSummaryList": [job()]}, {"jobSummaryList": [job()]})
+    error = refusal(read, {"jobSummaryList": [job()]}, {"jobSummaryList": [job()]})
     assert (error.row, error.field) == (2, "jobId")
     assert error.reason.startswith("job j1 is listed twice: in record 1")
 
 
 def test_describe_outputs_of_other_kinds_are_refused_by_name():
-    error = refused({"computeEnvironments": [{"computeEnvironmentName": "ce"}]})
+    error = refusal(read, {"computeEnvironments": [{"computeEnvironmentName": "ce"}]})
     assert error.field == "computeEnvironments" and "describe-compute-environments" in error.reason
-    error = refused({"jobs": [{"jobId": "x", "container": {}}]})
+    error = refusal(read, {"jobs": [{"jobId": "x", "container": {}}]})
     assert "describe-jobs" in error.reason
 
 
 def test_jobs_of_another_queue_type_are_refused():
-    error = refused(job(serviceJobType="EKS"))
+    error = refusal(read, job(serviceJobType="EKS"))
     assert error.field == "serviceJobType" and "'EKS'" in error.reason
-    error = refused(job(jobDefinition="arn:...:job-definition/x"))
+    error = refusal(read, job(jobDefinition="arn:...:job-definition/x"))
     assert "ECS/EKS job" in error.reason
-    error = refused(
-        {"detail-type": "Batch Job State Change", "time": "2026-01-01T00:00:00Z", "detail": job()}
+    error = refusal(
+        read, {"detail-type": "Batch Job State Change", "time": "2026-01-01T00:00:00Z", "detail": job()}
     )
     assert error.field == "detail-type"
 
 
 def test_a_job_without_a_share_is_refused():
-    error = refused(job(quotaShareName=None))
+    error = refusal(read, job(quotaShareName=None))
     assert error.field == "quotaShareName" and "nor shareIdentifier" in error.reason
 
 
@@ -229,16 +224,16 @@ def test_several_instance_types_in_one_job_are_refused():
         {"capacityUnit": "ml.p4d.24xlarge", "quantity": 1},
         {"capacityUnit": "ml.g5.12xlarge", "quantity": 1},
     ]
-    assert refused(job(capacityUsage=usage)).field == "capacityUsage"
+    assert refusal(read, job(capacityUsage=usage)).field == "capacityUsage"
 
 
 def test_a_payload_that_is_not_json_is_refused():
-    error = refused(job(capacityUsage=None, serviceRequestPayload="{not json"))
+    error = refusal(read, job(capacityUsage=None, serviceRequestPayload="{not json"))
     assert error.field == "serviceRequestPayload"
 
 
 def test_a_priority_outside_the_range_is_refused():
-    assert refused(job(schedulingPriority=10_000)).field == "schedulingPriority"
+    assert refusal(read, job(schedulingPriority=10_000)).field == "schedulingPriority"
 
 
 def test_broken_json_names_the_record():
@@ -267,5 +262,5 @@ def test_the_sample_history_in_its_three_forms():
 
 def test_the_row_limit_is_enforced_while_reading():
     records = [job(f"j{i}") for i in range(5)]
-    error = refused(*records, max_rows=3)
+    error = refusal(read, *records, max_rows=3)
     assert error.row == 4 and error.reason == "more than 3 jobs: the limit is 3"

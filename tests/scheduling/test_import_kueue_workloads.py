@@ -6,9 +6,8 @@ import io
 import json
 from pathlib import Path
 
-import pytest
+from conftest import refusal
 
-from scheduling.errors import InputError
 from scheduling.traces import read_trace
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "kueue"
@@ -86,12 +85,6 @@ def local_queue(namespace="ns-a", name="lq", cluster_queue="team-a"):
 def read(*items, stats=None, **options):
     body = json.dumps({"apiVersion": "v1", "items": list(items), "kind": "List", "metadata": {}})
     return read_trace(io.BytesIO(body.encode()), format="kueue-workloads", stats=stats, **options)
-
-
-def refused(*items, **options) -> InputError:
-    with pytest.raises(InputError) as caught:
-        read(*items, **options)
-    return caught.value
 
 
 def test_a_finished_workload_becomes_one_job():
@@ -179,7 +172,7 @@ def test_the_share_may_be_mapped_to_a_label():
 def test_a_workload_without_pod_sets_is_refused():
     item = workload()
     del item["spec"]["podSets"]
-    error = refused(workload("ok"), item)
+    error = refusal(read, workload("ok"), item)
     assert (error.row, error.field) == (2, "spec.podSets")
     assert error.reason.startswith("workload ns-a/wl-1: has no podSets")
 
@@ -187,48 +180,48 @@ def test_a_workload_without_pod_sets_is_refused():
 def test_a_finished_workload_without_admission_and_no_local_queue_is_refused():
     item = workload()
     del item["status"]["admission"]
-    error = refused(item)
+    error = refusal(read, item)
     assert error.field == "status.admission.clusterQueue"
     assert "LocalQueue ns-a/lq is unknown" in error.reason
 
 
 def test_finished_before_admitted_is_refused():
-    error = refused(workload(end="2026-09-07T10:05:00Z"))
+    error = refusal(read, workload(end="2026-09-07T10:05:00Z"))
     assert error.field == "status.conditions[2].lastTransitionTime"
     assert "before it was admitted" in error.reason
 
 
 def test_admitted_before_created_is_refused():
-    error = refused(workload(start="2026-09-07T09:00:00Z"))
+    error = refusal(read, workload(start="2026-09-07T09:00:00Z"))
     assert error.field == "status.conditions[0].lastTransitionTime"
 
 
 def test_a_timestamp_that_is_not_rfc3339_is_refused():
     item = workload()
     item["metadata"]["creationTimestamp"] = "yesterday"
-    assert refused(item).field == "metadata.creationTimestamp"
+    assert refusal(read, item).field == "metadata.creationTimestamp"
 
 
 def test_a_workload_listed_twice_is_refused():
-    error = refused(workload(), workload())
+    error = refusal(read, workload(), workload())
     assert (error.row, error.field) == (2, "metadata.name")
 
 
 def test_other_kinds_are_refused_by_name():
-    error = refused(
-        {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "Cohort", "metadata": {"name": "q"}}
+    error = refusal(
+        read, {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "Cohort", "metadata": {"name": "q"}}
     )  # (ClusterQueues and ResourceFlavors are read: the flavors a workload could use, section 12)
     assert error.field == "kind" and "import it as a policy" in error.reason
-    error = refused({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"}})
+    error = refusal(read, {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"}})
     assert "'Job', not a Workload" in error.reason
 
 
 def test_an_unknown_api_version_is_refused():
-    assert refused(workload(version="v1alpha1")).field == "apiVersion"
+    assert refusal(read, workload(version="v1alpha1")).field == "apiVersion"
 
 
 def test_a_gpu_request_that_is_not_a_number_is_refused():
-    error = refused(workload(gpus="many"))
+    error = refusal(read, workload(gpus="many"))
     assert error.field == "spec.podSets[0].template.spec.containers[0].resources.requests.nvidia.com/gpu"
 
 

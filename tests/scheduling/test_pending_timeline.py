@@ -6,24 +6,15 @@ from __future__ import annotations
 import io
 
 import pytest
+from aws_example import AWS_POLICY
+from conftest import demo_replay
 
 from scheduling.errors import InputError
 from scheduling.model import Policy
 from scheduling.pending import find_job, job_timeline
 from scheduling.replay.engine import replay
 from scheduling.result import ReplayResult
-from scheduling.synthetic import demo_policy_dict, demo_pool_gpus, generate
-
-AWS = {
-    "instance_types": {"ml.g5.xlarge": {"gpus": 1, "hourly_price": 1.41}},
-    "capacity": {"ml.g5.xlarge": 3},
-    "shares": [
-        {"name": "QS1", "capacity": {"ml.g5.xlarge": 1}, "strategy": "LEND_AND_BORROW",
-         "borrow_limit_percent": 200, "in_share_preemption": "lower_priority"},
-        {"name": "QS2", "capacity": {"ml.g5.xlarge": 1}, "strategy": "LEND"},
-        {"name": "QS3", "capacity": {"ml.g5.xlarge": 1}, "strategy": "RESERVE"},
-    ],
-}  # fmt: skip
+from scheduling.trace import Trace
 
 
 @pytest.fixture
@@ -37,7 +28,7 @@ def aws(build_trace):
         ],
         [{"time": 200, "job_id": "p1", "priority": 4}],
     )
-    policy = Policy.from_dict(AWS)
+    policy = Policy.from_dict(AWS_POLICY)
     return policy, trace, replay(policy, trace)
 
 
@@ -45,9 +36,14 @@ def spans(timeline: dict) -> list[tuple]:
     return [(s["start"], s["end"], s["state"], s["reason"] or s["words"]) for s in timeline["segments"]]
 
 
+def timeline_of(replayed: tuple[Policy, Trace, ReplayResult], job_id: str) -> dict:
+    """One job's timeline in a replay given as (policy, trace, result), as the ``aws`` fixture gives it."""
+    policy, trace, result = replayed
+    return job_timeline(policy, trace, result.outcomes, find_job(trace, job_id))
+
+
 def test_p2_is_reclaimed_then_waits_for_lendable_capacity(aws):
-    policy, trace, result = aws
-    timeline = job_timeline(policy, trace, result.outcomes, find_job(trace, "p2"))
+    timeline = timeline_of(aws, "p2")
     # p2 borrows QS2's idle instance at 0; q2 reclaims it at 100; p2 waits until p1 ends at 1200
     # (QS3's idle instance is RESERVE: nothing lendable), then runs on QS1's own quota to 2200.
     # From 200 to 1100 p3 (priority 3, preempted by p1) waits in the same queue, ahead of p2.
@@ -64,9 +60,7 @@ def test_p2_is_reclaimed_then_waits_for_lendable_capacity(aws):
 
 
 def test_p3_is_preempted_in_share_by_the_raised_p1(aws):
-    policy, trace, result = aws
-    timeline = job_timeline(policy, trace, result.outcomes, find_job(trace, "p3"))
-    assert spans(timeline) == [
+    assert spans(timeline_of(aws, "p3")) == [
         (0, 200, "running", "preempted by p1 (in-share)"),
         (200, 1100, "waiting", "nothing_lendable"),
         (1100, 2100, "running", "succeeded"),
@@ -94,7 +88,7 @@ def test_a_job_waits_behind_an_earlier_job_of_its_own_queue(build_trace):
             {"job_id": "c", "submit_time": 10, "share": "A", "duration": 100},
         ]
     )
-    timeline = job_timeline(policy, trace, replay(policy, trace).outcomes, find_job(trace, "c"))
+    timeline = timeline_of((policy, trace, replay(policy, trace)), "c")
     assert [(s["start"], s["end"], s["state"]) for s in timeline["segments"]] == [
         (10, 100, "waiting"),
         (100, 200, "waiting"),
@@ -113,10 +107,7 @@ def test_an_unknown_job_is_named(aws):
 
 @pytest.mark.parametrize("queueing", ["best_effort_fifo", "strict_fifo"])
 def test_every_job_waits_exactly_its_queued_time(queueing):
-    trace = generate(1500, seed=5)
-    policy = Policy.from_dict({**demo_policy_dict(demo_pool_gpus(trace)), "queueing": queueing})
-    result = replay(policy, trace)
-    out = result.to_dict(include_jobs=True, include_events=False)
+    policy, trace, result, out = demo_replay(1500, 5, queueing)
     for job in range(0, len(trace), 7):
         timeline = job_timeline(policy, trace, result.outcomes, job)
         assert sum(timeline["waited_by_reason_seconds"].values()) == pytest.approx(out["jobs"][job]["queued"])

@@ -15,9 +15,11 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+from conftest import JOB_FIELDS
 from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
 from reference import reference_replay
+from test_rules_preemption_loops import SMALL
 
 from scheduling.cohorts import CohortTree
 from scheduling.model import Policy, Share, Strategy, borrow_limit_from_percent
@@ -31,18 +33,8 @@ FAIR_STRATEGY_LISTS = (
     ["LessThanInitialShare"],
     ["LessThanOrEqualToFinalShare", "LessThanInitialShare"],
 )
-COMPARED = (
-    "job_id",
-    "share",
-    "state",
-    "first_start",
-    "end",
-    "wait",
-    "queued",
-    "preemptions",
-    "lost_seconds",
-    "reason",
-)
+# conftest.JOB_FIELDS but the type a job ran on: compared where the scenarios have several types.
+COMPARED = tuple(key for key in JOB_FIELDS if key != "instance_type")
 CAUSES = ("cross_share", "in_share", "fair_sharing", "capacity")
 
 
@@ -192,14 +184,37 @@ def comparable_events(events: list[dict]) -> list[tuple]:
     return out
 
 
-def comparable_jobs(jobs: list[dict]) -> list[dict]:
-    return [{key: job[key] for key in COMPARED} for job in jobs]
+def comparable_jobs(jobs: list[dict], fields: tuple[str, ...] = COMPARED) -> list[dict]:
+    return [{key: job[key] for key in fields} for job in jobs]
 
 
 def note_scenario(scenario: tuple[dict, list[dict], list[dict]]) -> None:
     """Print a failing case in full, ready to paste into a scenario test."""
     policy, jobs, updates = scenario
     note(f"policy = {policy!r}\njobs = {jobs!r}\nupdates = {updates!r}")
+
+
+def replay_inputs(
+    scenario: tuple[dict, list[dict], list[dict]], build_trace: Any
+) -> tuple[Policy, Any, list, list]:
+    """(policy, trace, jobs, updates) of a drawn scenario, noted first so that a failing example is printed
+    whole, ready to paste into a scenario test."""
+    policy_dict, jobs, updates = scenario
+    note_scenario(scenario)
+    return Policy.from_dict(policy_dict), build_trace(jobs, updates), jobs, updates
+
+
+def check_engine_matches_reference(
+    policy: Policy, trace: Any, replay_engine: Any, fields: tuple[str, ...] = (*COMPARED, "instance_type")
+) -> tuple[dict, dict]:
+    """Events, loop findings and jobs (``fields`` of each: by default with the type each ran on) of the
+    engine equal the reference's; returns both results, (reference, engine), for further checks."""
+    expected = reference_replay(policy, trace)
+    actual = replay_engine(policy, trace)
+    assert comparable_events(actual["events"]) == comparable_events(expected["events"])
+    assert actual["summary"]["preemption_loops"] == expected["preemption_loops"]
+    assert comparable_jobs(actual["jobs"], fields) == comparable_jobs(expected["jobs"], fields)
+    return expected, actual
 
 
 def property_settings(examples: int) -> settings:
@@ -258,14 +273,8 @@ def check_preemption_loops(policy: Policy, out: dict) -> None:
 @property_settings(150)
 @given(scenario=scenarios())
 def test_engine_matches_reference(build_trace, replay_engine, scenario):
-    policy_dict, jobs, updates = scenario
-    note_scenario(scenario)
-    policy, trace = Policy.from_dict(policy_dict), build_trace(jobs, updates)
-    expected = reference_replay(policy, trace)
-    actual = replay_engine(policy, trace)
-    assert comparable_events(actual["events"]) == comparable_events(expected["events"])
-    assert actual["summary"]["preemption_loops"] == expected["preemption_loops"]
-    assert comparable_jobs(actual["jobs"]) == comparable_jobs(expected["jobs"])
+    policy, trace, _, _ = replay_inputs(scenario, build_trace)
+    expected, actual = check_engine_matches_reference(policy, trace, replay_engine, COMPARED)
     assert actual["summary"]["ignored_priority_updates"] == expected["ignored_priority_updates"]
     quiet = replay(policy, trace).to_dict(include_jobs=True, include_events=False)
     assert comparable_jobs(quiet["jobs"]) == comparable_jobs(actual["jobs"])  # events change nothing
@@ -273,19 +282,7 @@ def test_engine_matches_reference(build_trace, replay_engine, scenario):
 
 # Random policies loop rarely (none in 3,000 examples): these scenarios are variations of the small cycle at
 # t = 32 (test_rules_preemption_loops.py), about one in ten of which loops at one instant or more.
-LOOP_POLICY: dict[str, Any] = {
-    "instance_types": {"x": {"gpus": 1, "hourly_price": 1.0}}, "capacity": {"x": 4},
-    "shares": [
-        {"name": "S0", "capacity": {"x": 2}, "strategy": "LEND_AND_BORROW",
-         "in_share_preemption": "lower_priority", "reclaim": "any"},
-        {"name": "S1", "capacity": {"x": 1}, "strategy": "LEND_AND_BORROW",
-         "in_share_preemption": "lower_priority", "reclaim": "lower_priority", "lending_limit": 1},
-        {"name": "S2", "capacity": {"x": 1}, "strategy": "LEND_AND_BORROW",
-         "in_share_preemption": "lower_or_newer_equal_priority", "reclaim": "any", "fair_weight": 0.5},
-    ],
-    "fair_sharing": {"preemption_strategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]},
-    "runnable_timeout_seconds": 15,
-}  # fmt: skip
+LOOP_POLICY: dict[str, Any] = SMALL  # its queueing is drawn
 # (job_id, submit_time, share, duration, priority, instance_count, checkpoint_interval, preemption_retries)
 LOOP_JOBS = [
     ("j0", 30, "S2", 19.5, 0, 1, 12, None),
@@ -328,14 +325,8 @@ def loop_scenarios(draw) -> tuple[dict, list[dict], list[dict]]:
 @property_settings(60)
 @given(scenario=loop_scenarios())
 def test_engine_matches_reference_near_loops(build_trace, replay_engine, scenario):
-    policy_dict, jobs, updates = scenario
-    note_scenario(scenario)
-    policy, trace = Policy.from_dict(policy_dict), build_trace(jobs, updates)
-    expected = reference_replay(policy, trace)
-    actual = replay_engine(policy, trace)
-    assert actual["summary"]["preemption_loops"] == expected["preemption_loops"]
-    assert comparable_events(actual["events"]) == comparable_events(expected["events"])
-    assert comparable_jobs(actual["jobs"]) == comparable_jobs(expected["jobs"])
+    policy, trace, jobs, updates = replay_inputs(scenario, build_trace)
+    _, actual = check_engine_matches_reference(policy, trace, replay_engine, COMPARED)
     check_preemption_loops(policy, actual)
     Timeline(policy, jobs).replay(actual["events"], updates)
 
@@ -376,17 +367,8 @@ def add_flavor_lists(draw, policy: dict, jobs: list[dict]) -> None:
 @property_settings(150)
 @given(scenario=flavor_scenarios())
 def test_engine_matches_reference_with_flavor_lists(build_trace, replay_engine, scenario):
-    policy_dict, jobs, updates = scenario
-    note_scenario(scenario)
-    policy, trace = Policy.from_dict(policy_dict), build_trace(jobs, updates)
-    expected = reference_replay(policy, trace)
-    actual = replay_engine(policy, trace)
-    assert comparable_events(actual["events"]) == comparable_events(expected["events"])
-    assert actual["summary"]["preemption_loops"] == expected["preemption_loops"]
-    compared = COMPARED + ("instance_type",)
-    assert [{k: j[k] for k in compared} for j in actual["jobs"]] == [
-        {k: j[k] for k in compared} for j in expected["jobs"]
-    ]
+    policy, trace, _, _ = replay_inputs(scenario, build_trace)
+    check_engine_matches_reference(policy, trace, replay_engine)
 
 
 # -- section 13: trees of cohorts ----------------------------------------------------------------------------
@@ -450,32 +432,18 @@ def cohort_scenarios(
     return policy, jobs, updates
 
 
-def check_engine_matches_reference(policy: Policy, trace: Any, replay_engine: Any) -> None:
-    """Events, loop findings and jobs (with the type each ran on) of the engine equal the reference's."""
-    expected = reference_replay(policy, trace)
-    actual = replay_engine(policy, trace)
-    assert comparable_events(actual["events"]) == comparable_events(expected["events"])
-    assert actual["summary"]["preemption_loops"] == expected["preemption_loops"]
-    compared = COMPARED + ("instance_type",)
-    assert [{k: j[k] for k in compared} for j in actual["jobs"]] == [
-        {k: j[k] for k in compared} for j in expected["jobs"]
-    ]
-
-
 @property_settings(60)
 @given(scenario=cohort_scenarios(fair=False))
 def test_engine_matches_reference_on_cohort_trees(build_trace, replay_engine, scenario):
-    policy_dict, jobs, updates = scenario
-    note_scenario(scenario)
-    check_engine_matches_reference(Policy.from_dict(policy_dict), build_trace(jobs, updates), replay_engine)
+    policy, trace, _, _ = replay_inputs(scenario, build_trace)
+    check_engine_matches_reference(policy, trace, replay_engine)
 
 
 @property_settings(40)
 @given(scenario=cohort_scenarios(fair=True))
 def test_engine_matches_reference_on_cohort_trees_with_fair_sharing(build_trace, replay_engine, scenario):
-    policy_dict, jobs, updates = scenario
-    note_scenario(scenario)
-    check_engine_matches_reference(Policy.from_dict(policy_dict), build_trace(jobs, updates), replay_engine)
+    policy, trace, _, _ = replay_inputs(scenario, build_trace)
+    check_engine_matches_reference(policy, trace, replay_engine)
 
 
 @property_settings(30)
@@ -484,9 +452,7 @@ def test_the_tree_reduces_to_sections_3_4_and_8_on_one_level(build_trace, scenar
     # Section 13: without cohorts the policy is one root cohort and its formulas give sections 3-4 and 8's
     # answers. The reference replays a flat policy both ways; were they ever to differ, section 3 stands and
     # the case is to be written down (a test and a note), so that SEMANTICS.md can settle it.
-    policy_dict, jobs, updates = scenario
-    note_scenario(scenario)
-    policy, trace = Policy.from_dict(policy_dict), build_trace(jobs, updates)
+    policy, trace, jobs, updates = replay_inputs(scenario, build_trace)
     flat, tree = reference_replay(policy, trace), reference_replay(policy, trace, tree=True)
     assert comparable_events(tree["events"]) == comparable_events(flat["events"])
     assert tree["jobs"] == flat["jobs"] and tree["preemption_loops"] == flat["preemption_loops"]
@@ -498,9 +464,7 @@ def test_reference_admits_within_the_tree(build_trace, scenario):
     # The reference's admissions against scheduling.cohorts, the tree's arithmetic written apart from it:
     # every start asks at most available(share) of its type and the pool holds it, with the quotas and the
     # capacity in force at that instant.
-    policy_dict, jobs, updates = scenario
-    note_scenario(scenario)
-    policy, trace = Policy.from_dict(policy_dict), build_trace(jobs, updates)
+    policy, trace, jobs, updates = replay_inputs(scenario, build_trace)
     out = reference_replay(policy, trace)
     single = next(iter(policy.capacity))
     job = {str(j["job_id"]): (j["share"], j.get("instance_type", single), j["instance_count"]) for j in jobs}
@@ -753,9 +717,7 @@ def queued_from_events(submit: float, events: list[dict]) -> float:
 @property_settings(120)
 @given(scenario=scenarios())
 def test_invariants_hold_at_every_instant(build_trace, replay_engine, scenario):
-    policy_dict, jobs, updates = scenario
-    note_scenario(scenario)
-    policy, trace = Policy.from_dict(policy_dict), build_trace(jobs, updates)
+    policy, trace, jobs, updates = replay_inputs(scenario, build_trace)
     out = replay_engine(policy, trace)
     timeline = Timeline(policy, jobs)
     timeline.replay(out["events"], updates)
@@ -769,9 +731,7 @@ def test_invariants_hold_at_every_instant(build_trace, replay_engine, scenario):
 @given(scenario=scenarios())
 def test_reference_keeps_the_invariants(build_trace, replay_engine, scenario):
     # the same checks on the reference model: it is a model of the rules, so it must obey them too
-    policy_dict, jobs, updates = scenario
-    note_scenario(scenario)
-    policy, trace = Policy.from_dict(policy_dict), build_trace(jobs, updates)
+    policy, trace, jobs, updates = replay_inputs(scenario, build_trace)
     out = reference_replay(policy, trace)
     Timeline(policy, jobs).replay(out["events"], updates)
     check_job_records(policy, jobs, out)
@@ -832,9 +792,7 @@ def capacity_integral(policy: Policy, runs: list, start: float, end: float) -> f
 @property_settings(80)
 @given(scenario=scenarios())
 def test_metrics_agree_with_the_events(build_trace, replay_engine, scenario):
-    policy_dict, job_list, updates = scenario
-    note_scenario(scenario)
-    policy, trace = Policy.from_dict(policy_dict), build_trace(job_list, updates)
+    policy, trace, job_list, _ = replay_inputs(scenario, build_trace)
     out = replay_engine(policy, trace)
     single = next(iter(policy.capacity))
     jobs = {str(j["job_id"]): {**j, "instance_type": j.get("instance_type", single)} for j in job_list}

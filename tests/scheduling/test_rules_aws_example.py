@@ -3,36 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-T = "ml.g5.xlarge"
-AWS_POLICY = {
-    "name": "seed-demo",
-    "instance_types": {T: {"gpus": 1, "hourly_price": 1.41}},
-    "capacity": {T: 3},
-    "shares": [
-        {
-            "name": "QS1",
-            "capacity": {T: 1},
-            "strategy": "LEND_AND_BORROW",
-            "borrow_limit_percent": 200,
-            "in_share_preemption": "lower_priority",
-            "reclaim": "any",
-        },
-        {"name": "QS2", "capacity": {T: 1}, "strategy": "LEND"},
-        {"name": "QS3", "capacity": {T: 1}, "strategy": "RESERVE"},
-    ],
-}
-AWS_JOBS = """
-job_id submit_time share duration priority
-p3     0           QS1   1000     3
-p2     0           QS1   1000     2
-p1     0           QS1   300      1
-q2     100         QS2   500      0
-"""
-AWS_UPDATES = """
-time job_id priority
-200  p1     4
-"""
+from aws_example import AWS_JOBS, AWS_POLICY, AWS_UPDATES, T
 
 
 def test_aws_example_timeline(run):

@@ -4,13 +4,11 @@ training plans. One instance type ``gpu``."""
 
 from __future__ import annotations
 
+from gpu_policies import share
+
 
 def policy(capacity: int, *shares: dict, changes: list[dict], **options) -> dict:
     return {"capacity": {"gpu": capacity}, "shares": list(shares), "changes": changes, **options}
-
-
-def share(name: str, quota: int, strategy: str = "LEND_AND_BORROW", **options) -> dict:
-    return {"name": name, "capacity": {"gpu": quota}, "strategy": strategy, **options}
 
 
 def pool_change(time: float, n: int) -> dict:

@@ -18,6 +18,14 @@ from scheduling.replay.rules import (
 )
 
 X = {"x": {"gpus": 1, "hourly_price": 1.0}}
+# A and B (quota 0: all they run is borrowed; never preempt nor reclaim) weigh 0.3 and 0.1: 3 GPUs of A's
+# and 1 of B's have the same value, exactly, which as floats they do not.
+TIED_BORROWERS = [
+    {"name": "A", "capacity": {"x": 0}, "strategy": "LEND_AND_BORROW", "fair_weight": 0.3,
+     "in_share_preemption": "never", "reclaim": "never"},
+    {"name": "B", "capacity": {"x": 0}, "strategy": "LEND_AND_BORROW", "fair_weight": 0.1,
+     "in_share_preemption": "never", "reclaim": "never"},
+]  # fmt: skip
 
 
 def test_values_are_fractions_so_weights_of_0_3_and_0_1_tie():
@@ -52,12 +60,7 @@ def test_admission_order_ties_exactly_then_goes_by_priority(run):
     # started at 0 and jA waited.)
     policy = {
         "instance_types": X, "capacity": {"x": 3},
-        "shares": [
-            {"name": "A", "capacity": {"x": 0}, "strategy": "LEND_AND_BORROW", "fair_weight": 0.3,
-             "in_share_preemption": "never", "reclaim": "never"},
-            {"name": "B", "capacity": {"x": 0}, "strategy": "LEND_AND_BORROW", "fair_weight": 0.1,
-             "in_share_preemption": "never", "reclaim": "never"},
-        ],
+        "shares": TIED_BORROWERS,
         "fair_sharing": {},
     }  # fmt: skip
     out = run(
@@ -86,10 +89,7 @@ def test_target_ties_between_two_other_shares_go_to_the_lower_priority_candidate
              "reclaim": "any"},
             {"name": "T", "capacity": {"x": 2}, "strategy": "LEND", "in_share_preemption": "never",
              "reclaim": "never"},
-            {"name": "A", "capacity": {"x": 0}, "strategy": "LEND_AND_BORROW", "fair_weight": 0.3,
-             "in_share_preemption": "never", "reclaim": "never"},
-            {"name": "B", "capacity": {"x": 0}, "strategy": "LEND_AND_BORROW", "fair_weight": 0.1,
-             "in_share_preemption": "never", "reclaim": "never"},
+            *TIED_BORROWERS,
         ],
         "fair_sharing": {},
     }  # fmt: skip

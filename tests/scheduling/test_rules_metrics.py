@@ -45,13 +45,16 @@ def test_useful_utilization_excludes_startup(engine_run):
     assert out["summary"]["startup_instance_seconds"] == pytest.approx(20)
 
 
+# One instance, all share A's; A lends it and preempts its own lower-priority jobs: the runs that lose work.
+ONE_INSTANCE_PREEMPTING = {
+    "capacity": {"gpu": 1},
+    "shares": [share("A", {"gpu": 1}, "LEND", in_share_preemption="lower_priority")],
+}
+
+
 def test_useful_utilization_excludes_lost_work(engine_run):
-    pol = {
-        "capacity": {"gpu": 1},
-        "shares": [share("A", {"gpu": 1}, "LEND", in_share_preemption="lower_priority")],
-    }
     out = engine_run(
-        pol,
+        ONE_INSTANCE_PREEMPTING,
         """
         job_id submit_time share duration priority
         a      0           A     100      0
@@ -64,12 +67,8 @@ def test_useful_utilization_excludes_lost_work(engine_run):
 
 
 def test_wait_queued_and_jct_statistics(engine_run):
-    pol = {
-        "capacity": {"gpu": 1},
-        "shares": [share("A", {"gpu": 1}, "LEND", in_share_preemption="lower_priority")],
-    }
     out = engine_run(
-        pol,
+        ONE_INSTANCE_PREEMPTING,
         """
         job_id submit_time share duration priority
         a      0           A     100      0
@@ -100,12 +99,8 @@ def test_wait_queued_and_jct_statistics(engine_run):
 
 
 def test_jct_counts_succeeded_jobs_only(engine_run):
-    pol = {
-        "capacity": {"gpu": 1},
-        "shares": [share("A", {"gpu": 1}, "LEND", in_share_preemption="lower_priority")],
-    }
     summary = engine_run(
-        pol,
+        ONE_INSTANCE_PREEMPTING,
         """
         job_id submit_time share duration priority preemption_retries
         a      0           A     100      0        0

@@ -3,13 +3,8 @@ order of events at one instant. One instance type ``gpu``."""
 
 from __future__ import annotations
 
-
-def policy(capacity: int, *shares: dict, **options) -> dict:
-    return {"capacity": {"gpu": capacity}, "shares": list(shares), **options}
-
-
-def share(name: str, quota: int, strategy: str = "LEND_AND_BORROW", **options) -> dict:
-    return {"name": name, "capacity": {"gpu": quota}, "strategy": strategy, **options}
+import pytest
+from gpu_policies import policy, share
 
 
 def test_jobs_not_needing_to_borrow_go_first(run):
@@ -36,56 +31,28 @@ def test_jobs_not_needing_to_borrow_go_first(run):
 ONE_INSTANCE = policy(1, share("A", 1))
 
 
-def test_higher_priority_first(run):
-    r = run(
-        ONE_INSTANCE,
-        """
-        job_id submit_time share duration priority
-        a0     0           A     100      0
-        x      10          A     100      1
-        y      20          A     100      5
-    """,
-    )
-    assert r.starts() == [(0, "a0"), (100, "y"), (200, "x")]
+def a_jobs(*jobs: tuple[str, float, int]) -> list[dict]:
+    """100-second jobs of share A, each given as (job_id, submit_time, priority)."""
+    return [{"job_id": j, "submit_time": t, "share": "A", "duration": 100, "priority": p} for j, t, p in jobs]
 
 
-def test_equal_priority_earlier_submit_first(run):
-    r = run(
-        ONE_INSTANCE,
-        """
-        job_id submit_time share duration
-        a0     0           A     100
-        a      20          A     100
-        b      10          A     100
-    """,
-    )
-    assert r.starts() == [(0, "a0"), (100, "b"), (200, "a")]
-
-
-def test_equal_priority_and_submit_job_id_as_strings(run):
-    r = run(
-        ONE_INSTANCE,
-        """
-        job_id submit_time share duration
-        a0     0           A     100
-        b      10          A     100
-        a      10          A     100
-    """,
-    )
-    assert r.starts() == [(0, "a0"), (100, "a"), (200, "b")]
-
-
-def test_equal_priority_and_submit_job_id_as_numbers(run):
-    r = run(
-        ONE_INSTANCE,
-        """
-        job_id submit_time share duration
-        1      0           A     100
-        10     10          A     100
-        9      10          A     100
-    """,
-    )
-    assert r.starts() == [(0, "1"), (100, "9"), (200, "10")]  # 9 < 10 as numbers ("10" < "9" as strings)
+@pytest.mark.parametrize(
+    ("jobs", "starts"),
+    [
+        pytest.param(a_jobs(("a0", 0, 0), ("x", 10, 1), ("y", 20, 5)), [(0, "a0"), (100, "y"), (200, "x")],
+                     id="higher_priority_first"),
+        pytest.param(a_jobs(("a0", 0, 0), ("a", 20, 0), ("b", 10, 0)), [(0, "a0"), (100, "b"), (200, "a")],
+                     id="equal_priority_earlier_submit_first"),
+        pytest.param(a_jobs(("a0", 0, 0), ("b", 10, 0), ("a", 10, 0)), [(0, "a0"), (100, "a"), (200, "b")],
+                     id="equal_priority_and_submit_job_id_as_strings"),
+        # 9 < 10 as numbers ("10" < "9" as strings)
+        pytest.param(a_jobs(("1", 0, 0), ("10", 10, 0), ("9", 10, 0)), [(0, "1"), (100, "9"), (200, "10")],
+                     id="equal_priority_and_submit_job_id_as_numbers"),
+    ],
+)  # fmt: skip
+def test_pending_order_on_one_instance(run, jobs, starts):
+    # the job submitted at 0 holds the one instance until 100; the others start one by one in pending order
+    assert run(ONE_INSTANCE, jobs).starts() == starts
 
 
 def test_job_preempted_in_a_round_is_reconsidered_next_round(run):

@@ -4,15 +4,7 @@ and "never fits preempts nobody". One instance type ``gpu``."""
 from __future__ import annotations
 
 import pytest
-
-
-def policy(capacity: int, *shares: dict) -> dict:
-    return {"capacity": {"gpu": capacity}, "shares": list(shares)}
-
-
-def share(name: str, quota: int, strategy: str = "LEND_AND_BORROW", **options) -> dict:
-    return {"name": name, "capacity": {"gpu": quota}, "strategy": strategy, **options}
-
+from gpu_policies import policy, share
 
 # B runs b1 (priority 5) on its quota and b2 (priority 1) on A's idle instance; A's job comes at 100.
 RECLAIM_JOBS = """
@@ -175,27 +167,29 @@ def victim_order_case(run, b_jobs: str):
     return run(pol, jobs)
 
 
-def test_victim_order_lowest_priority_first(run):
-    r = victim_order_case(
-        run,
-        """
-        b1     0           B     1000     1        1
-        b2     10          B     1000     2        1
-    """,
-    )
-    # b1 is the oldest start and the smaller id, but has the lowest priority
-    assert r.at(100) == [(100, "b1", "preempt", "cross_share", "a1"), (100, "a1", "start", None, None)]
-
-
-def test_victim_order_most_recently_started_first(run):
-    r = victim_order_case(
-        run,
-        """
-        b2     0           B     1000     1        1
-        b1     10          B     1000     1        1
-    """,
-    )
-    # equal priority: b1 started last (job_id descending alone would pick b2)
+@pytest.mark.parametrize(
+    "b_jobs",
+    [
+        # b1 is the oldest start and the smaller id, but has the lowest priority
+        pytest.param(
+            """
+            b1     0           B     1000     1        1
+            b2     10          B     1000     2        1
+            """,
+            id="lowest_priority_first",
+        ),
+        # equal priority: b1 started last (job_id descending alone would pick b2)
+        pytest.param(
+            """
+            b2     0           B     1000     1        1
+            b1     10          B     1000     1        1
+            """,
+            id="most_recently_started_first",
+        ),
+    ],
+)
+def test_victim_order_takes_b1(run, b_jobs):
+    r = victim_order_case(run, b_jobs)
     assert r.at(100) == [(100, "b1", "preempt", "cross_share", "a1"), (100, "a1", "start", None, None)]
 
 

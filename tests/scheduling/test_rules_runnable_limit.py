@@ -3,26 +3,23 @@ One instance type ``gpu``."""
 
 from __future__ import annotations
 
-
-def policy(capacity: int, *shares: dict, **options) -> dict:
-    return {"capacity": {"gpu": capacity}, "shares": list(shares), **options}
+from gpu_policies import policy, share
 
 
-def share(name: str, quota: int, strategy: str = "LEND_AND_BORROW", **options) -> dict:
-    return {"name": name, "capacity": {"gpu": quota}, "strategy": strategy, **options}
+def a2_waits_for_a1(run, limit: float):
+    """One instance, held by a1 from 0 to 100; a2 (100 s) comes at 10 and waits, under a RUNNABLE limit
+    of ``limit`` s."""
+    pol = policy(1, share("A", 1), runnable_timeout_seconds=limit)
+    jobs = [
+        {"job_id": "a1", "submit_time": 0, "share": "A", "duration": 100},
+        {"job_id": "a2", "submit_time": 10, "share": "A", "duration": 100},
+    ]
+    return run(pol, jobs)
 
 
 def test_a_job_is_cancelled_exactly_at_its_limit(run):
-    # one instance, held by a1 until 100; a2 is RUNNABLE from 10, so its 50 s run out at 60
-    pol = policy(1, share("A", 1), runnable_timeout_seconds=50)
-    r = run(
-        pol,
-        """
-        job_id submit_time share duration
-        a1     0           A     100
-        a2     10          A     100
-    """,
-    )
+    # a2 is RUNNABLE from 10, so its 50 s run out at 60
+    r = a2_waits_for_a1(run, 50)
     assert r.events == [
         (0, "a1", "start", None, None),
         (60, "a2", "cancel", None, None),
@@ -40,15 +37,7 @@ def test_a_job_is_cancelled_exactly_at_its_limit(run):
 
 def test_a_job_that_starts_before_its_limit_is_not_cancelled(run):
     # a2 waits from 10 to 100, 90 s: just under the 91 s limit
-    pol = policy(1, share("A", 1), runnable_timeout_seconds=91)
-    r = run(
-        pol,
-        """
-        job_id submit_time share duration
-        a1     0           A     100
-        a2     10          A     100
-    """,
-    )
+    r = a2_waits_for_a1(run, 91)
     assert r.starts() == [(0, "a1"), (100, "a2")]
     assert r.job("a2")["state"] == "SUCCEEDED"
 
@@ -73,19 +62,21 @@ def test_cancellation_comes_after_submissions_and_before_the_pass(run):
     ]
 
 
-def test_the_clock_restarts_when_a_job_is_preempted(run):
-    # a_low runs from 0; a_hi preempts it at 30 (in-share) and runs until 130. a_low is RUNNABLE again
-    # from 30, so its 120 s limit ends at 150: it restarts at 130, in time. Counted from its
-    # submission the limit would have ended at 120.
+def preempted_at_30(run, a_hi_duration: int):
+    """One instance, a limit of 120 s: a_low (100 s) runs from 0, and a_hi (priority 5, ``a_hi_duration``
+    s) preempts it in-share at 30."""
     pol = policy(1, share("A", 1, in_share_preemption="lower_priority"), runnable_timeout_seconds=120)
-    r = run(
-        pol,
-        """
-        job_id submit_time share duration priority
-        a_low  0           A     100      0
-        a_hi   30          A     100      5
-    """,
-    )
+    jobs = [
+        {"job_id": "a_low", "submit_time": 0, "share": "A", "duration": 100, "priority": 0},
+        {"job_id": "a_hi", "submit_time": 30, "share": "A", "duration": a_hi_duration, "priority": 5},
+    ]
+    return run(pol, jobs)
+
+
+def test_the_clock_restarts_when_a_job_is_preempted(run):
+    # a_hi runs until 130. a_low is RUNNABLE again from 30, so its 120 s limit ends at 150: it restarts
+    # at 130, in time. Counted from its submission the limit would have ended at 120.
+    r = preempted_at_30(run, 100)
     assert r.events == [
         (0, "a_low", "start", None, None),
         (30, "a_low", "preempt", "in_share", "a_hi"),
@@ -100,15 +91,7 @@ def test_the_clock_restarts_when_a_job_is_preempted(run):
 def test_a_preempted_job_is_cancelled_after_the_limit_since_its_preemption(run):
     # as above but a_hi runs 200 s: a_low, RUNNABLE from 30, is cancelled at 150; its first start
     # stays, so it has a wait (0)
-    pol = policy(1, share("A", 1, in_share_preemption="lower_priority"), runnable_timeout_seconds=120)
-    r = run(
-        pol,
-        """
-        job_id submit_time share duration priority
-        a_low  0           A     100      0
-        a_hi   30          A     200      5
-    """,
-    )
+    r = preempted_at_30(run, 200)
     assert r.at(150) == [(150, "a_low", "cancel", None, None)]
     a_low = r.job("a_low")
     assert (a_low["state"], a_low["first_start"], a_low["wait"], a_low["end"], a_low["preemptions"]) == (

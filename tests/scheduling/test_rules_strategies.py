@@ -3,173 +3,107 @@ borrowing invariant. One instance type ``gpu`` unless said otherwise; every job 
 
 from __future__ import annotations
 
-
-def policy(capacity: int, *shares: dict, **options) -> dict:
-    return {"capacity": {"gpu": capacity}, "shares": list(shares), **options}
-
-
-def share(name: str, quota: int, strategy: str, **options) -> dict:
-    return {"name": name, "capacity": {"gpu": quota}, "strategy": strategy, **options}
+import pytest
+from gpu_policies import policy, share
 
 
-def test_reserve_share_never_lends(run):
-    r = run(
-        policy(2, share("R", 1, "RESERVE"), share("B", 1, "LEND_AND_BORROW")),
-        """
-        job_id submit_time share duration
-        b1     0           B     100
-        b2     0           B     100
-    """,
-    )
-    # R's instance stays idle: b2 waits for b1
-    assert r.starts() == [(0, "b1"), (100, "b2")]
+def at_once(share_name: str, *durations: float) -> list[dict]:
+    """One job per duration, all of share ``share_name`` and submitted at 0; their ids are the share's
+    name in lower case numbered from 1 (B: b1, b2, ...)."""
+    return [
+        {"job_id": f"{share_name.lower()}{i}", "submit_time": 0, "share": share_name, "duration": duration}
+        for i, duration in enumerate(durations, start=1)
+    ]
 
 
-def test_reserve_share_never_borrows_even_unassigned(run):
-    r = run(
-        policy(2, share("R", 1, "RESERVE")),
-        """
-        job_id submit_time share duration
-        r1     0           R     100
-        r2     0           R     100
-    """,
-    )
-    # one unassigned instance is idle, but RESERVE does not borrow
-    assert r.starts() == [(0, "r1"), (100, "r2")]
-
-
-def test_lend_share_lends_its_idle_quota(run):
-    r = run(
-        policy(2, share("L", 1, "LEND"), share("B", 1, "LEND_AND_BORROW")),
-        """
-        job_id submit_time share duration
-        b1     0           B     100
-        b2     0           B     100
-    """,
-    )
-    assert r.starts() == [(0, "b1"), (0, "b2")]  # b2 borrows L's idle instance
-
-
-def test_lend_share_never_borrows(run):
-    r = run(
-        policy(3, share("L", 1, "LEND"), share("B", 1, "LEND_AND_BORROW")),
-        """
-        job_id submit_time share duration
-        l1     0           L     100
-        l2     0           L     100
-    """,
-    )
-    # B's instance and the unassigned one are idle, but LEND does not borrow
-    assert r.starts() == [(0, "l1"), (100, "l2")]
-
-
-def test_lend_and_borrow_borrows_unassigned_and_lenders_quota(run):
-    r = run(
-        policy(3, share("A", 1, "LEND_AND_BORROW"), share("L", 1, "LEND")),
-        """
-        job_id submit_time share duration
-        a1     0           A     100
-        a2     0           A     100
-        a3     0           A     100
-        a4     0           A     100
-    """,
-    )
-    # a1 on A's quota, a2 and a3 on the unassigned instance and L's; a4 waits for a1
-    assert r.starts() == [(0, "a1"), (0, "a2"), (0, "a3"), (100, "a4")]
-
-
-def test_lend_and_borrow_share_lends_too(run):
-    r = run(
-        policy(2, share("A", 1, "LEND_AND_BORROW"), share("B", 1, "LEND_AND_BORROW")),
-        """
-        job_id submit_time share duration
-        b1     0           B     100
-        b2     0           B     100
-    """,
-    )
-    assert r.starts() == [(0, "b1"), (0, "b2")]
-
-
-def test_borrow_limit_percent_is_rounded_down(run):
-    # quota 3 at 50%: floor(1.5) = 1 instance may be borrowed, though 3 are unassigned
-    r = run(
-        policy(6, share("A", 3, "LEND_AND_BORROW", borrow_limit_percent=50)),
-        """
-        job_id submit_time share duration
-        a1     0           A     100
-        a2     0           A     100
-        a3     0           A     100
-        a4     0           A     100
-        a5     0           A     100
-    """,
-    )
-    assert r.starts() == [(0, "a1"), (0, "a2"), (0, "a3"), (0, "a4"), (100, "a5")]
-
-
-def test_borrow_limit_percent_minus_one_is_unlimited(run):
-    r = run(
-        policy(4, share("A", 1, "LEND_AND_BORROW", borrow_limit_percent=-1)),
-        """
-        job_id submit_time share duration
-        a1     0           A     100
-        a2     0           A     100
-        a3     0           A     100
-        a4     0           A     100
-    """,
-    )
-    assert r.starts() == [(0, "a1"), (0, "a2"), (0, "a3"), (0, "a4")]  # 3 borrowed, no limit
-
-
-def test_borrow_limit_percent_zero_forbids_borrowing(run):
-    r = run(
-        policy(2, share("A", 1, "LEND_AND_BORROW", borrow_limit_percent=0)),
-        """
-        job_id submit_time share duration
-        a1     0           A     100
-        a2     0           A     100
-    """,
-    )
-    assert r.starts() == [(0, "a1"), (100, "a2")]
-
-
-def test_borrowing_limit_is_absolute(run):
-    r = run(
-        policy(4, share("A", 1, "LEND_AND_BORROW", borrowing_limit={"gpu": 2})),
-        """
-        job_id submit_time share duration
-        a1     0           A     100
-        a2     0           A     100
-        a3     0           A     100
-        a4     0           A     100
-    """,
-    )
-    assert r.starts() == [(0, "a1"), (0, "a2"), (0, "a3"), (100, "a4")]  # quota 1 + 2 borrowed
-
-
-def test_lending_limit_caps_what_a_lender_lends(run):
-    r = run(
-        policy(3, share("L", 2, "LEND", lending_limit={"gpu": 1}), share("B", 1, "LEND_AND_BORROW")),
-        """
-        job_id submit_time share duration
-        b1     0           B     100
-        b2     0           B     300
-        b3     0           B     100
-    """,
-    )
-    # L has 2 idle instances but lends at most 1: b3 waits until b1 ends and B's quota is free
-    assert r.starts() == [(0, "b1"), (0, "b2"), (100, "b3")]
-
-
-def test_unassigned_capacity_is_lendable(run):
-    r = run(
-        policy(2, share("A", 1, "LEND_AND_BORROW")),
-        """
-        job_id submit_time share duration
-        a1     0           A     100
-        a2     0           A     100
-    """,
-    )
-    assert r.starts() == [(0, "a1"), (0, "a2")]
+@pytest.mark.parametrize(
+    ("pol", "jobs", "starts"),
+    [
+        # R's instance stays idle: b2 waits for b1
+        pytest.param(
+            policy(2, share("R", 1, "RESERVE"), share("B", 1, "LEND_AND_BORROW")),
+            at_once("B", 100, 100),
+            [(0, "b1"), (100, "b2")],
+            id="reserve_share_never_lends",
+        ),
+        # one unassigned instance is idle, but RESERVE does not borrow
+        pytest.param(
+            policy(2, share("R", 1, "RESERVE")),
+            at_once("R", 100, 100),
+            [(0, "r1"), (100, "r2")],
+            id="reserve_share_never_borrows_even_unassigned",
+        ),
+        # b2 borrows L's idle instance
+        pytest.param(
+            policy(2, share("L", 1, "LEND"), share("B", 1, "LEND_AND_BORROW")),
+            at_once("B", 100, 100),
+            [(0, "b1"), (0, "b2")],
+            id="lend_share_lends_its_idle_quota",
+        ),
+        # B's instance and the unassigned one are idle, but LEND does not borrow
+        pytest.param(
+            policy(3, share("L", 1, "LEND"), share("B", 1, "LEND_AND_BORROW")),
+            at_once("L", 100, 100),
+            [(0, "l1"), (100, "l2")],
+            id="lend_share_never_borrows",
+        ),
+        # a1 on A's quota, a2 and a3 on the unassigned instance and L's; a4 waits for a1
+        pytest.param(
+            policy(3, share("A", 1, "LEND_AND_BORROW"), share("L", 1, "LEND")),
+            at_once("A", 100, 100, 100, 100),
+            [(0, "a1"), (0, "a2"), (0, "a3"), (100, "a4")],
+            id="lend_and_borrow_borrows_unassigned_and_lenders_quota",
+        ),
+        pytest.param(
+            policy(2, share("A", 1, "LEND_AND_BORROW"), share("B", 1, "LEND_AND_BORROW")),
+            at_once("B", 100, 100),
+            [(0, "b1"), (0, "b2")],
+            id="lend_and_borrow_share_lends_too",
+        ),
+        # quota 3 at 50%: floor(1.5) = 1 instance may be borrowed, though 3 are unassigned
+        pytest.param(
+            policy(6, share("A", 3, "LEND_AND_BORROW", borrow_limit_percent=50)),
+            at_once("A", 100, 100, 100, 100, 100),
+            [(0, "a1"), (0, "a2"), (0, "a3"), (0, "a4"), (100, "a5")],
+            id="borrow_limit_percent_is_rounded_down",
+        ),
+        # 3 borrowed, no limit
+        pytest.param(
+            policy(4, share("A", 1, "LEND_AND_BORROW", borrow_limit_percent=-1)),
+            at_once("A", 100, 100, 100, 100),
+            [(0, "a1"), (0, "a2"), (0, "a3"), (0, "a4")],
+            id="borrow_limit_percent_minus_one_is_unlimited",
+        ),
+        pytest.param(
+            policy(2, share("A", 1, "LEND_AND_BORROW", borrow_limit_percent=0)),
+            at_once("A", 100, 100),
+            [(0, "a1"), (100, "a2")],
+            id="borrow_limit_percent_zero_forbids_borrowing",
+        ),
+        # quota 1 + 2 borrowed
+        pytest.param(
+            policy(4, share("A", 1, "LEND_AND_BORROW", borrowing_limit={"gpu": 2})),
+            at_once("A", 100, 100, 100, 100),
+            [(0, "a1"), (0, "a2"), (0, "a3"), (100, "a4")],
+            id="borrowing_limit_is_absolute",
+        ),
+        # L has 2 idle instances but lends at most 1: b3 waits until b1 ends and B's quota is free
+        pytest.param(
+            policy(3, share("L", 2, "LEND", lending_limit={"gpu": 1}), share("B", 1, "LEND_AND_BORROW")),
+            at_once("B", 100, 300, 100),
+            [(0, "b1"), (0, "b2"), (100, "b3")],
+            id="lending_limit_caps_what_a_lender_lends",
+        ),
+        pytest.param(
+            policy(2, share("A", 1, "LEND_AND_BORROW")),
+            at_once("A", 100, 100),
+            [(0, "a1"), (0, "a2")],
+            id="unassigned_capacity_is_lendable",
+        ),
+    ],
+)
+def test_start_times(run, pol, jobs, starts):
+    assert run(pol, jobs).starts() == starts
 
 
 def test_lenders_job_within_quota_reclaims_its_instance(run):

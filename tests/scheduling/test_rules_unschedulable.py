@@ -4,18 +4,11 @@ reason, and block nobody. One instance type ``gpu``."""
 from __future__ import annotations
 
 import pytest
+from gpu_policies import policy, share
 
 MAX_RESOURCE = "SERVICE_ENVIRONMENT_MAX_RESOURCE"
 QUOTA_LIMIT = "QUOTA_MANAGEMENT_LIMIT_EXCEEDED"
 LAB = "LEND_AND_BORROW"
-
-
-def policy(capacity: int, *shares: dict, **options) -> dict:
-    return {"capacity": {"gpu": capacity}, "shares": list(shares), **options}
-
-
-def share(name: str, quota: int, strategy: str, **options) -> dict:
-    return {"name": name, "capacity": {"gpu": quota}, "strategy": strategy, **options}
 
 
 def one_job(count: int) -> str:

@@ -5,20 +5,15 @@ Hand-computed on tiny replays; engine only."""
 from __future__ import annotations
 
 import pytest
-
-from scheduling.model import Policy
-from scheduling.replay.engine import replay
-from scheduling.synthetic import demo_policy_dict, demo_pool_gpus, generate
+from aws_example import AWS_POLICY
+from conftest import demo_replay
+from gpu_policies import share
 
 TWO_JOBS = """
 job_id submit_time share duration
 a1     0           A     100
 a2     0           A     100
 """
-
-
-def share(name: str, quota: int, strategy: str, **options) -> dict:
-    return {"name": name, "capacity": {"gpu": quota}, "strategy": strategy, **options}
 
 
 def waited(out: dict, share_name: str) -> dict:
@@ -68,18 +63,8 @@ def test_strict_fifo_jobs_wait_behind_the_head(engine_run):
 
 def test_the_aws_example_waits_on_reserve_quota(engine_run):
     # SEMANTICS.md section 4: "p1 waits (QS3 lends nothing)".
-    pol = {
-        "instance_types": {"ml.g5.xlarge": {"gpus": 1, "hourly_price": 1.41}},
-        "capacity": {"ml.g5.xlarge": 3},
-        "shares": [
-            {"name": "QS1", "capacity": {"ml.g5.xlarge": 1}, "strategy": "LEND_AND_BORROW",
-             "borrow_limit_percent": 200, "in_share_preemption": "lower_priority"},
-            {"name": "QS2", "capacity": {"ml.g5.xlarge": 1}, "strategy": "LEND"},
-            {"name": "QS3", "capacity": {"ml.g5.xlarge": 1}, "strategy": "RESERVE"},
-        ],
-    }  # fmt: skip
     out = engine_run(
-        pol,
+        AWS_POLICY,
         """
         job_id submit_time share duration priority
         p3     0           QS1   1000     3
@@ -93,10 +78,7 @@ def test_the_aws_example_waits_on_reserve_quota(engine_run):
 
 @pytest.mark.parametrize("queueing", ["best_effort_fifo", "strict_fifo"])
 def test_reasons_add_up_to_the_time_spent_queued(queueing):
-    trace = generate(3000, seed=3)
-    policy = Policy.from_dict({**demo_policy_dict(demo_pool_gpus(trace)), "queueing": queueing})
-    result = replay(policy, trace)
-    out = result.to_dict(include_jobs=True, include_events=False)
+    _, _, result, out = demo_replay(3000, 3, queueing)
     for share_metrics in out["shares"]:
         queued = sum(j["queued"] for j in out["jobs"] if j["share"] == share_metrics["name"])
         assert sum(share_metrics["waited_by_reason_seconds"].values()) == pytest.approx(queued, rel=1e-9)

@@ -87,16 +87,13 @@ class World:
 @pytest.fixture
 def world(db) -> World:
     apply_roles(Group, Permission)
-    gpu, _ = InstanceType.objects.get_or_create(name=GPU_TYPE, defaults={"gpus": 1, "hourly_price": 1.5})
-    pool = Pool.objects.create(name="lab")
-    pool.set_capacity({gpu.name: 4})
-    policy = Policy.objects.create(name="lab-policy", pool=pool)
-    policy.replace_shares(
-        [
-            ShareSpec("train", "LEND_AND_BORROW", 100, "lower_priority", "any", {GPU_TYPE: 2}),
-            ShareSpec("infer", "LEND", None, "never", "any", {GPU_TYPE: 1}),
-        ]
-    )
+    pool = fixtures.one_type_pool("lab", GPU_TYPE, 4, hourly_price=1.5)
+    gpu = InstanceType.objects.get(name=GPU_TYPE)
+    shares = [
+        ShareSpec("train", "LEND_AND_BORROW", 100, "lower_priority", "any", {GPU_TYPE: 2}),
+        ShareSpec("infer", "LEND", None, "never", "any", {GPU_TYPE: 1}),
+    ]
+    policy = fixtures.policy_with_shares("lab-policy", pool, shares)
     trace = Trace.store(read_upload(io.BytesIO(SMALL_TRACE_CSV), format="planner-csv"), name="lab-week")
     with eager_worker():
         study = launch_study(StudyLaunch(name="lab study", trace=trace, policies=[policy]))

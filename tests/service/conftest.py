@@ -10,7 +10,7 @@ import pytest
 from django.contrib.auth.models import Group, User
 from rest_framework.test import APIClient
 
-from planner.capacity.models import InstanceType, Policy, Pool, ShareSpec
+from planner.capacity.models import Policy, ShareSpec
 from planner.studies.launch import StudyLaunch, launch_study
 from planner.studies.liveness import WorkerProcess, start_time
 from planner.studies.models import Run, Study
@@ -35,18 +35,13 @@ AWS_TRACE_JSON = b"""{"jobs": [
 def aws_policy(db) -> Policy:
     """3 x ml.g5.xlarge; QS1 (1, LEND_AND_BORROW 200%, in-share preemption), QS2 (1, LEND),
     QS3 (1, RESERVE)."""
-    instance_type = InstanceType.objects.create(name=AWS_TYPE, gpus=1, hourly_price=1.41)
-    pool = Pool.objects.create(name="aws-example")
-    pool.set_capacity({instance_type.name: 3})
-    policy = Policy.objects.create(name="aws-example", pool=pool)
-    policy.replace_shares(
-        [
-            ShareSpec("QS1", "LEND_AND_BORROW", 200, "lower_priority", "any", {AWS_TYPE: 1}),
-            ShareSpec("QS2", "LEND", None, "never", "any", {AWS_TYPE: 1}),
-            ShareSpec("QS3", "RESERVE", None, "never", "any", {AWS_TYPE: 1}),
-        ]
-    )
-    return policy
+    pool = fixtures.one_type_pool("aws-example", AWS_TYPE, 3, hourly_price=1.41)
+    shares = [
+        ShareSpec("QS1", "LEND_AND_BORROW", 200, "lower_priority", "any", {AWS_TYPE: 1}),
+        ShareSpec("QS2", "LEND", None, "never", "any", {AWS_TYPE: 1}),
+        ShareSpec("QS3", "RESERVE", None, "never", "any", {AWS_TYPE: 1}),
+    ]
+    return fixtures.policy_with_shares("aws-example", pool, shares)
 
 
 @pytest.fixture

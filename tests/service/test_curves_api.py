@@ -15,11 +15,12 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from planner.capacity.models import InstanceType, Policy, Pool, ShareSpec
+from planner.capacity.models import Policy, Pool, ShareSpec
 from planner.curves.launch import CurveLaunch, SearchLaunch, start_curve, start_search
 from planner.curves.models import CapacityCurve, CurvePoint, SearchPoint, WorthSearch
 from planner.curves.tasks import replay_curve_point
 from planner.traces.models import Trace, read_upload
+from tests.fixtures import one_type_pool, policy_with_shares
 
 TRACE_CSV = b"""job_id,submit_time,share,duration
 1,0,a,3600
@@ -31,18 +32,12 @@ TRACE_CSV = b"""job_id,submit_time,share,duration
 
 @pytest.fixture
 def pool(db) -> Pool:
-    InstanceType.objects.create(name="gpu", gpus=1, hourly_price=1.0)
-    pool = Pool.objects.create(name="four")
-    pool.set_capacity({"gpu": 4})
-    return pool
+    return one_type_pool("four", "gpu", 4, hourly_price=1.0)
 
 
 def make_policy(pool: Pool, name: str, strategy: str) -> Policy:
-    policy = Policy.objects.create(name=name, pool=pool)
-    policy.replace_shares(
-        [ShareSpec(share, strategy, None, "never", "any", {"gpu": 2}) for share in ("a", "b")]
-    )
-    return policy
+    shares = [ShareSpec(share, strategy, None, "never", "any", {"gpu": 2}) for share in ("a", "b")]
+    return policy_with_shares(name, pool, shares)
 
 
 @pytest.fixture

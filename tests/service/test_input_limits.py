@@ -16,6 +16,7 @@ from planner.studies.launch import StudyLaunch, launch_study
 from planner.studies.tasks import replay_run
 from planner.traces import models as trace_models
 from planner.traces.models import ParseStatus, Trace
+from tests.fixtures import raise_on_every_call
 from tests.uploads import upload_trace
 
 pytestmark = pytest.mark.django_db
@@ -67,13 +68,7 @@ def test_a_nul_byte_in_a_text_field_fails_at_once_with_row_and_field(admin_api):
 def test_an_unexpected_reader_error_is_final_on_the_first_attempt(admin_api, settings, monkeypatch):
     """The same file would raise it again: no three attempts, no half-minute of retries."""
     settings.PLANNER_RUN_MAX_ATTEMPTS = 3
-    calls = []
-
-    def broken(*args, **kwargs):
-        calls.append(1)
-        raise KeyError("cluster")
-
-    monkeypatch.setattr(trace_models, "read_trace", broken)
+    calls = raise_on_every_call(monkeypatch, trace_models, "read_trace", KeyError("cluster"))
     body = upload(admin_api, b"job_id,share,submit_time,duration\nj1,A,0,10\n", "trace.csv")
     assert len(calls) == 1
     assert Trace.objects.get(pk=body["id"]).attempts == 1
@@ -86,13 +81,9 @@ def test_a_result_the_database_refuses_fails_the_run_at_once(
     settings.PLANNER_RUN_MAX_ATTEMPTS = 3
     with django_capture_on_commit_callbacks(execute=False):
         run = launch_study(StudyLaunch(name="s", trace=aws_trace, policies=[aws_policy])).runs.get()
-    calls = []
-
-    def refused(*args, **kwargs):
-        calls.append(1)
-        raise DataError("integer out of range")
-
-    monkeypatch.setattr(study_tasks, "recorded_metrics", refused)
+    calls = raise_on_every_call(
+        monkeypatch, study_tasks, "recorded_metrics", DataError("integer out of range")
+    )
     assert replay_run.apply(args=[run.pk]).get() == "failed"
     run.refresh_from_db()
     assert (run.status, run.attempts, len(calls)) == ("failed", 1, 1)

@@ -7,53 +7,15 @@ import pytest
 from planner.capacity.models import CalendarChange, CalendarError, ChangeSpec, Policy
 from scheduling.capacity_plans import TrainingPlan
 from scheduling.model import parse_policy
+from tests.scheduling.aws_example import PLANNED
 from tests.service.conftest import AWS_TYPE
 
 pytestmark = pytest.mark.django_db
 
-# The AWS example of section 4 with every knob of sections 8-10: a training plan of 2 instances
-# for QS1 from t=100 to t=500 (four changes), fair sharing with one strategy, weights, a limit.
-FULL_POLICY = {
-    "name": "aws-example-planned",
-    "instance_types": {AWS_TYPE: {"gpus": 1, "hourly_price": 1.41}},
-    "capacity": {AWS_TYPE: 3},
-    "queueing": "best_effort_fifo",
-    "startup_seconds": 0,
-    "shares": [
-        {
-            "name": "QS1",
-            "capacity": {AWS_TYPE: 1},
-            "strategy": "LEND_AND_BORROW",
-            "in_share_preemption": "lower_priority",
-            "reclaim": "any",
-            "borrow_limit_percent": 200,
-            "fair_weight": 2,
-        },
-        {
-            "name": "QS2",
-            "capacity": {AWS_TYPE: 1},
-            "strategy": "LEND",
-            "in_share_preemption": "never",
-            "reclaim": "any",
-            "fair_weight": 0.5,
-        },
-        {
-            "name": "QS3",
-            "capacity": {AWS_TYPE: 1},
-            "strategy": "RESERVE",
-            "in_share_preemption": "never",
-            "reclaim": "any",
-        },
-    ],
-    "fair_sharing": {"preemption_strategies": ["LessThanInitialShare"]},
-    "changes": [
-        {"time": 100, "capacity": {AWS_TYPE: 5}},
-        {"time": 100, "share": "QS1", "capacity": {AWS_TYPE: 3}},
-        {"time": 500, "capacity": {AWS_TYPE: 3}},
-        {"time": 500, "share": "QS1", "capacity": {AWS_TYPE: 1}},
-    ],
-    "runnable_timeout_seconds": 7200,
-}
+# The AWS example of section 4 with every knob of sections 8-10 (tests/scheduling/aws_example.py's
+# PLANNED: a training plan of 2 instances for QS1 from t=100 to t=500, fair sharing, weights, a limit),
+# here with two of the defaults written out as a stored policy's JSON has them.
+FULL_POLICY = {**PLANNED, "name": "aws-example-planned", "queueing": "best_effort_fifo", "startup_seconds": 0}
 
 
 @pytest.fixture

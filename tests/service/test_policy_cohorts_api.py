@@ -6,7 +6,8 @@ import copy
 
 import pytest
 
-from planner.capacity.models import Cohort, CohortLimit, InstanceType, Policy, Pool, Share, ShareLimit
+from planner.capacity.models import Cohort, CohortLimit, Policy, Pool, Share, ShareLimit
+from tests.fixtures import one_type_pool
 
 pytestmark = pytest.mark.django_db
 
@@ -27,10 +28,7 @@ SHARES = [
 
 @pytest.fixture
 def pool(db) -> Pool:
-    InstanceType.objects.get_or_create(name="gpu", defaults={"gpus": 1, "hourly_price": 2})
-    pool = Pool.objects.create(name="lab")
-    pool.set_capacity({"gpu": 12})
-    return pool
+    return one_type_pool("lab", "gpu", 12, hourly_price=2)
 
 
 def payload(pool: Pool, name: str = "tree") -> dict:

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from planner.capacity.models import CalendarChange, InstanceType, Policy, Pool
+from planner.capacity.models import CalendarChange, InstanceType, Policy
 from planner.curves.models import CapacityCurve, WorthSearch
 from planner.traces.models import Trace, read_upload
 from tests.service import test_curves_api as curves_api
@@ -23,16 +23,9 @@ TRACE_CSV = b"""job_id,submit_time,share,duration
 """
 
 
-@pytest.fixture
-def pool(db) -> Pool:
-    InstanceType.objects.get_or_create(name="gpu", defaults={"gpus": 1, "hourly_price": 1.0})
-    pool = Pool.objects.create(name="four")
-    pool.set_capacity({"gpu": 4})
-    return pool
-
-
-# A (RESERVE) and B (LEND_AND_BORROW) policies of two shares on the pool above, as the curve tests'.
-split, pooled = curves_api.split, curves_api.pooled
+# The curve tests' pool of four 1-GPU instances, and its A (RESERVE) and B (LEND_AND_BORROW) policies of
+# two shares (fixtures).
+pool, split, pooled = curves_api.pool, curves_api.split, curves_api.pooled
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from planner.studies.models import Run
 from planner.studies.reaper import reap_stale_runs
 from planner.studies.tasks import claim_run, execute, replay_run
 from scheduling.result import ReplayResult
+from tests.fixtures import raise_on_every_call
 
 pytestmark = pytest.mark.django_db
 
@@ -45,13 +46,7 @@ def test_a_trace_that_does_not_fit_the_policy_fails_with_the_row_and_field(run):
 
 def test_a_crash_is_retried_then_failed_with_the_reason(run, settings, monkeypatch):
     settings.PLANNER_RUN_MAX_ATTEMPTS = 2
-    calls = []
-
-    def crash(*args, **kwargs):
-        calls.append(1)
-        raise RuntimeError("disk on fire")
-
-    monkeypatch.setattr(tasks, "replay", crash)
+    calls = raise_on_every_call(monkeypatch, tasks, "replay", RuntimeError("disk on fire"))
     replay_run.apply(args=[run.pk])
     run.refresh_from_db()
     assert len(calls) == 2
