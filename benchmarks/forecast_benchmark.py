@@ -98,9 +98,9 @@ class ReplayTimeline:
     """The full replay's runs: per job its (start, stop) intervals, from the event list."""
 
     def __init__(self, policy: Policy, trace: Trace):
+        from scheduling.outcomes import State as JobState
         from scheduling.replay.engine import replay
         from scheduling.result import EventKind
-        from scheduling.result import State as JobState
 
         result = replay(policy, trace, record_events=True)
         self.trace = trace

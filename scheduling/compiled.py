@@ -62,7 +62,8 @@ COMPILED = (
 # declared types of their attributes at run time, so a build is stale when one of them changes too
 # (a Trace whose job ids stopped being a list failed inside a stale engine).
 INTERFACES = (
-    "binding.py", "cohorts.py", "errors.py", "job_ids.py", "metrics.py", "model.py", "result.py", "trace.py",
+    "binding.py", "cohorts.py", "errors.py", "job_ids.py", "metrics.py", "model.py", "outcomes.py",
+    "result.py", "trace.py",
 )  # fmt: skip
 CHOICES = ("auto", "python", "compiled")
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from scheduling.result import STATE_NAMES, JobOutcomes, State
+from scheduling.outcomes import STATE_NAMES, JobOutcomes, State
 from scheduling.trace import Trace
 
 FIELDS = ("job_id", "user", "name")  # what a search looks in

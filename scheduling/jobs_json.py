@@ -13,7 +13,6 @@ beyond a quote or a backslash (a control character) sends its chunk to the dicts
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
 
 import numpy as np
 import orjson
@@ -21,10 +20,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from scheduling.job_ids import JobIds
-
-if TYPE_CHECKING:
-    from scheduling.result import JobOutcomes
-    from scheduling.trace import Trace
+from scheduling.outcomes import JobOutcomes
+from scheduling.trace import Trace
 
 CHUNK = 65_536  # jobs a chunk: Arrow's buffers for them are a few MB, reused chunk after chunk
 

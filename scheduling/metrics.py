@@ -13,8 +13,8 @@ import numpy as np
 
 from scheduling.binding import BoundTrace
 from scheduling.model import Cause, Policy, WaitReason
+from scheduling.outcomes import REASONS, JobOutcomes, State
 from scheduling.replay.records import Records
-from scheduling.result import REASONS, JobOutcomes, State
 
 DAY = 86400.0
 MAX_CDF_POINTS = 1000

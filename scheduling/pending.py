@@ -11,7 +11,7 @@ import numpy as np
 from scheduling.binding import job_id_order
 from scheduling.errors import InputError
 from scheduling.model import Policy, WaitReason
-from scheduling.result import REASONS, STATE_NAMES, JobOutcomes, State, WaitHistory
+from scheduling.outcomes import REASONS, STATE_NAMES, JobOutcomes, State, WaitHistory
 from scheduling.trace import NO_TYPE, TYPE_SEPARATOR, Trace, accepted_types
 
 REASON_WORDS = {

@@ -20,7 +20,8 @@ from planner.studies.models import Run, RunStatus
 from planner.traces.models import Trace
 from scheduling.finder import JobFinder, write_run_index, write_trace_index
 from scheduling.model import Policy as EnginePolicy
-from scheduling.result import JobOutcomes, ReplayResult
+from scheduling.outcomes import JobOutcomes
+from scheduling.result import ReplayResult
 from scheduling.trace import Trace as TraceColumns
 
 logger = logging.getLogger(__name__)

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from scheduling.model import Policy
-from scheduling.result import JobOutcomes, WaitHistory
+from scheduling.outcomes import JobOutcomes, WaitHistory
 from scheduling.trace import NO_TYPE, Trace
 
 HOUR = 3600.0

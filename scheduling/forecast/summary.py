@@ -15,9 +15,9 @@ from scheduling.forecast.durations import NO_DURATION, requested_time
 from scheduling.forecast.inputs import ForecastInputs
 from scheduling.forecast.samples import Prepared, SampleStarts, run_samples
 from scheduling.model import Queueing, WaitReason
+from scheduling.outcomes import REASONS, State
 from scheduling.replay.engine import replay
 from scheduling.replay.rules import instances, wait_reason
-from scheduling.result import REASONS, State
 from scheduling.trace import Trace
 
 QUANTILES = (("p10", 0.10), ("p50", 0.50), ("p90", 0.90))

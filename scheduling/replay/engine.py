@@ -26,6 +26,7 @@ from mypy_extensions import i64
 from scheduling.binding import BoundTrace, bind
 from scheduling.metrics import UsageLog, compute_metrics
 from scheduling.model import Cause, Change, FairStrategy, Policy, Queueing, UnschedulableReason
+from scheduling.outcomes import JobOutcomes, WaitHistory
 from scheduling.replay.calendar import (
     NeverRuns,
     borrow_limit_at,
@@ -87,7 +88,7 @@ from scheduling.replay.state import (
     TypePool,
 )
 from scheduling.replay.victims import find_victims, tree_victim_candidates, victim_candidates
-from scheduling.result import EventKind, JobOutcomes, ReplayResult, WaitHistory
+from scheduling.result import EventKind, ReplayResult
 from scheduling.trace import Trace
 
 ProgressCallback = Callable[[float], None]

@@ -12,12 +12,12 @@ from typing import Final
 from librt.vecs import vec
 from mypy_extensions import i64
 
+from scheduling.outcomes import WaitHistory
 from scheduling.replay.indexes import Group
 from scheduling.replay.records import Records
 from scheduling.replay.refusals import Refusals
 from scheduling.replay.rules import BEHIND_QUEUE_HEAD, wait_reason
 from scheduling.replay.state import RUNNABLE, Account, Job, ShareState
-from scheduling.result import WaitHistory
 
 insort: Final = bisect.insort
 bisect_left: Final = bisect.bisect_left

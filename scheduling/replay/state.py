@@ -20,10 +20,10 @@ from scheduling.model import (
     WaitReason,
     WhenCan,
 )
+from scheduling.outcomes import State
 from scheduling.replay.indexes import Group, Running
 from scheduling.replay.quota_tree import QuotaTree
 from scheduling.replay.rules import POOL_FULL, exact_number, headroom, lendable
-from scheduling.result import State
 
 # Job states as module constants (native ints).
 PENDING_SUBMIT: Final[int] = int(State.PENDING_SUBMIT)

@@ -10,7 +10,7 @@ import numpy as np
 from planner.studies.jobs import run_folder, trace_folder
 from planner.studies.models import Run, Study, run_summary
 from scheduling.finder import write_run_index, write_trace_index
-from scheduling.result import JobOutcomes, State
+from scheduling.outcomes import JobOutcomes, State
 from scheduling.synthetic import generate
 from tests.service.test_reports_views import replayed_study, scale_to_jobs
 

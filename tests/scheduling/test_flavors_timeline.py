@@ -7,9 +7,9 @@ from conftest import make_trace, table
 
 from scheduling.finder import JobFinder, write_run_index, write_trace_index
 from scheduling.model import Policy
+from scheduling.outcomes import State
 from scheduling.pending import find_job, job_timeline
 from scheduling.replay.engine import replay
-from scheduling.result import State
 
 POLICY = {
     "instance_types": {"h100": {"gpus": 8}, "a100": {"gpus": 8}},

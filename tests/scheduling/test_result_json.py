@@ -12,6 +12,7 @@ from conftest import make_trace
 from scheduling import jobs_json
 from scheduling import result as result_module
 from scheduling.model import Policy
+from scheduling.outcomes import REASON_CODE_NAMES, STATE_CODE_NAMES
 from scheduling.replay.engine import replay
 from scheduling.synthetic import demo_policy_dict, demo_pool_gpus, generate
 
@@ -69,8 +70,8 @@ def test_the_jobs_encoded_by_columns_are_the_bytes_the_dicts_give(monkeypatch):
             for part in jobs_json.encoded_jobs(
                 result.trace,
                 result.outcomes,
-                result_module._STATE_NAMES.tolist(),
-                result_module._REASON_NAMES.tolist(),
+                STATE_CODE_NAMES.tolist(),
+                REASON_CODE_NAMES.tolist(),
                 result._encoded_job_dicts,
                 type_names=result._type_names().tolist(),
                 run_types=result._run_types(),
