@@ -37,6 +37,8 @@ from scheduling.traces.fields import (
 
 WHOLE_GPU_TYPE = "gpu"  # one instance = one GPU
 TENTH_GPU_TYPE = "gpu-tenth"  # one instance = a tenth of a GPU (fractional_gpus="tenths")
+# The skip count of a job that ran zero seconds, in every importer's stats["skipped"].
+SKIP_ZERO_DURATION = "zero_duration"
 
 
 class PriorityMode(StrEnum):
@@ -305,6 +307,7 @@ class TraceImport:
         self.mapping = mapping
         self.builder = TraceBuilder(max_rows=max_rows, source=format_name, field_names=field_names)
         self.priority = PriorityResolver(mapping)
+        self._default_type = mapping.instance_type_of(None)  # for add_row, once rather than per row
         self.source_rows = 0
         self.skipped: Counter[str] = Counter()
         self.notes: Counter[str] = Counter()
@@ -339,6 +342,33 @@ class TraceImport:
             "user": cells[i_user] if i_user is not None else None,
             "name": cells[i_name] if i_name is not None else None,
         }
+
+    def add_row(
+        self,
+        row: int,
+        cells: Sequence[str],
+        *,
+        gpus: float,
+        duration: float,
+        instance_type: str | None = None,
+        **job: Any,
+    ) -> None:
+        """Add the job of a table that has one job per row (ITP, Helios, openb): its share,
+        priority, user and name from the mapped cells, ``gpus`` counted in instances as the mapping
+        says, ``instance_type`` the mapping's default when the row names no GPU model. A job that
+        ran zero seconds did no work and holds nothing in a replay, so it is skipped
+        (``zero_duration``) rather than added."""
+        if duration == 0:
+            self.skip(SKIP_ZERO_DURATION)
+            return
+        self.builder.add_job(
+            row,
+            **self.mapped_fields(cells, row),
+            duration=duration,
+            instance_type=self._default_type if instance_type is None else instance_type,
+            instance_count=self.mapping.instances_for(gpus),
+            **job,
+        )
 
     def finish(self, *, epoch_times: bool, allow_empty: bool = False) -> Trace | None:
         self.stats.clear()
