@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from enum import Enum, IntEnum
 from typing import Any
@@ -578,9 +578,7 @@ def _parse_share(raw: Any, index: int, instance_types: Mapping[str, InstanceType
         "flavor_fungibility",
         "cohort",
     }
-    for key in raw:
-        if key not in known:
-            raise InputError(f"unknown setting {key!r}", field=f"{where}.{key}")
+    _reject_unknown_settings(raw, known, where)
     capacity = _parse_counts(raw.get("capacity", {}), f"{where}.capacity", instance_types)
     strategy = _parse_enum(Strategy, raw.get("strategy", Strategy.LEND_AND_BORROW.value), f"{where}.strategy")
     percent = raw.get("borrow_limit_percent")
@@ -638,9 +636,7 @@ def _parse_cohorts(raw: Any, instance_types: Mapping[str, InstanceType]) -> tupl
         where = f"cohorts[{i}]"
         if not isinstance(item, Mapping):
             raise InputError("must be an object", field=where)
-        for key in item:
-            if key not in known:
-                raise InputError(f"unknown setting {key!r}", field=f"{where}.{key}")
+        _reject_unknown_settings(item, known, where)
         name = item.get("name")
         if not isinstance(name, str) or not name.strip():
             raise InputError("a cohort needs a name", field=f"{where}.name")
@@ -706,9 +702,9 @@ def _parse_fungibility(raw: Any, where: str, share: str) -> FlavorFungibility:
             f"share {share!r}: must be an object with when_can_borrow, when_can_preempt, preference",
             field=where,
         )
-    for key in raw:
-        if key not in ("when_can_borrow", "when_can_preempt", "preference"):
-            raise InputError(f"share {share!r}: unknown setting {key!r}", field=f"{where}.{key}")
+    _reject_unknown_settings(
+        raw, ("when_can_borrow", "when_can_preempt", "preference"), where, prefix=f"share {share!r}: "
+    )
     default = DEFAULT_FUNGIBILITY
 
     def parsed(enum: type[Enum], key: str, fallback: str):
@@ -738,9 +734,7 @@ def _parse_fair_sharing(raw: Any) -> FairSharing | None:
         return None
     if not isinstance(raw, Mapping):
         raise InputError("must be an object (or null: off)", field="fair_sharing")
-    for key in raw:
-        if key != "preemption_strategies":
-            raise InputError(f"unknown setting {key!r}", field=f"fair_sharing.{key}")
+    _reject_unknown_settings(raw, ("preemption_strategies",), "fair_sharing")
     listed = raw.get("preemption_strategies")
     if listed is None:
         return FairSharing()
@@ -777,9 +771,7 @@ def _parse_changes(raw: Any, instance_types: Mapping[str, InstanceType]) -> tupl
         where = f"changes[{i}]"
         if not isinstance(item, Mapping):
             raise InputError("must be an object with time, capacity and optionally share", field=where)
-        for key in item:
-            if key not in ("time", "share", "capacity"):
-                raise InputError(f"unknown setting {key!r}", field=f"{where}.{key}")
+        _reject_unknown_settings(item, ("time", "share", "capacity"), where)
         time, _ = parse_time(item.get("time"), None, f"{where}.time")
         share = item.get("share")
         if share is not None and (not isinstance(share, str) or not share.strip()):
@@ -948,6 +940,16 @@ def _parse_number(
         limit = f"{int(maximum):,}" if float(maximum).is_integer() else f"{maximum:,g}"
         raise InputError(f"{value:g} is above the maximum {limit}", field=where)
     return int(value) if float(value).is_integer() else float(value)
+
+
+def _reject_unknown_settings(
+    raw: Mapping[str, Any], known: Collection[str], where: str, prefix: str = ""
+) -> None:
+    """An InputError naming the first key of ``raw`` (an object at ``where``) that is not one of
+    ``known``: a misspelt setting is refused rather than silently left at its default."""
+    for key in raw:
+        if key not in known:
+            raise InputError(f"{prefix}unknown setting {key!r}", field=f"{where}.{key}")
 
 
 def _parse_enum(enum: type[Enum], value: Any, where: str):
