@@ -11,12 +11,13 @@ import unicodedata
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from enum import Enum, IntEnum
-from typing import Any
+from typing import Any, TypeVar
 
 from scheduling.cohorts import ROOT, Node, tree_problems
 from scheduling.errors import InputError
 
 UNLIMITED = math.inf
+EnumT = TypeVar("EnumT", bound=Enum)
 
 
 class Strategy(str, Enum):
@@ -437,7 +438,7 @@ def parse_policy(data: Mapping[str, Any]) -> Policy:
     for i, share_name in enumerate(names):
         if share_name in names[:i]:
             raise InputError(f"duplicate share name {share_name!r}", field=f"shares[{i}].name")
-    queueing = _parse_enum(Queueing, data.get("queueing", Queueing.BEST_EFFORT_FIFO.value), "queueing")
+    queueing = parse_enum(Queueing, data.get("queueing", Queueing.BEST_EFFORT_FIFO.value), "queueing")
     startup = _parse_number(
         data.get("startup_seconds", 0), "startup_seconds", minimum=0, maximum=MAX_STARTUP_SECONDS
     )
@@ -580,7 +581,7 @@ def _parse_share(raw: Any, index: int, instance_types: Mapping[str, InstanceType
     }
     _reject_unknown_settings(raw, known, where)
     capacity = _parse_counts(raw.get("capacity", {}), f"{where}.capacity", instance_types)
-    strategy = _parse_enum(Strategy, raw.get("strategy", Strategy.LEND_AND_BORROW.value), f"{where}.strategy")
+    strategy = parse_enum(Strategy, raw.get("strategy", Strategy.LEND_AND_BORROW.value), f"{where}.strategy")
     percent = raw.get("borrow_limit_percent")
     if percent is not None:
         percent = _parse_number(
@@ -597,10 +598,10 @@ def _parse_share(raw: Any, index: int, instance_types: Mapping[str, InstanceType
         borrow_limit_percent=percent,
         borrowing_limit=borrowing,
         lending_limit=lending,
-        in_share_preemption=_parse_enum(
+        in_share_preemption=parse_enum(
             InSharePreemption, raw.get("in_share_preemption", "never"), f"{where}.in_share_preemption"
         ),
-        reclaim=_parse_enum(Reclaim, raw.get("reclaim", "any"), f"{where}.reclaim"),
+        reclaim=parse_enum(Reclaim, raw.get("reclaim", "any"), f"{where}.reclaim"),
         fair_weight=parse_fair_weight(raw.get("fair_weight", 1), f"{where}.fair_weight"),
         flavor_order=_parse_flavor_order(
             raw.get("flavor_order"), f"{where}.flavor_order", instance_types, name
@@ -742,7 +743,7 @@ def _parse_fair_sharing(raw: Any) -> FairSharing | None:
     if not isinstance(listed, list):
         raise InputError(f"must be one of the lists {allowed}", field="fair_sharing.preemption_strategies")
     strategies = tuple(
-        _parse_enum(FairStrategy, value, f"fair_sharing.preemption_strategies[{i}]")
+        parse_enum(FairStrategy, value, f"fair_sharing.preemption_strategies[{i}]")
         for i, value in enumerate(listed)
     )
     if strategies not in FAIR_STRATEGY_LISTS:
@@ -952,7 +953,9 @@ def _reject_unknown_settings(
             raise InputError(f"{prefix}unknown setting {key!r}", field=f"{where}.{key}")
 
 
-def _parse_enum(enum: type[Enum], value: Any, where: str):
+def parse_enum(enum: type[EnumT], value: Any, where: str) -> EnumT:
+    """``value`` as a member of ``enum``, or an InputError at ``where`` listing the values it may
+    take (every setting of a policy, a trace mapping or a sizing that names one of a few choices)."""
     try:
         return enum(value)
     except ValueError:

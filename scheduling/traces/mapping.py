@@ -14,14 +14,14 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from enum import Enum, StrEnum
+from enum import StrEnum
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import numpy as np
 
 from scheduling.errors import InputError
-from scheduling.model import MAX_PRIORITY
+from scheduling.model import MAX_PRIORITY, parse_enum
 from scheduling.trace import Trace
 from scheduling.traces.builder import TraceBuilder
 from scheduling.traces.fields import (
@@ -84,10 +84,12 @@ class TraceMapping:
     def __post_init__(self) -> None:
         # accept the enums' plain values too (TraceMapping(priority_mode="rank"))
         object.__setattr__(
-            self, "priority_mode", _enum(PriorityMode, self.priority_mode, "mapping.priority_mode")
+            self, "priority_mode", parse_enum(PriorityMode, self.priority_mode, "mapping.priority_mode")
         )
         object.__setattr__(
-            self, "fractional_gpus", _enum(FractionalGpus, self.fractional_gpus, "mapping.fractional_gpus")
+            self,
+            "fractional_gpus",
+            parse_enum(FractionalGpus, self.fractional_gpus, "mapping.fractional_gpus"),
         )
 
     # -- storage ---------------------------------------------------------------------------
@@ -142,9 +144,9 @@ class TraceMapping:
         if "priority_map" in data:
             values["priority_map"] = _priority_table(data["priority_map"])
         if "priority_mode" in data:
-            values["priority_mode"] = _enum(PriorityMode, data["priority_mode"], "mapping.priority_mode")
+            values["priority_mode"] = parse_enum(PriorityMode, data["priority_mode"], "mapping.priority_mode")
         if "fractional_gpus" in data:
-            values["fractional_gpus"] = _enum(
+            values["fractional_gpus"] = parse_enum(
                 FractionalGpus, data["fractional_gpus"], "mapping.fractional_gpus"
             )
         if "gpus_per_instance" in data:
@@ -648,11 +650,3 @@ def _priority_table(value: Any) -> dict[str, int]:
             )
         table[str(key)] = number
     return table
-
-
-def _enum(enum: type[Enum], value: Any, where: str):
-    try:
-        return enum(value)
-    except ValueError:
-        choices = ", ".join(member.value for member in enum)
-        raise InputError(f"{value!r} is not one of {choices}", field=where) from None
