@@ -37,7 +37,8 @@ from scheduling.traces.fields import (
 
 WHOLE_GPU_TYPE = "gpu"  # one instance = one GPU
 TENTH_GPU_TYPE = "gpu-tenth"  # one instance = a tenth of a GPU (fractional_gpus="tenths")
-# The skip count of a job that ran zero seconds, in every importer's stats["skipped"].
+# stats["skipped"]'s reason for a job that ran zero seconds (TraceImport.add_row; the importers
+# that skip such jobs themselves spell it the same).
 SKIP_ZERO_DURATION = "zero_duration"
 
 
