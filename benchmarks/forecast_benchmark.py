@@ -194,22 +194,11 @@ def itp_states(cuts: int) -> tuple[Policy, list[State]]:
 
 def openb_policy(trace: Trace) -> Policy:
     """The node list's GPUs shared by the QoS classes in proportion to their demand, lending and
-    borrowing, in-share preemption by priority (as benchmarks/replay_benchmark.py replays openb)."""
-    import csv
+    borrowing, in-share preemption by priority: the policy benchmarks/replay_benchmark.py replays
+    openb with."""
+    from benchmarks.replay_benchmark import openb_pooled_policy
 
-    with open(data_dir() / "alibaba-openb-2023" / "openb_node_list_gpu_node.csv", newline="") as f:
-        total = sum(int(row["gpu"]) for row in csv.DictReader(f))
-    demand = {}
-    for code, name in enumerate(trace.share_names):
-        mask = trace.share == code
-        demand[name] = float((trace.duration[mask] * trace.instance_count[mask]).sum())
-    whole = sum(demand.values()) or 1.0
-    shares = [
-        {"name": name, "capacity": {"gpu": int(total * d / whole)}, "strategy": "LEND_AND_BORROW",
-         "in_share_preemption": "lower_priority"}
-        for name, d in demand.items()
-    ]  # fmt: skip
-    return Policy.from_dict({"name": "openb-pooled", "capacity": {"gpu": total}, "shares": shares})
+    return Policy.from_dict(openb_pooled_policy(trace, data_dir()))
 
 
 def openb_states(cuts: int) -> tuple[Policy, list[State]]:

@@ -80,7 +80,7 @@ def load_case(case: str):
         trace = read_trace(
             DATA / "alibaba-openb-2023" / "openb_pod_list_default.csv", format="alibaba-openb-2023"
         )
-        return Policy.from_dict(_openb_policy(trace)), trace
+        return Policy.from_dict(openb_pooled_policy(trace)), trace
     raise SystemExit(f"unknown case {case!r}: choose from {', '.join([*SYNTHETIC, *VARIANTS, *REAL])}")
 
 
@@ -151,11 +151,13 @@ def _with_three_level_tree(policy: dict) -> None:
     shares["nlp"]["cohort"] = "org"
 
 
-def _openb_policy(trace) -> dict:
-    """The openb cluster's GPUs (from its node list) shared by its QoS classes in proportion to demand."""
+def openb_pooled_policy(trace, data: Path = DATA) -> dict:
+    """The openb cluster's GPUs (from its node list under ``data``) shared by its QoS classes in
+    proportion to demand, lending and borrowing, in-share preemption by priority. The forecast
+    benchmark cuts openb with this policy too, so both benchmarks replay the same pool."""
     import csv
 
-    with open(DATA / "alibaba-openb-2023" / "openb_node_list_gpu_node.csv", newline="") as f:
+    with open(data / "alibaba-openb-2023" / "openb_node_list_gpu_node.csv", newline="") as f:
         total = sum(int(row["gpu"]) for row in csv.DictReader(f))
     demand = {}
     for code, name in enumerate(trace.share_names):

@@ -138,12 +138,19 @@ def ratio_text(ratio: float) -> str:
     return f"{ratio:.2g}x"
 
 
+def _is_close(recorded: float, simulated: float, *, apart: float, ratio: float) -> bool:
+    """Whether a simulated figure is close to its recorded one: at most ``apart`` from it, or
+    within ``ratio`` of it either way. Waits and preemptions are judged by this one rule, each
+    with its own tolerances."""
+    if abs(simulated - recorded) <= apart:
+        return True
+    return recorded > 0 and 1 / ratio <= simulated / recorded <= ratio
+
+
 def wait_direction(recorded: float, simulated: float) -> str:
     """``shorter``, ``longer`` or ``close`` (within CLOSE_RATIO of each other, or CLOSE_SECONDS
     apart): the one rule that says whether a simulated wait differs from a recorded one."""
-    if abs(simulated - recorded) <= CLOSE_SECONDS:
-        return "close"
-    if recorded > 0 and 1 / CLOSE_RATIO <= simulated / recorded <= CLOSE_RATIO:
+    if _is_close(recorded, simulated, apart=CLOSE_SECONDS, ratio=CLOSE_RATIO):
         return "close"
     return "shorter" if simulated < recorded else "longer"
 
@@ -180,9 +187,7 @@ def verdict(comparison: Mapping[str, Any], compared: int) -> str:
 def preemption_direction(recorded: int, simulated: int) -> str:
     """``fewer``, ``more`` or ``close`` (within PREEMPTIONS_CLOSE_RATIO of each other, or at most
     PREEMPTIONS_CLOSE_COUNT apart): the one rule that says whether simulated preemptions differ."""
-    if abs(simulated - recorded) <= PREEMPTIONS_CLOSE_COUNT:
-        return "close"
-    if recorded > 0 and 1 / PREEMPTIONS_CLOSE_RATIO <= simulated / recorded <= PREEMPTIONS_CLOSE_RATIO:
+    if _is_close(recorded, simulated, apart=PREEMPTIONS_CLOSE_COUNT, ratio=PREEMPTIONS_CLOSE_RATIO):
         return "close"
     return "fewer" if simulated < recorded else "more"
 

@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import math
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from enum import Enum, IntEnum
-from typing import Any
+from typing import Any, TypeVar
 
 from scheduling.cohorts import ROOT, Node, tree_problems
 from scheduling.errors import InputError
 
 UNLIMITED = math.inf
+EnumT = TypeVar("EnumT", bound=Enum)
 
 
 class Strategy(str, Enum):
@@ -437,7 +438,7 @@ def parse_policy(data: Mapping[str, Any]) -> Policy:
     for i, share_name in enumerate(names):
         if share_name in names[:i]:
             raise InputError(f"duplicate share name {share_name!r}", field=f"shares[{i}].name")
-    queueing = _parse_enum(Queueing, data.get("queueing", Queueing.BEST_EFFORT_FIFO.value), "queueing")
+    queueing = parse_enum(Queueing, data.get("queueing", Queueing.BEST_EFFORT_FIFO.value), "queueing")
     startup = _parse_number(
         data.get("startup_seconds", 0), "startup_seconds", minimum=0, maximum=MAX_STARTUP_SECONDS
     )
@@ -578,11 +579,9 @@ def _parse_share(raw: Any, index: int, instance_types: Mapping[str, InstanceType
         "flavor_fungibility",
         "cohort",
     }
-    for key in raw:
-        if key not in known:
-            raise InputError(f"unknown setting {key!r}", field=f"{where}.{key}")
+    _reject_unknown_settings(raw, known, where)
     capacity = _parse_counts(raw.get("capacity", {}), f"{where}.capacity", instance_types)
-    strategy = _parse_enum(Strategy, raw.get("strategy", Strategy.LEND_AND_BORROW.value), f"{where}.strategy")
+    strategy = parse_enum(Strategy, raw.get("strategy", Strategy.LEND_AND_BORROW.value), f"{where}.strategy")
     percent = raw.get("borrow_limit_percent")
     if percent is not None:
         percent = _parse_number(
@@ -599,10 +598,10 @@ def _parse_share(raw: Any, index: int, instance_types: Mapping[str, InstanceType
         borrow_limit_percent=percent,
         borrowing_limit=borrowing,
         lending_limit=lending,
-        in_share_preemption=_parse_enum(
+        in_share_preemption=parse_enum(
             InSharePreemption, raw.get("in_share_preemption", "never"), f"{where}.in_share_preemption"
         ),
-        reclaim=_parse_enum(Reclaim, raw.get("reclaim", "any"), f"{where}.reclaim"),
+        reclaim=parse_enum(Reclaim, raw.get("reclaim", "any"), f"{where}.reclaim"),
         fair_weight=parse_fair_weight(raw.get("fair_weight", 1), f"{where}.fair_weight"),
         flavor_order=_parse_flavor_order(
             raw.get("flavor_order"), f"{where}.flavor_order", instance_types, name
@@ -638,9 +637,7 @@ def _parse_cohorts(raw: Any, instance_types: Mapping[str, InstanceType]) -> tupl
         where = f"cohorts[{i}]"
         if not isinstance(item, Mapping):
             raise InputError("must be an object", field=where)
-        for key in item:
-            if key not in known:
-                raise InputError(f"unknown setting {key!r}", field=f"{where}.{key}")
+        _reject_unknown_settings(item, known, where)
         name = item.get("name")
         if not isinstance(name, str) or not name.strip():
             raise InputError("a cohort needs a name", field=f"{where}.name")
@@ -706,9 +703,9 @@ def _parse_fungibility(raw: Any, where: str, share: str) -> FlavorFungibility:
             f"share {share!r}: must be an object with when_can_borrow, when_can_preempt, preference",
             field=where,
         )
-    for key in raw:
-        if key not in ("when_can_borrow", "when_can_preempt", "preference"):
-            raise InputError(f"share {share!r}: unknown setting {key!r}", field=f"{where}.{key}")
+    _reject_unknown_settings(
+        raw, ("when_can_borrow", "when_can_preempt", "preference"), where, prefix=f"share {share!r}: "
+    )
     default = DEFAULT_FUNGIBILITY
 
     def parsed(enum: type[Enum], key: str, fallback: str):
@@ -738,9 +735,7 @@ def _parse_fair_sharing(raw: Any) -> FairSharing | None:
         return None
     if not isinstance(raw, Mapping):
         raise InputError("must be an object (or null: off)", field="fair_sharing")
-    for key in raw:
-        if key != "preemption_strategies":
-            raise InputError(f"unknown setting {key!r}", field=f"fair_sharing.{key}")
+    _reject_unknown_settings(raw, ("preemption_strategies",), "fair_sharing")
     listed = raw.get("preemption_strategies")
     if listed is None:
         return FairSharing()
@@ -748,7 +743,7 @@ def _parse_fair_sharing(raw: Any) -> FairSharing | None:
     if not isinstance(listed, list):
         raise InputError(f"must be one of the lists {allowed}", field="fair_sharing.preemption_strategies")
     strategies = tuple(
-        _parse_enum(FairStrategy, value, f"fair_sharing.preemption_strategies[{i}]")
+        parse_enum(FairStrategy, value, f"fair_sharing.preemption_strategies[{i}]")
         for i, value in enumerate(listed)
     )
     if strategies not in FAIR_STRATEGY_LISTS:
@@ -777,9 +772,7 @@ def _parse_changes(raw: Any, instance_types: Mapping[str, InstanceType]) -> tupl
         where = f"changes[{i}]"
         if not isinstance(item, Mapping):
             raise InputError("must be an object with time, capacity and optionally share", field=where)
-        for key in item:
-            if key not in ("time", "share", "capacity"):
-                raise InputError(f"unknown setting {key!r}", field=f"{where}.{key}")
+        _reject_unknown_settings(item, ("time", "share", "capacity"), where)
         time, _ = parse_time(item.get("time"), None, f"{where}.time")
         share = item.get("share")
         if share is not None and (not isinstance(share, str) or not share.strip()):
@@ -950,7 +943,19 @@ def _parse_number(
     return int(value) if float(value).is_integer() else float(value)
 
 
-def _parse_enum(enum: type[Enum], value: Any, where: str):
+def _reject_unknown_settings(
+    raw: Mapping[str, Any], known: Collection[str], where: str, prefix: str = ""
+) -> None:
+    """An InputError naming the first key of ``raw`` (an object at ``where``) that is not one of
+    ``known``: a misspelt setting is refused rather than silently left at its default."""
+    for key in raw:
+        if key not in known:
+            raise InputError(f"{prefix}unknown setting {key!r}", field=f"{where}.{key}")
+
+
+def parse_enum(enum: type[EnumT], value: Any, where: str) -> EnumT:
+    """``value`` as a member of ``enum``, or an InputError at ``where`` listing the values it may
+    take (every setting of a policy, a trace mapping or a sizing that names one of a few choices)."""
     try:
         return enum(value)
     except ValueError:

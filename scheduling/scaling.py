@@ -16,7 +16,7 @@ from enum import Enum
 from typing import Any
 
 from scheduling.errors import InputError
-from scheduling.model import Policy, parse_policy
+from scheduling.model import Policy, parse_enum, parse_policy
 
 HOURS_PER_MONTH = 730.0  # 8,760 hours a year / 12: a month at list price (choice)
 
@@ -158,8 +158,4 @@ def monthly_list_price(policy: Policy) -> float:
 
 
 def _mode(mode: SizeMode | str) -> SizeMode:
-    try:
-        return SizeMode(mode)
-    except ValueError:
-        choices = ", ".join(member.value for member in SizeMode)
-        raise InputError(f"{mode!r} is not one of {choices}", field="mode") from None
+    return parse_enum(SizeMode, mode, "mode")

@@ -20,7 +20,7 @@ from typing import Any
 
 from scheduling.capacity_curve import worst_p95
 from scheduling.errors import InputError
-from scheduling.model import MAX_INSTANCES
+from scheduling.model import MAX_INSTANCES, parse_enum
 
 LADDER_UP = (1.125, 1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0)  # of today's size, while A falls short
 LADDER_DOWN = (0.875, 0.75, 0.5, 0.25)  # while A already matches
@@ -43,11 +43,7 @@ METRIC_WORDS = {
 
 
 def parse_metric(value: Any) -> Metric:
-    try:
-        return Metric(value)
-    except ValueError:
-        choices = ", ".join(member.value for member in Metric)
-        raise InputError(f"{value!r} is not one of {choices}", field="metric") from None
+    return parse_enum(Metric, value, "metric")
 
 
 @dataclass(frozen=True)

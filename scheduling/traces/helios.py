@@ -13,6 +13,7 @@ from scheduling.errors import InputError
 from scheduling.trace import Trace
 from scheduling.traces.fields import is_absent, parse_int, parse_seconds, parse_text
 from scheduling.traces.mapping import (
+    SKIP_ZERO_DURATION,  # ran zero seconds (the Philly JSON's jobs; TraceImport.add_row the CSV's)
     CsvTable,
     TraceImport,
     TraceMapping,
@@ -45,7 +46,6 @@ DEFAULT_MAPPING = TraceMapping(share_column="vc", user_column="user")
 SKIP_NO_GPU = "no_gpu"  # CPU jobs (about half of Helios) do not use the GPU pool
 SKIP_NEVER_STARTED = "never_started"  # no start time (Philly: no attempt): no work to replay
 SKIP_NOT_FINISHED = "not_finished"  # no end time: still running when the log was cut
-SKIP_ZERO_DURATION = "zero_duration"  # ran zero seconds
 
 # Philly JSON: what a job's work is (choice). Each attempt held its GPUs from its start to its
 # end; the gaps between attempts were spent queued. So work = the sum of the attempts' run times,
@@ -155,7 +155,6 @@ def _read_csv(run: TraceImport, mapping: TraceMapping, table: CsvTable, zone: An
     i_duration = at.get("duration")
     i_state = at.get("state")
     run.locate_mapped_columns(at)
-    instance_type = mapping.instance_type_of(None)
     epoch: bool | None = None
     for row, cells in table.rows(limit):
         job_id = parse_text(cells[at["job_id"]], row, "job_id")
@@ -188,17 +187,13 @@ def _read_csv(run: TraceImport, mapping: TraceMapping, table: CsvTable, zone: An
             if end < start:
                 raise InputError("is before start_time", row=row, field="end_time")
             duration = end - start
-        if duration == 0:
-            run.skip(SKIP_ZERO_DURATION)
-            continue
-        run.add(
+        run.add_row(
             row,
+            cells,
             job_id=job_id,
             submit_time=submit,
-            **run.mapped_fields(cells, row),
             duration=duration,
-            instance_type=instance_type,
-            instance_count=mapping.instances_for(gpus),
+            gpus=gpus,
             recorded_start=start,
         )
     return bool(epoch)

@@ -24,7 +24,7 @@ DEFAULT_MAPPING = TraceMapping(share_column="cluster")
 # Skipped rows (choice), counted in stats["skipped"]: a job that asks no GPU does not use the pool
 # being planned, and a job that ran zero seconds did no work and holds nothing in a replay.
 SKIP_NO_GPU = "no_gpu"
-SKIP_ZERO_DURATION = "zero_duration"
+# (TraceImport.add_row skips and counts the zero_duration ones)
 
 
 source_columns = csv_columns
@@ -62,7 +62,6 @@ def read(
             at["num_gpu"],
         )
         run.locate_mapped_columns(at)
-        instance_type = chosen.instance_type_of(None)
         for row, cells in table.rows(source_rows):
             job_id = parse_text(cells[i_job], row, "job_id")
             submit = parse_seconds(cells[i_submit], row, "submission_time")
@@ -71,17 +70,6 @@ def read(
             if gpus == 0:
                 run.skip(SKIP_NO_GPU)
                 continue
-            if duration == 0:
-                run.skip(SKIP_ZERO_DURATION)
-                continue
-            run.add(
-                row,
-                job_id=job_id,
-                submit_time=submit,
-                **run.mapped_fields(cells, row),
-                duration=duration,
-                instance_type=instance_type,
-                instance_count=chosen.instances_for(gpus),
-            )
+            run.add_row(row, cells, job_id=job_id, submit_time=submit, duration=duration, gpus=gpus)
         run.source_rows = table.data_row
     return run.finish(epoch_times=False, allow_empty=allow_empty)

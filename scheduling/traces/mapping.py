@@ -14,14 +14,14 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from enum import Enum, StrEnum
+from enum import StrEnum
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import numpy as np
 
 from scheduling.errors import InputError
-from scheduling.model import MAX_PRIORITY
+from scheduling.model import MAX_PRIORITY, parse_enum
 from scheduling.trace import Trace
 from scheduling.traces.builder import TraceBuilder
 from scheduling.traces.fields import (
@@ -37,6 +37,9 @@ from scheduling.traces.fields import (
 
 WHOLE_GPU_TYPE = "gpu"  # one instance = one GPU
 TENTH_GPU_TYPE = "gpu-tenth"  # one instance = a tenth of a GPU (fractional_gpus="tenths")
+# stats["skipped"]'s reason for a job that ran zero seconds (TraceImport.add_row; the importers
+# that skip such jobs themselves spell it the same).
+SKIP_ZERO_DURATION = "zero_duration"
 
 
 class PriorityMode(StrEnum):
@@ -82,10 +85,12 @@ class TraceMapping:
     def __post_init__(self) -> None:
         # accept the enums' plain values too (TraceMapping(priority_mode="rank"))
         object.__setattr__(
-            self, "priority_mode", _enum(PriorityMode, self.priority_mode, "mapping.priority_mode")
+            self, "priority_mode", parse_enum(PriorityMode, self.priority_mode, "mapping.priority_mode")
         )
         object.__setattr__(
-            self, "fractional_gpus", _enum(FractionalGpus, self.fractional_gpus, "mapping.fractional_gpus")
+            self,
+            "fractional_gpus",
+            parse_enum(FractionalGpus, self.fractional_gpus, "mapping.fractional_gpus"),
         )
 
     # -- storage ---------------------------------------------------------------------------
@@ -140,9 +145,9 @@ class TraceMapping:
         if "priority_map" in data:
             values["priority_map"] = _priority_table(data["priority_map"])
         if "priority_mode" in data:
-            values["priority_mode"] = _enum(PriorityMode, data["priority_mode"], "mapping.priority_mode")
+            values["priority_mode"] = parse_enum(PriorityMode, data["priority_mode"], "mapping.priority_mode")
         if "fractional_gpus" in data:
-            values["fractional_gpus"] = _enum(
+            values["fractional_gpus"] = parse_enum(
                 FractionalGpus, data["fractional_gpus"], "mapping.fractional_gpus"
             )
         if "gpus_per_instance" in data:
@@ -305,6 +310,7 @@ class TraceImport:
         self.mapping = mapping
         self.builder = TraceBuilder(max_rows=max_rows, source=format_name, field_names=field_names)
         self.priority = PriorityResolver(mapping)
+        self._default_type = mapping.instance_type_of(None)  # for add_row, once rather than per row
         self.source_rows = 0
         self.skipped: Counter[str] = Counter()
         self.notes: Counter[str] = Counter()
@@ -339,6 +345,33 @@ class TraceImport:
             "user": cells[i_user] if i_user is not None else None,
             "name": cells[i_name] if i_name is not None else None,
         }
+
+    def add_row(
+        self,
+        row: int,
+        cells: Sequence[str],
+        *,
+        gpus: float,
+        duration: float,
+        instance_type: str | None = None,
+        **job: Any,
+    ) -> None:
+        """Add the job of a table that has one job per row (ITP, Helios, openb): its share,
+        priority, user and name from the mapped cells, ``gpus`` counted in instances as the mapping
+        says, ``instance_type`` the mapping's default when the row names no GPU model. A job that
+        ran zero seconds did no work and holds nothing in a replay, so it is skipped
+        (``zero_duration``) rather than added."""
+        if duration == 0:
+            self.skip(SKIP_ZERO_DURATION)
+            return
+        self.builder.add_job(
+            row,
+            **self.mapped_fields(cells, row),
+            duration=duration,
+            instance_type=self._default_type if instance_type is None else instance_type,
+            instance_count=self.mapping.instances_for(gpus),
+            **job,
+        )
 
     def finish(self, *, epoch_times: bool, allow_empty: bool = False) -> Trace | None:
         self.stats.clear()
@@ -618,11 +651,3 @@ def _priority_table(value: Any) -> dict[str, int]:
             )
         table[str(key)] = number
     return table
-
-
-def _enum(enum: type[Enum], value: Any, where: str):
-    try:
-        return enum(value)
-    except ValueError:
-        choices = ", ".join(member.value for member in enum)
-        raise InputError(f"{value!r} is not one of {choices}", field=where) from None

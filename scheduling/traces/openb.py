@@ -47,7 +47,7 @@ DEFAULT_MAPPING = TraceMapping(
 # Skipped pods (choice), counted in stats["skipped"]:
 SKIP_NO_GPU = "no_gpu"  # CPU-only pods do not use the GPU pool
 SKIP_NEVER_SCHEDULED = "never_scheduled"  # no scheduled_time: it never ran, so its work is unknown
-SKIP_ZERO_DURATION = "zero_duration"  # deleted the second it was scheduled: no work
+# (and zero_duration, counted by TraceImport.add_row: deleted the second it was scheduled, no work)
 
 
 source_columns = csv_columns
@@ -117,17 +117,14 @@ def read(
                 raise InputError(
                     f"{scheduled:g} is before creation_time {created:g}", row=row, field="scheduled_time"
                 )
-            if deleted == scheduled:
-                run.skip(SKIP_ZERO_DURATION)
-                continue
-            run.add(
+            run.add_row(  # deleted the second it was scheduled: skipped as zero_duration
                 row,
+                cells,
                 job_id=name,
                 submit_time=created,
-                **run.mapped_fields(cells, row),
                 duration=deleted - scheduled,
                 instance_type=_instance_type(chosen, cells[i_spec] if i_spec is not None else ""),
-                instance_count=chosen.instances_for(num_gpu * milli / 1000),
+                gpus=num_gpu * milli / 1000,
                 recorded_start=scheduled,
             )
         run.source_rows = table.data_row
