@@ -54,7 +54,7 @@ STAMP = BUILD_DIR / "scheduling" / "STAMP.json"
 # per replay. Leaves first: each module after those it imports (the side-by-side test loads the
 # sources in this order).
 COMPILED = (
-    "rules.py", "indexes.py", "quota_tree.py", "state.py", "records.py", "victims.py", "fair.py",
+    "rules.py", "quota_tree.py", "state.py", "records.py", "victims.py", "fair.py",
     "fair_tree.py", "calendar.py", "refusals.py", "queues.py", "preemption_loops.py", "rounds.py",
     "fair_round.py", "engine.py",
 )  # fmt: skip

@@ -3,7 +3,7 @@ scheduling pass.
 
 Where to look: the rules are functions in ``scheduling.replay.rules``; the state (jobs, accounts, type
 pools, shares) is in ``scheduling.replay.state``; the indexes that make a pass fast (queue groups,
-running levels) in ``scheduling.replay.indexes``; fair sharing's victim search in ``scheduling.replay.fair``.
+running levels) in ``scheduling.replay.state``; fair sharing's victim search in ``scheduling.replay.fair``.
 This module holds the event loop and the rounds of a pass; what can make a refused job admissible
 again (reopening refused queue groups, fair sharing's memo of refusals) is ``scheduling.replay.refusals``,
 which the loop tells what happened. Speed comes from the data structures, not from
@@ -46,7 +46,6 @@ from scheduling.replay.fair import (
 )
 from scheduling.replay.fair_round import fair_round
 from scheduling.replay.fair_tree import TreeFairValues, TreeValues, no_passing_room, tree_values
-from scheduling.replay.indexes import job_id_order
 from scheduling.replay.preemption_loops import PreemptionLoops
 from scheduling.replay.queues import Queues
 from scheduling.replay.quota_tree import QuotaTree, is_tree_policy, quota_tree, tree_limit
@@ -86,6 +85,7 @@ from scheduling.replay.state import (
     Totals,
     TreeAccount,
     TypePool,
+    job_id_order,
 )
 from scheduling.replay.victims import find_victims, tree_victim_candidates, victim_candidates
 from scheduling.result import EventKind, ReplayResult

@@ -10,7 +10,6 @@ from __future__ import annotations
 from math import lcm
 from typing import Final
 
-from scheduling.replay.indexes import Group, Running
 from scheduling.replay.rules import (
     NO_LIMIT,
     ZERO_VALUE,
@@ -29,7 +28,7 @@ from scheduling.replay.rules import (
     value_equal,
     victim_key,
 )
-from scheduling.replay.state import Account, Job, ShareState, TypePool
+from scheduling.replay.state import Account, Group, Job, Running, ShareState, TypePool
 from scheduling.replay.victims import Headroom, drop_unneeded, give_back
 
 

@@ -10,11 +10,10 @@ from typing import Final
 
 from scheduling.replay.fair import cohort_pick
 from scheduling.replay.fair_tree import TreeRound, TreeValues, round_lead, round_pick
-from scheduling.replay.indexes import Group
 from scheduling.replay.preemption_loops import PreemptionLoops
 from scheduling.replay.rounds import Admission, Rounds
 from scheduling.replay.rules import ADMITTED, NO_PASSING_ROOM, NO_ROOM, REFUSED, value_below, value_equal
-from scheduling.replay.state import Job
+from scheduling.replay.state import Group, Job
 
 bisect_left: Final = bisect.bisect_left
 bisect_right: Final = bisect.bisect_right

@@ -16,7 +16,6 @@ from scheduling.replay.fair import (
     _Candidates,
     _may_pass,
 )
-from scheduling.replay.indexes import Group
 from scheduling.replay.quota_tree import QuotaTree
 from scheduling.replay.rules import (
     ZERO_VALUE,
@@ -27,7 +26,7 @@ from scheduling.replay.rules import (
     value_equal,
     victim_key,
 )
-from scheduling.replay.state import Account, Job, ShareState, TypePool
+from scheduling.replay.state import Account, Group, Job, ShareState, TypePool
 
 
 def node_value(

@@ -1,5 +1,5 @@
 """The pending jobs' queues (section 4): each share's queue order kept as queue groups of one share,
-type and size (``indexes.Group``), strict FIFO's per-share queue, and why the jobs in them wait
+type and size (``state.Group``), strict FIFO's per-share queue, and why the jobs in them wait
 (job-seconds per share and WaitReason, added up whenever a queue changes). The queues only store;
 the rounds (``scheduling.replay.engine``) decide, and ``scheduling.replay.refusals`` is told of new heads.
 """
@@ -13,11 +13,10 @@ from librt.vecs import vec
 from mypy_extensions import i64
 
 from scheduling.outcomes import WaitHistory
-from scheduling.replay.indexes import Group
 from scheduling.replay.records import Records
 from scheduling.replay.refusals import Refusals
 from scheduling.replay.rules import BEHIND_QUEUE_HEAD, wait_reason
-from scheduling.replay.state import RUNNABLE, Account, Job, ShareState
+from scheduling.replay.state import RUNNABLE, Account, Group, Job, ShareState
 
 insort: Final = bisect.insort
 bisect_left: Final = bisect.bisect_left

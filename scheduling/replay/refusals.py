@@ -16,10 +16,9 @@ from __future__ import annotations
 import os
 
 from scheduling.replay.fair import borrowed_gpus
-from scheduling.replay.indexes import Group
 from scheduling.replay.quota_tree import QuotaTree
 from scheduling.replay.rules import NO_LIMIT, in_share_allows, reclaim_allows, within_quota_once_admitted
-from scheduling.replay.state import Account, Job, ShareState, TypePool
+from scheduling.replay.state import Account, Group, Job, ShareState, TypePool
 
 
 def memo_switched_on() -> bool:

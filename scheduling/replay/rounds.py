@@ -12,7 +12,6 @@ import heapq
 from typing import Final
 
 from scheduling.replay.fair_tree import TreeValues
-from scheduling.replay.indexes import Group
 from scheduling.replay.queues import Queues
 from scheduling.replay.quota_tree import QuotaTree
 from scheduling.replay.refusals import Refusals
@@ -23,7 +22,7 @@ from scheduling.replay.rules import (
     borrowing_level,
     round_key,
 )
-from scheduling.replay.state import Account, Job, ShareState
+from scheduling.replay.state import Account, Group, Job, ShareState
 
 heappush: Final = heapq.heappush
 heappop: Final = heapq.heappop

@@ -130,7 +130,7 @@ def unschedulable_in_tree(count: int, pool_capacity: int, potential: int) -> Uns
 
 def victim_key(priority: int, start: float, rank: int) -> tuple:
     """Victim order within one side (other shares / own share): lowest priority, then most
-    recently started, then job_id descending. (``indexes.Running`` keeps each account's running
+    recently started, then job_id descending. (``state.Running`` keeps each account's running
     jobs in this order without building keys; they are built to merge several shares'.)"""
     return (priority, -start, -rank)
 

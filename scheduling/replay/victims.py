@@ -13,10 +13,9 @@ import heapq
 from collections.abc import Iterator
 from itertools import chain
 
-from scheduling.replay.indexes import victim_order
 from scheduling.replay.quota_tree import QuotaTree
 from scheduling.replay.rules import NO_LIMIT, invariant_holds, within_quota_once_admitted
-from scheduling.replay.state import Account, Job, TypePool
+from scheduling.replay.state import Account, Job, TypePool, victim_order
 
 
 class Fit:
