@@ -15,7 +15,8 @@ from django.urls import reverse
 from planner.accounts.permissions import can_edit
 from planner.studies.models import Study
 from planner.traces.forms import MAPPING_FIELDS, TraceUploadForm
-from planner.traces.models import ParseStatus, Trace, check_options, read_upload, receive_upload
+from planner.traces.models import ParseStatus, Trace, check_options, read_upload
+from planner.traces.receive import receive_upload_form
 from planner.traces.tasks import reap_stale_parses
 from planner.web import charts
 from planner.web.access import editor_required, reader_required
@@ -115,14 +116,7 @@ def trace_upload(request):
                 preview_result = preview_of(upload, fmt, mapping)
             else:
                 check_options(fmt, mapping)
-                trace = receive_upload(
-                    upload,
-                    name=form.cleaned_data["name"],
-                    description=form.cleaned_data["description"],
-                    format=fmt,
-                    mapping=mapping,
-                    created_by=request.user,
-                )
+                trace = receive_upload_form(form.cleaned_data, request.user)
                 messages.success(
                     request, f"Trace {trace.name} uploaded: a worker is reading it; this page follows it."
                 )

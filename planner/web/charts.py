@@ -8,26 +8,16 @@ marker (``policy_dash``, ``policy_marker``). Figures are rendered into the page 
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-# Paul Tol's "bright" scheme (grey left out: it is for idle and unassigned capacity), with
-# indigo, teal and olive from "muted" and orange from "vibrant": told apart with the common
-# forms of colour blindness, and readable on white.
-PALETTE = (
-    "#4477AA",  # blue
-    "#EE6677",  # red
-    "#228833",  # green
-    "#CCBB44",  # yellow
-    "#66CCEE",  # cyan
-    "#AA3377",  # purple
-    "#332288",  # indigo
-    "#44AA99",  # teal
-    "#999933",  # olive
-    "#EE7733",  # orange
-)
+from planner.web import palette
+
+# The site's colours, named here too: a chart's reader looks for them beside the figures.
+from planner.web.colours import PALETTE as PALETTE
+from planner.web.colours import name_slot as name_slot
+
 DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
 MARKERS = ("circle", "square", "diamond", "triangle-up", "x", "star", "cross", "triangle-down")
 # Fill patterns so stacked states read without colour (own / borrowed / lent / idle / stranded).
@@ -35,24 +25,14 @@ STATE_PATTERNS = {"own": "", "borrowed": "/", "lent": "\\", "idle": ".", "strand
 FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif"
 
 
-def name_slot(name: str) -> int:
-    """The palette slot a name prefers (a stable hash): where ``palette`` starts looking."""
-    digest = hashlib.blake2s(name.encode("utf-8"), digest_size=4).digest()
-    return int.from_bytes(digest, "big") % len(PALETTE)
-
-
 def share_color(name: str) -> str:
     """The colour of a share on every page and chart: the site's palette (``planner.web.palette``),
     which gives the shares of one policy or trace different colours and a share one colour."""
-    from planner.web import palette  # it reads the database: imported when a colour is asked
-
     return palette.share_color(name)
 
 
 def share_colors(names: Iterable[str]) -> dict[str, str]:
     """``share_color`` of each name (names the site does not know get colours the others lack)."""
-    from planner.web import palette
-
     return palette.share_colors(names)
 
 

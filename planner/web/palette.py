@@ -28,7 +28,7 @@ from functools import lru_cache
 from django.core.signals import request_started
 from django.db.models.signals import post_delete, post_save
 
-from planner.web.charts import PALETTE, name_slot
+from planner.web.colours import PALETTE, name_slot
 
 RECHECK_SECONDS = 5.0  # outside requests (workers, shells), how long an assignment is trusted
 

@@ -1,0 +1,19 @@
+"""A policy scaled to a size: what a curve's points and a search's candidates replay."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+
+from scheduling.errors import InputError
+from scheduling.scaling import SizeMode, capacity_at, scale_policy
+
+
+def scaled_policy(
+    snapshot: dict, size: int, mode: SizeMode, instance_type: str, field: str
+) -> tuple[dict, dict]:
+    """(capacity, scaled policy) at ``size``, or a ValidationError on ``field``."""
+    try:
+        capacity = capacity_at(snapshot, size, mode=mode, instance_type=instance_type)
+        return capacity, scale_policy(snapshot, capacity)
+    except InputError as error:
+        raise ValidationError({field: f"{snapshot['name']} at {size:,}: {error.describe()}"}) from None
