@@ -18,6 +18,8 @@ from kombu.exceptions import OperationalError as BrokerError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from planner.error_middleware import ErrorResponseMiddleware
+
 log = logging.getLogger("planner.outages")
 
 RETRY_AFTER_SECONDS = 30
@@ -79,16 +81,10 @@ def unavailable_response(request: HttpRequest, error: BaseException) -> HttpResp
     return response
 
 
-class OutageMiddleware:
+class OutageMiddleware(ErrorResponseMiddleware):
     """Turns an outage raised by any view into a 503 (page or JSON) instead of a 500."""
 
-    def __init__(self, get_response):
-        self.get_response = get_response
+    handles = OUTAGES
 
-    def __call__(self, request: HttpRequest) -> HttpResponse:
-        return self.get_response(request)
-
-    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
-        if isinstance(exception, OUTAGES):
-            return unavailable_response(request, exception)
-        return None
+    def respond(self, request: HttpRequest, exception: Exception) -> HttpResponse:
+        return unavailable_response(request, exception)

@@ -24,6 +24,9 @@ class RunStatus(models.TextChoices):
 
 FINISHED = (RunStatus.SUCCEEDED, RunStatus.FAILED)
 
+# Where a worker row is and who computes it, in the order the admin and the API show them.
+WORKER_FIELDS = ("status", "progress", "error", "attempts", "worker", "heartbeat")
+
 
 class WorkerAttempt(models.Model):
     """What a worker writes while it computes the row; the row's ``status`` says where it is, in

@@ -275,24 +275,27 @@ def _worst(summary: dict) -> float | None:
     return max(values) if values else None
 
 
+def _delete(
+    request: HttpRequest, model: type[CapacityCurve | WorthSearch], pk: int, what: str
+) -> HttpResponse:
+    """Delete the curve or search (its points go with it), say so, and go back to the list."""
+    row = get_object_or_404(model, pk=pk)
+    name = row.name
+    row.delete()
+    messages.success(request, f"{what} {name} deleted.")
+    return redirect("curves:list")
+
+
 @require_POST
 @editor_required
 def curve_delete(request: HttpRequest, pk: int) -> HttpResponse:
-    curve = get_object_or_404(CapacityCurve, pk=pk)
-    name = curve.name
-    curve.delete()
-    messages.success(request, f"Curve {name} deleted.")
-    return redirect("curves:list")
+    return _delete(request, CapacityCurve, pk, "Curve")
 
 
 @require_POST
 @editor_required
 def search_delete(request: HttpRequest, pk: int) -> HttpResponse:
-    search = get_object_or_404(WorthSearch, pk=pk)
-    name = search.name
-    search.delete()
-    messages.success(request, f"Search {name} deleted.")
-    return redirect("curves:list")
+    return _delete(request, WorthSearch, pk, "Search")
 
 
 @require_POST
