@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template.response import TemplateResponse
@@ -19,6 +20,9 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from planner.error_middleware import ErrorResponseMiddleware
+
+if TYPE_CHECKING:
+    from planner.worker_rows import WorkerAttempt
 
 log = logging.getLogger("planner.outages")
 
@@ -68,6 +72,14 @@ def publish_or_fail(
             f"{what} was saved, but its {count} replay{'s' if count != 1 else ''} could not be queued: "
             f"{reason}. They are marked failed: {then} once the task queue is back."
         ) from error
+
+
+def publish_rows(
+    model: type[WorkerAttempt], pks: list[int], send: Callable[[], object], *, what: str, then: str
+) -> None:
+    """``publish_or_fail`` of the tasks of worker rows just stored: when the broker refuses, the
+    rows still queued are failed with the reason (``WorkerAttempt.fail_queued``)."""
+    publish_or_fail(send, lambda reason: model.fail_queued(pks, reason), what=what, count=len(pks), then=then)
 
 
 def unavailable_response(request: HttpRequest, error: BaseException) -> HttpResponse:

@@ -56,6 +56,13 @@ class WorkerAttempt(models.Model):
         return (now or timezone.now()) - self.heartbeat > limit
 
     @classmethod
+    def fail_queued(cls, pks: list[int], reason: str) -> int:
+        """Fail the rows among ``pks`` still queued, with the reason (their task was never sent)."""
+        return cls.objects.filter(pk__in=pks, status=RunStatus.QUEUED).update(
+            status=RunStatus.FAILED, error=reason, finished_at=timezone.now()
+        )
+
+    @classmethod
     def queue_again(cls, pks: list[int], **computed: Any) -> int:
         """Put the rows back in the queue as if no worker had touched them: queued, no progress,
         error, attempts, heartbeat or times; ``computed`` clears what the model computed (its

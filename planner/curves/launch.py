@@ -20,7 +20,7 @@ from django.db import transaction
 from planner.capacity.models import Policy
 from planner.curves.models import CapacityCurve, CurvePoint, PointRole, SearchPoint, WorthSearch
 from planner.curves.search import new_candidates
-from planner.curves.sizing import scaled_policy
+from planner.curves.sizing import point_fields, scaled_policy
 from planner.curves.tasks import advance_search, enqueue_curve_points, enqueue_search_points
 from planner.launches import Launch
 from planner.studies.attempts import reap_stale
@@ -204,11 +204,8 @@ def start_curve(launch: CurveLaunch, *, enqueue: bool = True) -> CapacityCurve:
             policy=policy,
             policy_name=policy.name,
             line=line,
-            size=size,
-            capacity=capacity,
-            gpus=pool_gpus(parse_policy(scaled)),
-            policy_snapshot=scaled,
             plan=plan[0] if plan else None,
+            **point_fields(size, capacity, scaled),
         )
         for line, policy, size, capacity, scaled, *plan in rows
     )

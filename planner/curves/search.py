@@ -13,10 +13,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from planner.curves.models import PointRole, SearchPoint, WorthSearch
-from planner.curves.sizing import scaled_policy
+from planner.curves.sizing import point_fields, scaled_policy
 from planner.studies.models import RunStatus
-from scheduling.model import parse_policy
-from scheduling.scaling import SizeMode, pool_gpus
+from scheduling.scaling import SizeMode
 from scheduling.worth import Criterion, SearchRange, conclusion, matches, next_sizes, parse_metric
 
 
@@ -48,10 +47,7 @@ def new_candidates(search: WorthSearch, sizes: Sequence[int], step: int) -> list
                 search=search,
                 role=PointRole.CANDIDATE,
                 step=step,
-                size=size,
-                capacity=capacity,
-                gpus=pool_gpus(parse_policy(scaled)),
-                policy_snapshot=scaled,
+                **point_fields(size, capacity, scaled),
             )
         )
     return SearchPoint.objects.bulk_create(points)

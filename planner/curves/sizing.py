@@ -1,11 +1,13 @@
-"""A policy scaled to a size: what a curve's points and a search's candidates replay."""
+"""A policy scaled to a size: what a curve's points and a search's candidates replay, and the fields
+such a point stores."""
 
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError
 
 from scheduling.errors import InputError
-from scheduling.scaling import SizeMode, capacity_at, scale_policy
+from scheduling.model import parse_policy
+from scheduling.scaling import SizeMode, capacity_at, pool_gpus, scale_policy
 
 
 def scaled_policy(
@@ -17,3 +19,14 @@ def scaled_policy(
         return capacity, scale_policy(snapshot, capacity)
     except InputError as error:
         raise ValidationError({field: f"{snapshot['name']} at {size:,}: {error.describe()}"}) from None
+
+
+def point_fields(size: int, capacity: dict, scaled: dict) -> dict:
+    """The fields a curve's or a search's point at ``size`` stores: the capacity it has, its GPUs
+    and the scaled policy it replays."""
+    return {
+        "size": size,
+        "capacity": capacity,
+        "gpus": pool_gpus(parse_policy(scaled)),
+        "policy_snapshot": scaled,
+    }

@@ -11,14 +11,12 @@ from collections.abc import Iterable
 from celery import shared_task
 from django.conf import settings
 from django.db import models, transaction
-from django.utils import timezone
 
 from planner.curves.models import CurvePoint, SearchPoint
 from planner.curves.search import judge_step
-from planner.outages import publish_or_fail
+from planner.outages import publish_rows
 from planner.strict_json import strict_json
 from planner.studies.attempts import Heartbeat, run_attempt
-from planner.studies.models import RunStatus
 from planner.worker_results import record_success
 from scheduling.capacity_curve import point_summary
 from scheduling.model import Policy as EnginePolicy
@@ -85,15 +83,7 @@ def _enqueue_points(model, task, pks: list[int], what: str | None) -> None:
 def _send_points(model, task, pks: list[int], what: str) -> None:
     """One task per point after the commit; when the broker refuses, the points still queued are
     failed with the reason (the curve or search then reads as failed), and the request gets a 503."""
-    publish_or_fail(
-        lambda: [task.delay(pk) for pk in pks],
-        lambda reason: model.objects.filter(pk__in=pks, status=RunStatus.QUEUED).update(
-            status=RunStatus.FAILED, error=reason, finished_at=timezone.now()
-        ),
-        what=what,
-        count=len(pks),
-        then="start it again",
-    )
+    publish_rows(model, pks, lambda: [task.delay(pk) for pk in pks], what=what, then="start it again")
 
 
 def advance_search(search_id: int) -> str:
