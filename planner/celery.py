@@ -7,11 +7,12 @@ Configuration comes from Django settings (``CELERY_*``): the broker is Redis whe
 import os
 
 from celery import Celery
-from celery.signals import worker_ready
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "planner.settings")
 
-app = Celery("planner")
+# The worker imports ``include`` after Django is set up; planner.worker_start reaps on start. Named,
+# not imported here: the reapers import the apps' tasks, and planner.studies.liveness imports ``app``.
+app = Celery("planner", include=["planner.worker_start"])
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
@@ -23,21 +24,3 @@ def make_broker_folders(sender, **_kwargs) -> None:
     for key in ("data_folder_in", "data_folder_out", "control_folder"):
         if key in options:
             os.makedirs(options[key], exist_ok=True)
-
-
-@worker_ready.connect
-def reap_runs_on_start(**_kwargs) -> None:
-    """A worker that starts after a crash picks up the runs, calibrations and curve and search points
-    whose worker died (and moves on the searches waiting for them)."""
-    from planner.calibration.launch import reap_stale_calibrations
-    from planner.curves.launch import reap_curves, reap_searches
-    from planner.forecasts.launch import reap_forecasts
-    from planner.studies.reaper import reap_stale_runs
-    from planner.traces.tasks import reap_stale_parses
-
-    reap_stale_runs()
-    reap_stale_calibrations()
-    reap_curves()
-    reap_searches()
-    reap_stale_parses()
-    reap_forecasts()

@@ -16,6 +16,8 @@ from django.db.models.fields.files import FieldFile
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template.response import TemplateResponse
 
+from planner.error_middleware import ErrorResponseMiddleware
+
 log = logging.getLogger("planner.missing_files")
 
 
@@ -46,16 +48,10 @@ def missing_response(request: HttpRequest, error: StoredFileMissing) -> HttpResp
     return TemplateResponse(request, "410.html", {"message": str(error)}, status=410).render()
 
 
-class MissingFileMiddleware:
+class MissingFileMiddleware(ErrorResponseMiddleware):
     """Turns StoredFileMissing raised by any view (page or API) into a 410 instead of a 500."""
 
-    def __init__(self, get_response):
-        self.get_response = get_response
+    handles = (StoredFileMissing,)
 
-    def __call__(self, request: HttpRequest) -> HttpResponse:
-        return self.get_response(request)
-
-    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
-        if isinstance(exception, StoredFileMissing):
-            return missing_response(request, exception)
-        return None
+    def respond(self, request: HttpRequest, exception: Exception) -> HttpResponse:
+        return missing_response(request, exception)

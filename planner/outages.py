@@ -11,12 +11,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template.response import TemplateResponse
 from kombu.exceptions import OperationalError as BrokerError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from planner.error_middleware import ErrorResponseMiddleware
+
+if TYPE_CHECKING:
+    from planner.worker_rows import WorkerAttempt
 
 log = logging.getLogger("planner.outages")
 
@@ -68,6 +74,14 @@ def publish_or_fail(
         ) from error
 
 
+def publish_rows(
+    model: type[WorkerAttempt], pks: list[int], send: Callable[[], object], *, what: str, then: str
+) -> None:
+    """``publish_or_fail`` of the tasks of worker rows just stored: when the broker refuses, the
+    rows still queued are failed with the reason (``WorkerAttempt.fail_queued``)."""
+    publish_or_fail(send, lambda reason: model.fail_queued(pks, reason), what=what, count=len(pks), then=then)
+
+
 def unavailable_response(request: HttpRequest, error: BaseException) -> HttpResponse:
     message = outage_message(error)
     log.warning("503 on %s: %s (%s)", request.path, message, error)
@@ -79,16 +93,10 @@ def unavailable_response(request: HttpRequest, error: BaseException) -> HttpResp
     return response
 
 
-class OutageMiddleware:
+class OutageMiddleware(ErrorResponseMiddleware):
     """Turns an outage raised by any view into a 503 (page or JSON) instead of a 500."""
 
-    def __init__(self, get_response):
-        self.get_response = get_response
+    handles = OUTAGES
 
-    def __call__(self, request: HttpRequest) -> HttpResponse:
-        return self.get_response(request)
-
-    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
-        if isinstance(exception, OUTAGES):
-            return unavailable_response(request, exception)
-        return None
+    def respond(self, request: HttpRequest, exception: Exception) -> HttpResponse:
+        return unavailable_response(request, exception)

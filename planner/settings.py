@@ -7,7 +7,9 @@ and a Celery broker on the filesystem (no server). Production sets ``DATABASE_UR
 
 import os
 import secrets
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -28,24 +30,27 @@ def env_bool(name: str, default: bool = False) -> bool:
     return value.strip().lower() in ("1", "true", "yes", "on")
 
 
-def env_int(name: str, default: int) -> int:
+_Number = TypeVar("_Number", int, float)
+
+
+def _env_number(name: str, default: _Number, parse: Callable[[str], _Number], what: str) -> _Number:
+    """``parse`` of the variable, ``default`` when unset or empty; a value it cannot read stops the
+    start with the variable named (ImproperlyConfigured), not with a bare ValueError."""
     value = os.environ.get(name)
     if value is None or value == "":
         return default
     try:
-        return int(value)
+        return parse(value)
     except ValueError:
-        raise ImproperlyConfigured(f"{name}={value!r} is not a whole number") from None
+        raise ImproperlyConfigured(f"{name}={value!r} is not {what}") from None
+
+
+def env_int(name: str, default: int) -> int:
+    return _env_number(name, default, int, "a whole number")
 
 
 def env_float(name: str, default: float) -> float:
-    value = os.environ.get(name)
-    if value is None or value == "":
-        return default
-    try:
-        return float(value)
-    except ValueError:
-        raise ImproperlyConfigured(f"{name}={value!r} is not a number") from None
+    return _env_number(name, default, float, "a number")
 
 
 def env_list(name: str, default: str = "") -> list[str]:

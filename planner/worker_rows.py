@@ -5,10 +5,27 @@ curve's point, a forecast's chunk). Abstract bases: each model keeps its own tab
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
+
+
+class RunStatus(models.TextChoices):
+    """Where a worker row is: every row computed by a worker task goes through these values."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+
+
+FINISHED = (RunStatus.SUCCEEDED, RunStatus.FAILED)
+
+# Where a worker row is and who computes it, in the order the admin and the API show them.
+WORKER_FIELDS = ("status", "progress", "error", "attempts", "worker", "heartbeat")
 
 
 class WorkerAttempt(models.Model):
@@ -30,18 +47,26 @@ class WorkerAttempt(models.Model):
         abstract = True
 
     def heartbeat_is_stale(self, now=None) -> bool:
-        # planner.studies.models imports the traces app, whose Trace is one of these rows.
-        from planner.studies.models import heartbeat_is_stale
+        """True when the row is running and has not reported for longer than the stale limit."""
+        if self.status != RunStatus.RUNNING:
+            return False
+        if self.heartbeat is None:
+            return True
+        limit = timedelta(seconds=settings.PLANNER_HEARTBEAT_STALE_SECONDS)
+        return (now or timezone.now()) - self.heartbeat > limit
 
-        return heartbeat_is_stale(self, now)
+    @classmethod
+    def fail_queued(cls, pks: list[int], reason: str) -> int:
+        """Fail the rows among ``pks`` still queued, with the reason (their task was never sent)."""
+        return cls.objects.filter(pk__in=pks, status=RunStatus.QUEUED).update(
+            status=RunStatus.FAILED, error=reason, finished_at=timezone.now()
+        )
 
     @classmethod
     def queue_again(cls, pks: list[int], **computed: Any) -> int:
         """Put the rows back in the queue as if no worker had touched them: queued, no progress,
         error, attempts, heartbeat or times; ``computed`` clears what the model computed (its
         metrics, summary, result file). Returns the number of rows updated."""
-        from planner.studies.models import RunStatus
-
         return cls.objects.filter(pk__in=pks).update(
             status=RunStatus.QUEUED, progress=0, error="", attempts=0, heartbeat=None,
             started_at=None, finished_at=None, **computed,

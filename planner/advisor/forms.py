@@ -69,6 +69,16 @@ def _numbers(text: str, *, words: dict[str, object]) -> list:
 WIDE = forms.TextInput(attrs={"size": 40})
 
 
+def knob_checkboxes(knob: str, label: str) -> forms.MultipleChoiceField:
+    """A knob whose values are a fixed set: one checkbox each, all ticked (the engine's defaults)."""
+    return forms.MultipleChoiceField(
+        choices=[(value, value) for value in DEFAULT_KNOBS[knob]],
+        initial=DEFAULT_KNOBS[knob],
+        widget=forms.CheckboxSelectMultiple,
+        label=label,
+    )
+
+
 class SweepForm(forms.Form):
     name = forms.CharField(
         max_length=100,
@@ -85,12 +95,7 @@ class SweepForm(forms.Form):
     shares = forms.CharField(
         widget=WIDE, required=False, help_text="shares to vary, separated by commas (blank: all of them)"
     )
-    strategy = forms.MultipleChoiceField(
-        choices=[(s, s) for s in DEFAULT_KNOBS["strategy"]],
-        initial=DEFAULT_KNOBS["strategy"],
-        widget=forms.CheckboxSelectMultiple,
-        label="Strategies",
-    )
+    strategy = knob_checkboxes("strategy", "Strategies")
     borrow_limit_percent = forms.CharField(
         widget=WIDE,
         initial="unlimited, 0, 50, 100, 200",
@@ -103,12 +108,7 @@ class SweepForm(forms.Form):
         label="Lending limits (% of quota)",
         help_text="how much idle quota a share may lend; 'all' for no limit",
     )
-    in_share_preemption = forms.MultipleChoiceField(
-        choices=[(p, p) for p in DEFAULT_KNOBS["in_share_preemption"]],
-        initial=DEFAULT_KNOBS["in_share_preemption"],
-        widget=forms.CheckboxSelectMultiple,
-        label="In-share preemption",
-    )
+    in_share_preemption = knob_checkboxes("in_share_preemption", "In-share preemption")
     fair_weight = forms.CharField(
         widget=WIDE,
         required=False,

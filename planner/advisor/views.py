@@ -4,18 +4,17 @@ while the variants replay, then the Pareto front chart and table with a "save as
 from __future__ import annotations
 
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from planner.accounts.permissions import can_edit
 from planner.advisor.forms import SweepForm
 from planner.advisor.front import front_figure, sweep_constraints, sweep_rows
 from planner.advisor.launch import SweepLaunch, delete_sweep, keep_variant, start_sweep
 from planner.advisor.models import Sweep, SweepVariant
 from planner.studies.reaper import reap_stale_runs
-from planner.web.access import EDIT_DENIED, editor_required, reader_required
-from planner.web.forms import place_launch_error
+from planner.web.access import check_editor, editor_required, reader_required
+from planner.web.forms import place_launch_error, start_from_form
 
 
 @reader_required
@@ -23,20 +22,21 @@ def sweep_list(request):
     form = SweepForm()
     status = 200
     if request.method == "POST":
-        if not can_edit(request.user):
-            raise PermissionDenied(EDIT_DENIED)
+        check_editor(request)
         form = SweepForm(request.POST)
         if form.is_valid():
             launch = SweepLaunch.from_data(
                 form.cleaned_data, knobs=form.knobs(), urgent_shares=form.urgent(), created_by=request.user
             )
-            try:
-                sweep = start_sweep(launch)
-            except ValidationError as error:
-                place_launch_error(form, error, {"knobs": None, "policies": "base_policy"})
-            else:
-                messages.success(request, f"Sweep {sweep.name} started: {sweep.variants.count()} variants.")
-                return redirect("advisor:detail", pk=sweep.pk)
+            started = start_from_form(
+                request,
+                lambda: start_sweep(launch),
+                lambda error: place_launch_error(form, error, {"knobs": None, "policies": "base_policy"}),
+                lambda sweep: f"Sweep {sweep.name} started: {sweep.variants.count()} variants.",
+                "advisor:detail",
+            )
+            if started:
+                return started
         status = 400
     sweeps = Sweep.objects.select_related("trace", "base_policy", "created_by", "study")
     working = any(not sweep.finished for sweep in sweeps)

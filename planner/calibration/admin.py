@@ -5,6 +5,7 @@ from django.db import transaction
 
 from planner.calibration.launch import enqueue_calibrations
 from planner.calibration.models import Calibration
+from planner.worker_rows import WORKER_FIELDS
 
 
 @admin.register(Calibration)
@@ -17,12 +18,7 @@ class CalibrationAdmin(admin.ModelAdmin):
         "policy",
         "policy_name",
         "policy_snapshot",
-        "status",
-        "progress",
-        "error",
-        "attempts",
-        "worker",
-        "heartbeat",
+        *WORKER_FIELDS,
         "metrics",
         "summary",
         "created_by",

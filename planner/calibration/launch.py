@@ -12,9 +12,11 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from planner.calibration.models import Calibration
+from planner.calibration.tasks import calibrate_trace
 from planner.capacity.models import Policy
 from planner.launches import Launch
 from planner.studies.attempts import reap_stale
+from planner.studies.launch import trace_not_ready
 from planner.studies.limits import check_heavy_task_limit
 from planner.traces.models import Trace
 from scheduling.errors import InputError
@@ -47,8 +49,6 @@ def first_misfit(trace: Trace, snapshot: dict) -> str:
 
 def enqueue_calibrations(ids: Iterable[int]) -> None:
     """Send one ``calibrate_trace`` task per calibration after the current transaction commits."""
-    from planner.calibration.tasks import calibrate_trace
-
     for pk in list(ids):
         transaction.on_commit(lambda pk=pk: calibrate_trace.delay(pk))
 
@@ -72,8 +72,6 @@ def start_calibration(launch: CalibrationLaunch, *, enqueue: bool = True) -> Cal
     trace, policy = launch.trace, launch.policy
     check_heavy_task_limit(launch.created_by)
     if not trace.ready:
-        from planner.studies.launch import trace_not_ready
-
         raise ValidationError({"trace": trace_not_ready(trace)})
     if not recorded_start_count(trace):
         raise ValidationError({"trace": NO_RECORDED_STARTS.format(name=trace.name)})

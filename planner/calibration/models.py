@@ -11,9 +11,8 @@ from django.conf import settings
 from django.db import models
 
 from planner.capacity.models import Policy
-from planner.studies.models import FINISHED, RunStatus
 from planner.traces.models import Trace
-from planner.worker_rows import WorkerAttempt
+from planner.worker_rows import FINISHED, RunStatus, WorkerAttempt
 
 
 def calibration_summary(metrics: dict) -> dict:

@@ -4,18 +4,15 @@ verdict, so a user sees how far to trust the what-if."""
 
 from __future__ import annotations
 
-from django.contrib import messages
-from django.core.exceptions import PermissionDenied, ValidationError
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import get_object_or_404, render
 
-from planner.accounts.permissions import can_edit
 from planner.calibration.demo import OPENB_TRACE
 from planner.calibration.figures import share_figures
 from planner.calibration.forms import CalibrationForm
 from planner.calibration.launch import CalibrationLaunch, reap_stale_calibrations, start_calibration
 from planner.calibration.models import Calibration
-from planner.web.access import EDIT_DENIED, reader_required
-from planner.web.forms import place_launch_error
+from planner.web.access import check_editor, reader_required
+from planner.web.forms import place_launch_error, start_from_form
 
 
 @reader_required
@@ -23,18 +20,19 @@ def calibration_list(request):
     form = CalibrationForm()
     status = 200
     if request.method == "POST":
-        if not can_edit(request.user):
-            raise PermissionDenied(EDIT_DENIED)
+        check_editor(request)
         form = CalibrationForm(request.POST)
         if form.is_valid():
             launch = CalibrationLaunch.from_data(form.cleaned_data, created_by=request.user)
-            try:
-                calibration = start_calibration(launch)
-            except ValidationError as error:
-                place_launch_error(form, error)
-            else:
-                messages.success(request, f"Calibration of {calibration.trace.name} started.")
-                return redirect("calibration:detail", pk=calibration.pk)
+            started = start_from_form(
+                request,
+                lambda: start_calibration(launch),
+                lambda error: place_launch_error(form, error),
+                lambda calibration: f"Calibration of {calibration.trace.name} started.",
+                "calibration:detail",
+            )
+            if started:
+                return started
         status = 400
     calibrations = Calibration.objects.select_related("trace", "created_by").defer(
         "metrics", "policy_snapshot", "trace__summary"

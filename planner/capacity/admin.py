@@ -21,23 +21,38 @@ from planner.capacity.models import (
 )
 
 
-class PoolCapacityFormSet(BaseInlineFormSet):
-    """Checks the pool's new capacity against every policy of the pool, all rows at once."""
+class TypeRowsFormSet(BaseInlineFormSet):
+    """Rows of one instance type each, checked together once every row is valid on its own and
+    their owner is saved: ``check`` gets the forms of the rows kept (filled in, not deleted, with a
+    type); a ValidationError it raises becomes the formset's error."""
+
+    def owner_saved(self) -> bool:
+        return self.instance.pk is not None
+
+    def check(self, forms: list) -> None:
+        raise NotImplementedError
 
     def clean(self) -> None:
         super().clean()
-        if any(self.errors) or self.instance.pk is None:
+        if any(self.errors) or not self.owner_saved():
             return
-        capacity = {}
+        kept = []
         for form in self.forms:
             data = form.cleaned_data
-            if not data or data.get("DELETE") or data.get("instance_type") is None:
-                continue
-            capacity[data["instance_type"].name] = data["count"]
+            if data and not data.get("DELETE") and data.get("instance_type") is not None:
+                kept.append(form)
         try:
-            self.instance.check_capacity(capacity)
+            self.check(kept)
         except ValidationError as error:
             raise ValidationError(error.messages) from None
+
+
+class PoolCapacityFormSet(TypeRowsFormSet):
+    """Checks the pool's new capacity against every policy of the pool, all rows at once."""
+
+    def check(self, forms: list) -> None:
+        capacity = {form.cleaned_data["instance_type"].name: form.cleaned_data["count"] for form in forms}
+        self.instance.check_capacity(capacity)
 
 
 class PoolCapacityInline(admin.TabularInline):
@@ -88,19 +103,14 @@ class ShareInline(admin.TabularInline):
         return ", ".join(f"{limit.quota} x {limit.instance_type}" for limit in share.limits.all()) or "-"
 
 
-class CalendarChangeFormSet(BaseInlineFormSet):
+class CalendarChangeFormSet(TypeRowsFormSet):
     """Checks the policy's calendar as a set, with the policy as edited, through the engine's
     validator; an error goes next to the row that caused it."""
 
-    def clean(self) -> None:
-        super().clean()
-        if any(self.errors) or self.instance.pk is None:
-            return
+    def check(self, forms: list) -> None:
         rows: list[tuple[object, ChangeSpec]] = []
-        for form in self.forms:
+        for form in forms:
             data = form.cleaned_data
-            if not data or data.get("DELETE") or data.get("instance_type") is None:
-                continue
             share = data.get("share")
             if share is not None and share.policy_id != self.instance.pk:
                 form.add_error("share", f"{share} is a share of another policy")
@@ -118,8 +128,6 @@ class CalendarChangeFormSet(BaseInlineFormSet):
             self.instance.validate_with(changes=specs)
         except CalendarError as error:
             rows[error.row][0].add_error(None, error.messages)
-        except ValidationError as error:
-            raise ValidationError(error.messages) from None
 
 
 class CalendarChangeInline(admin.TabularInline):
@@ -214,30 +222,23 @@ class PolicyAdmin(admin.ModelAdmin):
         self.message_user(request, f"Duplicated {queryset.count()} policies.")
 
 
-class ShareLimitFormSet(BaseInlineFormSet):
+class ShareLimitFormSet(TypeRowsFormSet):
     """Checks the share's per-type numbers together, through the engine's validator."""
 
-    def clean(self) -> None:
-        super().clean()
-        if any(self.errors) or self.instance.policy_id is None:
-            return
-        rows = []
-        for form in self.forms:
-            data = form.cleaned_data
-            if not data or data.get("DELETE") or data.get("instance_type") is None:
-                continue
-            rows.append(
-                ShareLimit(
-                    instance_type=data["instance_type"],
-                    quota=data.get("quota") or 0,
-                    borrowing_limit=data.get("borrowing_limit"),
-                    lending_limit=data.get("lending_limit"),
-                )
+    def owner_saved(self) -> bool:
+        return self.instance.policy_id is not None  # a share is checked within its policy
+
+    def check(self, forms: list) -> None:
+        rows = [
+            ShareLimit(
+                instance_type=form.cleaned_data["instance_type"],
+                quota=form.cleaned_data.get("quota") or 0,
+                borrowing_limit=form.cleaned_data.get("borrowing_limit"),
+                lending_limit=form.cleaned_data.get("lending_limit"),
             )
-        try:
-            self.instance.check_in_policy(self.instance.spec(limits=rows))
-        except ValidationError as error:
-            raise ValidationError(error.messages) from None
+            for form in forms
+        ]
+        self.instance.check_in_policy(self.instance.spec(limits=rows))
 
 
 class ShareLimitInline(admin.TabularInline):

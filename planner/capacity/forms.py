@@ -98,6 +98,18 @@ class PerTypeFields:
         ]
 
 
+def fair_weight_field(label: str, help_text: str) -> forms.FloatField:
+    """A share's or a cohort's fair-sharing weight: optional, 1 when empty, held to the engine's rule."""
+    return forms.FloatField(
+        required=False,
+        initial=1,
+        validators=[validate_fair_weight],
+        label=label,
+        widget=NumberInput(),
+        help_text=help_text,
+    )
+
+
 class ShareForm(PerTypeFields, forms.Form):
     """One share of a policy: a quota, a borrowing limit and a lending limit per instance type, its
     cohort, and (when the policy has several types) the order its jobs try them in and Kueue's
@@ -113,14 +125,9 @@ class ShareForm(PerTypeFields, forms.Form):
     )
     in_share_preemption = forms.ChoiceField(choices=_choices(InSharePreemption), label="In-share preemption")
     reclaim = forms.ChoiceField(choices=_choices(Reclaim))
-    fair_weight = forms.FloatField(
-        required=False,
-        initial=1,
-        validators=[validate_fair_weight],
-        label="Fair-sharing weight",
-        widget=NumberInput(),
-        help_text="Kueue fairSharing.weight: borrowed GPUs count divided by it (with fair sharing on); "
-        "empty = 1",
+    fair_weight = fair_weight_field(
+        "Fair-sharing weight",
+        "Kueue fairSharing.weight: borrowed GPUs count divided by it (with fair sharing on); empty = 1",
     )
     cohort = forms.ChoiceField(label="Cohort", required=False)
     flavor_order = forms.CharField(
@@ -241,13 +248,8 @@ class CohortForm(PerTypeFields, forms.Form):
 
     name = forms.CharField(max_length=100, validators=[validate_name])
     parent = forms.ChoiceField(label="Parent", required=False)
-    fair_weight = forms.FloatField(
-        required=False,
-        initial=1,
-        validators=[validate_fair_weight],
-        label="Fair weight",
-        widget=NumberInput(),
-        help_text="Kueue fairSharing.weight of its subtree (with fair sharing on); empty = 1",
+    fair_weight = fair_weight_field(
+        "Fair weight", "Kueue fairSharing.weight of its subtree (with fair sharing on); empty = 1"
     )
 
     def __init__(self, *args, instance_types: Sequence[str], cohort_names: Sequence[str], **kwargs):

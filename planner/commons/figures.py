@@ -97,6 +97,11 @@ def offenders_figure(splitting: dict[str, Any], colors: dict[str, str]) -> dict[
     )
 
 
+def _period_axis(epoch_times: bool, unit: str) -> dict[str, Any]:
+    """The x axis of weeks or days: categories (labels, not times), titled as ``x_title``."""
+    return {"xaxis": {"title": {"text": _x_title(epoch_times, unit)}, "type": "category", "automargin": True}}
+
+
 def bursts_per_week_figure(splitting: dict[str, Any], colors: dict[str, str]) -> dict[str, Any]:
     """Stacked bars: bursts per share and week."""
     x = period_labels(
@@ -119,13 +124,7 @@ def bursts_per_week_figure(splitting: dict[str, Any], colors: dict[str, str]) ->
         x_title=_x_title(splitting.get("epoch_times", False), "week"),
         y_title="bursts",
         barmode="stack",
-        extra_layout={
-            "xaxis": {
-                "title": {"text": _x_title(splitting.get("epoch_times", False), "week")},
-                "type": "category",
-                "automargin": True,
-            }
-        },
+        extra_layout=_period_axis(splitting.get("epoch_times", False), "week"),
     )
 
 
@@ -150,11 +149,5 @@ def stranded_figure(hoarding: dict[str, Any], colors: dict[str, str], unit: str 
         x_title=_x_title(hoarding.get("epoch_times", False), "day"),
         y_title=f"stranded {label}",
         barmode="group",
-        extra_layout={
-            "xaxis": {
-                "title": {"text": _x_title(hoarding.get("epoch_times", False), "day")},
-                "type": "category",
-                "automargin": True,
-            }
-        },
+        extra_layout=_period_axis(hoarding.get("epoch_times", False), "day"),
     )

@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from planner.curves.launch import criterion
 from planner.curves.models import CapacityCurve, PointRole, WorthSearch
+from planner.curves.search import criterion
 from planner.studies.models import RunStatus
 from planner.web import charts
 from scheduling.capacity_curve import (

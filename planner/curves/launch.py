@@ -4,23 +4,25 @@ Every point is one Celery task, sent once the transaction that made it commits. 
 in ``advance_search`` (under a row lock, idempotent): when every replay of its step is in, it
 judges them and plans the next step or concludes. It runs after each of its points' tasks, and
 again whenever the search is read, so a worker that died between recording a point and moving the
-search on delays it, never stalls it.
+search on delays it, never stalls it. Moving a search on is ``planner.curves.search`` (judging) and
+``planner.curves.tasks`` (sending).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.utils import timezone
 
 from planner.capacity.models import Policy
 from planner.curves.models import CapacityCurve, CurvePoint, PointRole, SearchPoint, WorthSearch
+from planner.curves.search import new_candidates
+from planner.curves.sizing import point_fields, scaled_policy
+from planner.curves.tasks import advance_search, enqueue_curve_points, enqueue_search_points
 from planner.launches import Launch
-from planner.outages import publish_or_fail
 from planner.studies.attempts import reap_stale
 from planner.studies.limits import check_heavy_task_limit
 from planner.studies.models import RunStatus
@@ -31,47 +33,10 @@ from scheduling.capacity_plans import TrainingPlan, add_training_plan
 from scheduling.errors import InputError
 from scheduling.model import check_name, parse_policy
 from scheduling.scaling import SizeMode, capacity_at, pool_gpus, scale_policy, sized_type
-from scheduling.worth import Criterion, SearchRange, conclusion, matches, next_sizes, parse_metric
+from scheduling.worth import SearchRange, next_sizes, parse_metric
 
 if TYPE_CHECKING:
     from django.contrib.auth.base_user import AbstractBaseUser
-
-
-def enqueue_curve_points(ids: Iterable[int], what: str | None = None) -> None:
-    """One task per point after the commit; ``what`` as in ``studies.launch.enqueue_runs``."""
-    from planner.curves.tasks import replay_curve_point
-
-    _enqueue_points(CurvePoint, replay_curve_point, list(ids), what)
-
-
-def enqueue_search_points(ids: Iterable[int], what: str | None = None) -> None:
-    from planner.curves.tasks import replay_search_point
-
-    _enqueue_points(SearchPoint, replay_search_point, list(ids), what)
-
-
-def _enqueue_points(model, task, pks: list[int], what: str | None) -> None:
-    if not pks:
-        return
-    if what is None:
-        for pk in pks:
-            transaction.on_commit(lambda pk=pk: task.delay(pk))
-    else:
-        transaction.on_commit(lambda: _send_points(model, task, pks, what))
-
-
-def _send_points(model, task, pks: list[int], what: str) -> None:
-    """One task per point after the commit; when the broker refuses, the points still queued are
-    failed with the reason (the curve or search then reads as failed), and the request gets a 503."""
-    publish_or_fail(
-        lambda: [task.delay(pk) for pk in pks],
-        lambda reason: model.objects.filter(pk__in=pks, status=RunStatus.QUEUED).update(
-            status=RunStatus.FAILED, error=reason, finished_at=timezone.now()
-        ),
-        what=what,
-        count=len(pks),
-        then="start it again",
-    )
 
 
 def _snapshot(policy: Policy, field: str) -> dict:
@@ -99,15 +64,6 @@ def _sizing(snapshot: dict, mode: str, instance_type: str, field: str) -> tuple[
     if not snapshot["capacity"].get(name):
         raise ValidationError({"instance_type": f"{snapshot['name']} has no capacity of {name!r} to scale"})
     return size_mode, name
-
-
-def _scaled(snapshot: dict, size: int, mode: SizeMode, instance_type: str, field: str) -> tuple[dict, dict]:
-    """(capacity, scaled policy) at ``size``, or a ValidationError on ``field``."""
-    try:
-        capacity = capacity_at(snapshot, size, mode=mode, instance_type=instance_type)
-        return capacity, scale_policy(snapshot, capacity)
-    except InputError as error:
-        raise ValidationError({field: f"{snapshot['name']} at {size:,}: {error.describe()}"}) from None
 
 
 def _checked_name(name: str) -> str:
@@ -221,7 +177,7 @@ def start_curve(launch: CurveLaunch, *, enqueue: bool = True) -> CapacityCurve:
         if not snapshot["capacity"].get(type_name):
             raise ValidationError({"policies": f"{policy.name} has no capacity of {type_name!r} to scale"})
         for size in chosen:
-            capacity, scaled = _scaled(snapshot, size, size_mode, type_name, "sizes")
+            capacity, scaled = scaled_policy(snapshot, size, size_mode, type_name, "sizes")
             rows.append((line, policy, size, capacity, scaled))
     curve = CapacityCurve.objects.create(
         name=name or f"{trace.name}: {', '.join(p.name for p in policies)}"[:200],
@@ -248,11 +204,8 @@ def start_curve(launch: CurveLaunch, *, enqueue: bool = True) -> CapacityCurve:
             policy=policy,
             policy_name=policy.name,
             line=line,
-            size=size,
-            capacity=capacity,
-            gpus=pool_gpus(parse_policy(scaled)),
-            policy_snapshot=scaled,
             plan=plan[0] if plan else None,
+            **point_fields(size, capacity, scaled),
         )
         for line, policy, size, capacity, scaled, *plan in rows
     )
@@ -338,89 +291,12 @@ def start_search(launch: SearchLaunch, *, enqueue: bool = True) -> WorthSearch:
         gpus=pool_gpus(parse_policy(snapshot_b)),
         policy_snapshot=snapshot_b,
     )
-    candidates = _candidates(search, next_sizes(search_range, {}), step=1)
+    candidates = new_candidates(search, next_sizes(search_range, {}), step=1)
     if enqueue:
         enqueue_search_points(
             [target.pk, *(point.pk for point in candidates)], what=f"The worth search {search.name}"
         )
     return search
-
-
-def search_range(search: WorthSearch) -> SearchRange:
-    return SearchRange(today=search.today, lower=search.lower, upper=search.upper, parallel=search.parallel)
-
-
-def criterion(search: WorthSearch) -> Criterion:
-    return Criterion(
-        metric=parse_metric(search.metric),
-        urgent_shares=tuple(search.urgent_shares),
-        tolerance_seconds=search.tolerance_seconds,
-        tolerance_percent=search.tolerance_percent,
-    )
-
-
-def _candidates(search: WorthSearch, sizes: Sequence[int], step: int) -> list[SearchPoint]:
-    mode = SizeMode(search.mode)
-    points = []
-    for size in sizes:
-        capacity, scaled = _scaled(search.policy_a_snapshot, size, mode, search.instance_type, "policy_a")
-        points.append(
-            SearchPoint(
-                search=search,
-                role=PointRole.CANDIDATE,
-                step=step,
-                size=size,
-                capacity=capacity,
-                gpus=pool_gpus(parse_policy(scaled)),
-                policy_snapshot=scaled,
-            )
-        )
-    return SearchPoint.objects.bulk_create(points)
-
-
-def advance_search(search_id: int) -> str:
-    """Judge the finished replays of the search's step and plan the next step, or conclude.
-    Idempotent and safe to call from several workers at once (the search row is locked)."""
-    with transaction.atomic():
-        search = WorthSearch.objects.select_for_update().filter(pk=search_id).first()
-        if search is None or search.finished:
-            return "finished"
-        points = list(search.points.all())
-        failed = [point for point in points if point.status == RunStatus.FAILED]
-        if failed:
-            point = failed[0]
-            who = search.policy_b_name if point.role == PointRole.TARGET else search.policy_a_name
-            search.status = RunStatus.FAILED
-            search.error = f"the replay of {who} at {point.gpus:,.0f} GPUs failed: {point.error}"[:4000]
-            search.finished_at = timezone.now()
-            search.save(update_fields=["status", "error", "finished_at"])
-            return "failed"
-        if any(point.status != RunStatus.SUCCEEDED for point in points):
-            return "waiting"
-        target = next(point for point in points if point.role == PointRole.TARGET)
-        rule = criterion(search)
-        verdicts = {}
-        for point in points:
-            if point.role != PointRole.CANDIDATE:
-                continue
-            if point.matches is None:
-                point.matches, point.verdict = matches(point.summary, target.summary, rule)
-                point.save(update_fields=["matches", "verdict"])
-            verdicts[point.size] = point.matches
-        bounds = search_range(search)
-        sizes = next_sizes(bounds, verdicts)
-        if sizes:
-            search.steps += 1
-            search.save(update_fields=["steps"])
-            enqueue_search_points(point.pk for point in _candidates(search, sizes, step=search.steps))
-            return "next step"
-        found = conclusion(bounds, verdicts)
-        search.status = RunStatus.SUCCEEDED
-        search.answer_size = found.size
-        search.exact = found.exact
-        search.finished_at = timezone.now()
-        search.save(update_fields=["status", "answer_size", "exact", "finished_at"])
-        return "succeeded"
 
 
 def reap_curves(points=None, now=None) -> dict[str, list[int]]:

@@ -8,14 +8,14 @@ import re
 from urllib.parse import urlencode
 
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from planner.accounts.permissions import can_edit, can_read_finance
+from planner.accounts.permissions import can_read_finance
 from planner.capacity.models import Policy
 from planner.curves.figures import (
     compared_figure,
@@ -40,7 +40,8 @@ from planner.curves.launch import (
 )
 from planner.curves.models import CapacityCurve, WorthSearch
 from planner.reports.exports import csv_response
-from planner.web.access import EDIT_DENIED, editor_required, reader_or_token, reader_required
+from planner.web.access import check_editor, editor_required, reader_or_token, reader_required
+from planner.web.forms import start_from_form
 from planner.web.query import query_id, query_ids
 from scheduling.capacity_curve import curve_lines, p95_bought_per_dollar
 
@@ -86,31 +87,35 @@ def curve_list(request: HttpRequest) -> HttpResponse:
     curve_form, worth_form = CurveForm(initial=initial), WorthForm(initial=initial)
     status = 200
     if request.method == "POST":
-        if not can_edit(request.user):
-            raise PermissionDenied(EDIT_DENIED)
+        check_editor(request)
+        started = None
         if request.POST.get("form") == "worth":
             worth_form = WorthForm(request.POST)
             if worth_form.is_valid():
-                launch = SearchLaunch.from_data(worth_form.cleaned_data, created_by=request.user)
-                try:
-                    search = start_search(launch)
-                except ValidationError as error:
-                    _form_errors(worth_form, error, {"today": "policy_b", "lower": "upper"})
-                else:
-                    messages.success(request, f"Search {search.name} started.")
-                    return redirect("curves:search", pk=search.pk)
+                search_launch = SearchLaunch.from_data(worth_form.cleaned_data, created_by=request.user)
+                started = start_from_form(
+                    request,
+                    lambda: start_search(search_launch),
+                    lambda error: _form_errors(worth_form, error, {"today": "policy_b", "lower": "upper"}),
+                    lambda search: f"Search {search.name} started.",
+                    "curves:search",
+                )
         else:
             curve_form = CurveForm(request.POST)
             if curve_form.is_valid():
                 data = curve_form.cleaned_data
-                launch = CurveLaunch.from_data(data, policies=list(data["policies"]), created_by=request.user)
-                try:
-                    curve = start_curve(launch)
-                except ValidationError as error:
-                    _form_errors(curve_form, error)
-                else:
-                    messages.success(request, f"Curve {curve.name} started: {curve.points.count()} replays.")
-                    return redirect("curves:curve", pk=curve.pk)
+                curve_launch = CurveLaunch.from_data(
+                    data, policies=list(data["policies"]), created_by=request.user
+                )
+                started = start_from_form(
+                    request,
+                    lambda: start_curve(curve_launch),
+                    lambda error: _form_errors(curve_form, error),
+                    lambda curve: f"Curve {curve.name} started: {curve.points.count()} replays.",
+                    "curves:curve",
+                )
+        if started:
+            return started
         status = 400
     curves = CapacityCurve.objects.select_related("trace", "created_by").defer("trace__summary")[:LATEST]
     searches = WorthSearch.objects.select_related("trace", "created_by").defer(
@@ -275,24 +280,27 @@ def _worst(summary: dict) -> float | None:
     return max(values) if values else None
 
 
+def _delete(
+    request: HttpRequest, model: type[CapacityCurve | WorthSearch], pk: int, what: str
+) -> HttpResponse:
+    """Delete the curve or search (its points go with it), say so, and go back to the list."""
+    row = get_object_or_404(model, pk=pk)
+    name = row.name
+    row.delete()
+    messages.success(request, f"{what} {name} deleted.")
+    return redirect("curves:list")
+
+
 @require_POST
 @editor_required
 def curve_delete(request: HttpRequest, pk: int) -> HttpResponse:
-    curve = get_object_or_404(CapacityCurve, pk=pk)
-    name = curve.name
-    curve.delete()
-    messages.success(request, f"Curve {name} deleted.")
-    return redirect("curves:list")
+    return _delete(request, CapacityCurve, pk, "Curve")
 
 
 @require_POST
 @editor_required
 def search_delete(request: HttpRequest, pk: int) -> HttpResponse:
-    search = get_object_or_404(WorthSearch, pk=pk)
-    name = search.name
-    search.delete()
-    messages.success(request, f"Search {name} deleted.")
-    return redirect("curves:list")
+    return _delete(request, WorthSearch, pk, "Search")
 
 
 @require_POST

@@ -4,14 +4,14 @@
 a ValidationError naming it and its field, and nothing is stored), checks the bounds, snapshots the
 policy, and makes one chunk row per ``chunk_samples`` samples, each sent to the workers as its own
 task once the transaction commits. No task waits on another: each chunk records its raw starts,
-and ``conclude`` (run after every chunk, and whenever the forecast is read) merges them once the
-last one is in, under a lock on the forecast's row, so exactly one caller merges.
+and ``planner.forecasts.conclude`` (run after every chunk, and whenever the forecast is read)
+merges them once the last one is in, under a lock on the forecast's row, so exactly one caller
+merges.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.utils import timezone
 
 from planner.capacity.models import Policy
 from planner.forecasts import bounds
-from planner.forecasts.models import Arrivals, Forecast, ForecastChunk, ForecastJob, SnapshotFormat, Source
-from planner.forecasts.queues import job_rows, share_queues
+from planner.forecasts.conclude import conclude
+from planner.forecasts.models import Arrivals, Forecast, ForecastChunk, SnapshotFormat, Source
+from planner.forecasts.tasks import sample_chunk
 from planner.launches import Launch
 from planner.strict_json import strict_json
 from planner.studies.attempts import reap_stale
@@ -32,7 +32,7 @@ from planner.studies.models import RunStatus
 from planner.traces.models import Trace
 from scheduling.binding import check_fits
 from scheduling.errors import InputError
-from scheduling.forecast import ForecastInputs, SampleStarts, merge_samples, read_snapshot, snapshot_to_json
+from scheduling.forecast import read_snapshot, snapshot_to_json
 from scheduling.forecast.kueue_snapshot import read_kueue_snapshot
 from scheduling.forecast.snapshot import bind_snapshot, detect_format
 from scheduling.model import Policy as EnginePolicy
@@ -40,13 +40,9 @@ from scheduling.model import Policy as EnginePolicy
 if TYPE_CHECKING:
     from django.contrib.auth.base_user import AbstractBaseUser
 
-logger = logging.getLogger(__name__)
-
 
 def enqueue_chunks(ids: Iterable[int]) -> None:
     """One ``sample_chunk`` task per chunk, sent once the current transaction commits."""
-    from planner.forecasts.tasks import sample_chunk
-
     for pk in list(ids):
         transaction.on_commit(lambda pk=pk: sample_chunk.delay(pk))
 
@@ -239,86 +235,6 @@ def start_forecast(launch: ForecastLaunch, *, enqueue: bool = True) -> Forecast:
     if enqueue:
         enqueue_chunks(row.pk for row in rows)
     return forecast
-
-
-def forecast_inputs(forecast: Forecast) -> ForecastInputs:
-    """The engine's inputs, rebuilt from what the forecast stored (every chunk builds the same)."""
-    return ForecastInputs(
-        policy=EnginePolicy.from_dict(forecast.policy_snapshot),
-        snapshot=read_snapshot(forecast.snapshot, "planner"),
-        history=forecast.history.load_jobs() if forecast.history_id else None,
-        samples=forecast.samples,
-        seed=forecast.seed,
-        arrivals=forecast.arrivals,
-        horizon_days=forecast.horizon_days,
-    )
-
-
-# -- the end ----------------------------------------------------------------------------------
-
-
-def _fail(forecast: Forecast, reason: str) -> None:
-    forecast.status = RunStatus.FAILED
-    forecast.error = reason[:4000]
-    forecast.finished_at = timezone.now()
-    forecast.save(update_fields=["status", "error", "finished_at"])
-
-
-def conclude(forecast_id: int) -> str:
-    """Merge the chunks once every one has succeeded, or fail the forecast with the reason of the
-    first chunk that failed; otherwise record how many are done. Idempotent and safe from several
-    workers at once: the forecast's row is locked (SELECT ... FOR UPDATE on PostgreSQL; SQLite's
-    IMMEDIATE transactions take the database's write lock when the block begins)."""
-    with transaction.atomic():
-        forecast = Forecast.objects.select_for_update().filter(pk=forecast_id).first()
-        if forecast is None or forecast.finished:
-            return "finished"
-        fields = ("index", "first", "count", "status", "error")
-        chunks = list(forecast.chunk_rows.order_by("index").only(*fields))
-        failed = next((chunk for chunk in chunks if chunk.status == RunStatus.FAILED), None)
-        if failed is not None:
-            last = failed.first + failed.count - 1
-            _fail(forecast, f"samples {failed.first}-{last} (chunk {failed.index + 1} of {forecast.chunks}) "
-                            f"failed: {failed.error}")  # fmt: skip
-            return "failed"
-        done = sum(chunk.status == RunStatus.SUCCEEDED for chunk in chunks)
-        started = any(chunk.status != RunStatus.QUEUED for chunk in chunks)
-        if done < len(chunks):
-            status = RunStatus.RUNNING if started else RunStatus.QUEUED
-            if (forecast.chunks_done, forecast.status) != (done, status):
-                Forecast.objects.filter(pk=forecast.pk).update(chunks_done=done, status=status)
-            return "waiting"
-        try:
-            inputs = forecast_inputs(forecast)
-            parts = [
-                SampleStarts.from_json(starts)
-                for starts in forecast.chunk_rows.order_by("index").values_list("starts", flat=True)
-            ]
-            result = strict_json(merge_samples(inputs, parts))
-        except InputError as error:
-            _fail(forecast, f"merging the samples: {error.describe()}")
-            return "failed"
-        except ValueError as error:  # chunks that do not fit together (the engine's check)
-            _fail(forecast, f"merging the samples: {error}")
-            return "failed"
-        except Exception as error:  # a bug would otherwise fail every reader's page, again and again
-            logger.exception("merging the samples of forecast %s", forecast.pk)
-            _fail(forecast, f"merging the samples: {type(error).__name__}: {error}")
-            return "failed"
-        jobs = job_rows(forecast, result)
-        ForecastJob.objects.filter(forecast=forecast).delete()
-        ForecastJob.objects.bulk_create(jobs, batch_size=2000)
-        forecast.result = result
-        forecast.shares = strict_json(share_queues(jobs, forecast.policy_snapshot))
-        forecast.status = RunStatus.SUCCEEDED
-        forecast.chunks_done = len(chunks)
-        forecast.error = ""
-        forecast.finished_at = timezone.now()
-        forecast.save(update_fields=["result", "shares", "status", "chunks_done", "error", "finished_at"])
-        # The raw starts have served: the merged quantiles are what is kept (a chunk row stays, as
-        # the record of who computed what).
-        ForecastChunk.objects.filter(forecast=forecast).update(starts=None)
-        return "succeeded"
 
 
 def reap_forecasts(forecasts=None, now=None) -> dict[str, list[int]]:

@@ -12,9 +12,8 @@ from __future__ import annotations
 from django.db import models
 
 from planner.capacity.models import Policy
-from planner.studies.models import FINISHED, RunStatus
 from planner.traces.models import Trace
-from planner.worker_rows import Launched, WorkerAttempt
+from planner.worker_rows import FINISHED, Launched, RunStatus, WorkerAttempt
 
 
 class Arrivals(models.TextChoices):

@@ -2,14 +2,14 @@
 heartbeat / conditional-write machinery (``planner.studies.attempts``): a redelivered task
 restarts, a superseded attempt records nothing, a crashed one is retried and, after the last
 attempt, fails with the reason. After its chunk, every task tries to conclude the forecast: the
-last one to finish merges (``planner.forecasts.launch.conclude``)."""
+last one to finish merges (``planner.forecasts.conclude``)."""
 
 from __future__ import annotations
 
 from celery import shared_task
 from django.conf import settings
 
-from planner.forecasts.launch import conclude, forecast_inputs
+from planner.forecasts.conclude import conclude, forecast_inputs
 from planner.forecasts.models import Forecast, ForecastChunk
 from planner.strict_json import strict_json
 from planner.studies.attempts import Heartbeat, fail, run_attempt

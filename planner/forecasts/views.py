@@ -25,7 +25,7 @@ from planner.forecasts.launch import ForecastLaunch, reap_forecasts, start_forec
 from planner.forecasts.models import Forecast, ForecastJob, Source
 from planner.studies.attempts import silence_note
 from planner.web.access import reader_required
-from planner.web.forms import place_launch_error
+from planner.web.forms import place_launch_error, start_from_form
 
 LATEST = 30
 PAGE_JOBS = 50  # a page of the table (and of the chart): the page stays small whatever the snapshot
@@ -54,15 +54,17 @@ def forecast_list(request: HttpRequest) -> HttpResponse:
                 source=Source.UPLOADED if data.get("snapshot_file") else Source.PASTED,
                 created_by=request.user,
             )
-            try:
-                forecast = start_forecast(launch)
-            except ValidationError as error:
-                place_launch_error(form, error, {"demo": None})
-            else:
-                messages.success(
-                    request, f"Forecast started: {forecast.samples:,} samples in {forecast.chunks} chunks."
-                )
-                return redirect("forecasts:detail", pk=forecast.pk)
+            started = start_from_form(
+                request,
+                lambda: start_forecast(launch),
+                lambda error: place_launch_error(form, error, {"demo": None}),
+                lambda forecast: (
+                    f"Forecast started: {forecast.samples:,} samples in {forecast.chunks} chunks."
+                ),
+                "forecasts:detail",
+            )
+            if started:
+                return started
         status = 400
     return _list_page(request, form, demo_form, status)
 

@@ -55,10 +55,9 @@ from planner.web.charts import is_empty
 from planner.web.listing import listed_studies
 from planner.web.palette import share_colors
 from planner.web.query import query_id
+from planner.worker_rows import WORKER_FIELDS
 
-PROGRESS_FIELDS = (
-    "id", "study", "policy", "policy_name", "status", "progress", "error", "attempts", "worker", "heartbeat",
-)  # fmt: skip
+PROGRESS_FIELDS = ("id", "study", "policy", "policy_name", *WORKER_FIELDS)
 PROGRESS_FIELDS += ("summary",)  # the window check reads it (never the metrics)
 PROGRESS_FIELDS += ("finished_at", "metrics_digest")  # what the page cache keys on
 

@@ -4,6 +4,7 @@ from django.contrib import admin
 
 from planner.studies.launch import rerun
 from planner.studies.models import Run, Study
+from planner.worker_rows import WORKER_FIELDS
 
 
 class RunInline(admin.TabularInline):
@@ -50,12 +51,7 @@ class RunAdmin(admin.ModelAdmin):
         "policy",
         "policy_name",
         "policy_snapshot",
-        "status",
-        "progress",
-        "error",
-        "attempts",
-        "worker",
-        "heartbeat",
+        *WORKER_FIELDS,
         "metrics",
         "result_file",
         "created_at",

@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING
 from celery import group
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.utils import timezone
 
 from planner.capacity.models import Policy
 from planner.launches import Launch
-from planner.outages import publish_or_fail
+from planner.outages import publish_rows
 from planner.studies.limits import check_heavy_task_limit
-from planner.studies.models import Run, RunStatus, Study
+from planner.studies.models import Run, Study
+from planner.studies.tasks import replay_run
 from planner.traces.models import Trace
 from scheduling.binding import check_fits
 from scheduling.errors import InputError
@@ -40,8 +40,6 @@ def enqueue_runs(run_ids: Iterable[int], what: str | None = None) -> None:
     (a request made the runs: "Study X"), a broker that refuses them fails the runs with the reason
     and answers 503 naming ``what``; without (the reaper), the broker's error is raised as it is,
     and the runs stay as they were for the next sweep."""
-    from planner.studies.tasks import replay_run
-
     ids = list(run_ids)
     if not ids:
         return
@@ -55,16 +53,8 @@ def _send_runs(ids: list[int], what: str) -> None:
     """Publish the runs' tasks; when the broker refuses, the runs (already stored) are marked
     failed with the reason, so that none stays queued for a task that was never sent, and the
     request answers 503 (``planner.outages``)."""
-    from planner.studies.tasks import replay_run
-
-    publish_or_fail(
-        lambda: group(replay_run.s(run_id) for run_id in ids).apply_async(),
-        lambda reason: Run.objects.filter(pk__in=ids, status=RunStatus.QUEUED).update(
-            status=RunStatus.FAILED, error=reason, finished_at=timezone.now()
-        ),
-        what=what,
-        count=len(ids),
-        then="rerun them",
+    publish_rows(
+        Run, ids, lambda: group(replay_run.s(pk) for pk in ids).apply_async(), what=what, then="rerun them"
     )
 
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
-from planner.studies.models import RunStatus
+from planner.calibration.models import Calibration
+from planner.curves.models import CapacityCurve, WorthSearch
+from planner.studies.models import RunStatus, Study
 
 UNFINISHED = (RunStatus.QUEUED, RunStatus.RUNNING)
 SETTING = "PLANNER_MAX_HEAVY_TASKS_PER_USER"
@@ -39,10 +41,6 @@ class HeavyTaskLimit(ValidationError):
 
 def unfinished_heavy_tasks(user) -> int:
     """The user's studies, curves, worth searches and calibrations not finished yet."""
-    from planner.calibration.models import Calibration
-    from planner.curves.models import CapacityCurve, WorthSearch
-    from planner.studies.models import Study
-
     studies = Study.objects.filter(created_by=user, runs__status__in=UNFINISHED).distinct().count()
     curves = CapacityCurve.objects.filter(created_by=user, points__status__in=UNFINISHED).distinct().count()
     searches = WorthSearch.objects.filter(created_by=user, status__in=UNFINISHED).count()

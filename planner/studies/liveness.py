@@ -26,6 +26,8 @@ from typing import Any
 
 from django.conf import settings
 
+from planner.celery import app
+
 logger = logging.getLogger(__name__)
 
 
@@ -155,8 +157,6 @@ class Liveness:
     def _ask(self, node: str) -> tuple[str, list]:
         """``("answered", the tasks node is running)``, ``("silent", [])`` when it does not answer
         in time, ``("unreachable", [])`` when the broker cannot be reached."""
-        from planner.celery import app
-
         try:
             replies = app.control.inspect(destination=[node], timeout=self.timeout).active() or {}
         except Exception:  # kombu's OperationalError, a refused connection, a broker timeout

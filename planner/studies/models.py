@@ -8,7 +8,6 @@ can be recognised by its stale heartbeat (see ``planner.studies.reaper``).
 from __future__ import annotations
 
 import hashlib
-from datetime import timedelta
 from typing import Any
 
 import orjson
@@ -16,12 +15,11 @@ from django.conf import settings
 from django.db import models
 from django.db.models.signals import post_delete
 from django.dispatch import receiver
-from django.utils import timezone
 
 from planner.capacity.models import Policy
 from planner.traces.models import Trace
 from planner.validators import validate_long_name
-from planner.worker_rows import WorkerAttempt
+from planner.worker_rows import FINISHED, RunStatus, WorkerAttempt
 
 
 def run_summary(metrics: dict) -> dict:
@@ -107,16 +105,6 @@ class Study(models.Model):
         return sum(values) / len(values) if values else 0.0
 
 
-class RunStatus(models.TextChoices):
-    QUEUED = "queued"
-    RUNNING = "running"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-
-
-FINISHED = (RunStatus.SUCCEEDED, RunStatus.FAILED)
-
-
 class Run(WorkerAttempt):
     """One policy replayed over the study's trace.
 
@@ -172,16 +160,6 @@ class Run(WorkerAttempt):
         if self.started_at is None or self.finished_at is None:
             return None
         return (self.finished_at - self.started_at).total_seconds()
-
-
-def heartbeat_is_stale(row, now=None) -> bool:
-    """True when a running run (or calibration) has not reported for longer than the stale limit."""
-    if row.status != RunStatus.RUNNING:
-        return False
-    if row.heartbeat is None:
-        return True
-    limit = timedelta(seconds=settings.PLANNER_HEARTBEAT_STALE_SECONDS)
-    return (now or timezone.now()) - row.heartbeat > limit
 
 
 @receiver(post_delete, sender=Run)

@@ -15,11 +15,12 @@ from django.urls import reverse
 from planner.capacity.models import Policy
 from planner.studies.forms import StudyForm
 from planner.studies.launch import StudyLaunch, launch_study
-from planner.studies.models import FINISHED, Study
+from planner.studies.models import Study
 from planner.web.access import editor_required, reader_required
 from planner.web.listing import listed_studies, searchable_studies
 from planner.web.query import query_id, query_ids
 from planner.web.views.headline import headlines, study_url
+from planner.worker_rows import FINISHED
 
 STUDIES_PER_PAGE = 25
 STUDIES_OFFERED = 50  # by Find a job

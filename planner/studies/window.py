@@ -15,7 +15,8 @@ import logging
 from django.db import transaction
 
 from planner.strict_json import strict_json
-from planner.studies.models import FINISHED, Run, RunStatus, Study, recorded_metrics
+from planner.studies.models import Run, RunStatus, Study, recorded_metrics
+from planner.worker_rows import FINISHED
 from scheduling.model import Policy as EnginePolicy
 from scheduling.window import Window, common_window, measure_over, measured_over, span_of
 

@@ -21,7 +21,17 @@ FORMAT_CHOICES = [("auto", "auto: planner CSV or JSON, by name or content")] + [
 MAPPING_FIELDS = ("share_column", "priority_column", "priority_mode", "gpus_per_instance")
 
 
-class TraceUploadForm(forms.Form):
+class PreviewableUploadForm(forms.Form):
+    """An upload form whose file can be previewed before it is named (``preview=True``): a preview
+    reads the file only, so its ``name`` field is not required yet."""
+
+    def __init__(self, *args, preview: bool = False, **kwargs):
+        super().__init__(*args, **kwargs)
+        if preview:
+            self.fields["name"].required = False
+
+
+class TraceUploadForm(PreviewableUploadForm):
     """A trace file and its name; parsing and row/field errors come from ``scheduling.traces``.
 
     For the importer formats, the common mapping settings have fields of their own; they are
@@ -59,11 +69,6 @@ class TraceUploadForm(forms.Form):
         help_text='e.g. {"share_names": {"vc1": "research"}, "share_default": "other"}; '
         "settings left out keep the format's defaults",
     )
-
-    def __init__(self, *args, preview: bool = False, **kwargs):
-        super().__init__(*args, **kwargs)
-        if preview:  # a preview reads the file only: no name needed yet
-            self.fields["name"].required = False
 
     def clean_name(self) -> str:
         name = self.cleaned_data["name"].strip()

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from django.conf import settings
-from django.db import models, transaction
+from django.db import models
 from django.db.models.signals import post_delete
 from django.dispatch import receiver
 
@@ -64,22 +64,6 @@ def read_upload(
         options["mapping"] = mapping
     with open_source(source, max_decompressed=settings.PLANNER_MAX_DECOMPRESSED_BYTES) as opened:
         return read_trace(opened, format=format, **options)
-
-
-def receive_upload(upload, *, name: str, **fields: Any) -> Trace:
-    """Keep an upload and send it to a worker to parse, once the transaction commits; a failed
-    trace of the same name is replaced."""
-    from planner.traces.tasks import enqueue_parses
-
-    with transaction.atomic():
-        for failed in Trace.objects.filter(name=name, status=ParseStatus.FAILED):
-            failed.delete()
-        trace = Trace.receive(
-            upload, name=name, size=upload.size or 0, source_name=upload.name or "", **fields
-        )
-        enqueue_parses([trace.pk])
-    trace.refresh_from_db()
-    return trace
 
 
 class ParseStatus(models.TextChoices):

@@ -21,7 +21,7 @@ from django.conf import settings
 from django.db import DatabaseError, transaction
 from django.utils import timezone
 
-from planner.studies.attempts import Heartbeat, Superseded, owned, run_attempt
+from planner.studies.attempts import Heartbeat, Superseded, owned, reap_stale, run_attempt
 from planner.traces.models import ParseStatus, Trace, read_upload, save_columns, trace_summary
 from planner.worker_results import record_success
 from scheduling.errors import InputError
@@ -171,8 +171,6 @@ def discard_failed_uploads(traces=None) -> None:
 def reap_stale_parses(traces=None, now=None) -> dict[str, list[int]]:
     """Parses whose worker stopped beating: sent again, or failed with the reason after the last
     attempt (then their upload goes)."""
-    from planner.studies.attempts import reap_stale
-
     rows = traces if traces is not None else Trace.objects.all()
     outcome = reap_stale(rows, enqueue_parses, now)
     discard_failed_uploads(rows)

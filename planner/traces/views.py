@@ -4,7 +4,9 @@ the trace page drawn from its stored summary (``scheduling.traces.summary``), ne
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
@@ -15,7 +17,8 @@ from django.urls import reverse
 from planner.accounts.permissions import can_edit
 from planner.studies.models import Study
 from planner.traces.forms import MAPPING_FIELDS, TraceUploadForm
-from planner.traces.models import ParseStatus, Trace, check_options, read_upload, receive_upload
+from planner.traces.models import ParseStatus, Trace, check_options, read_upload
+from planner.traces.receive import receive_upload_form
 from planner.traces.tasks import reap_stale_parses
 from planner.web import charts
 from planner.web.access import editor_required, reader_required
@@ -115,14 +118,7 @@ def trace_upload(request):
                 preview_result = preview_of(upload, fmt, mapping)
             else:
                 check_options(fmt, mapping)
-                trace = receive_upload(
-                    upload,
-                    name=form.cleaned_data["name"],
-                    description=form.cleaned_data["description"],
-                    format=fmt,
-                    mapping=mapping,
-                    created_by=request.user,
-                )
+                trace = receive_upload_form(form.cleaned_data, request.user)
                 messages.success(
                     request, f"Trace {trace.name} uploaded: a worker is reading it; this page follows it."
                 )
@@ -150,26 +146,30 @@ def colors_of(summary: dict) -> dict[str, str]:
     return charts.share_colors(share_names(summary))
 
 
-def arrivals_figure(summary: dict) -> dict:
-    arrivals = summary.get("arrivals", {})
+def _by_share_figure(
+    summary: dict, key: str, draw: Callable, unit: str, values: Callable[[dict, str], list], **figure: Any
+) -> dict:
+    """One series a share over the time axis of the summary's ``key`` part (arrivals, demand):
+    ``values(part, share)`` drawn with ``draw`` (a bar, an area) in the share's colour."""
+    part = summary.get(key, {})
     epoch = bool(summary.get("span", {}).get("epoch_times"))
-    x, x_title = charts.time_axis(arrivals.get("t", []), epoch_times=epoch)
-    width_hours = arrivals.get("width", 0) / 3600
+    x, x_title = charts.time_axis(part.get("t", []), epoch_times=epoch)
     colors = colors_of(summary)
     traces = [
-        charts.bar(
-            x,
-            arrivals.get("shares", {}).get(name, []),
-            name=name,
-            color=colors[name],
-            unit="jobs",
-        )
-        for name in share_names(summary)
+        draw(x, values(part, name), name=name, color=colors[name], unit=unit) for name in share_names(summary)
     ]
-    return charts.figure(
-        traces,
+    return charts.figure(traces, x_title=x_title, **figure)
+
+
+def arrivals_figure(summary: dict) -> dict:
+    width_hours = summary.get("arrivals", {}).get("width", 0) / 3600
+    return _by_share_figure(
+        summary,
+        "arrivals",
+        charts.bar,
+        "jobs",
+        lambda part, name: part.get("shares", {}).get(name, []),
         title="Job arrivals by share",
-        x_title=x_title,
         y_title=f"jobs submitted per {width_hours:,.2f} h",
         barmode="stack",
         extra_layout={"bargap": 0},
@@ -177,27 +177,25 @@ def arrivals_figure(summary: dict) -> dict:
 
 
 def demand_figure(summary: dict) -> dict:
-    demand = summary.get("demand", {})
-    epoch = bool(summary.get("span", {}).get("epoch_times"))
-    x, x_title = charts.time_axis(demand.get("t", []), epoch_times=epoch)
-    width = demand.get("width") or 1
-    colors = colors_of(summary)
-    traces = [
-        charts.area(
-            x,
-            [seconds / width for seconds in demand.get("shares", {}).get(name, {}).get("gpu_seconds", [])],
-            name=name,
-            color=colors[name],
-            unit="GPUs",
-        )
-        for name in share_names(summary)
-    ]
-    return charts.figure(
-        traces,
+    width = summary.get("demand", {}).get("width") or 1
+    return _by_share_figure(
+        summary,
+        "demand",
+        charts.area,
+        "GPUs",
+        lambda part, name: [
+            seconds / width for seconds in part.get("shares", {}).get(name, {}).get("gpu_seconds", [])
+        ],
         title="GPU demand by share (each job run from its submission)",
-        x_title=x_title,
         y_title="GPUs in use on average",
     )
+
+
+def _jobs_histogram(bins: dict, *, title: str, x_title: str) -> dict:
+    """Jobs per bin, the bins labelled (categories, not numbers on a scale)."""
+    fig = charts.figure([bins], title=title, x_title=x_title, y_title="jobs", show_legend=False)
+    fig["layout"]["xaxis"]["type"] = "category"
+    return fig
 
 
 def size_figure(summary: dict) -> dict:
@@ -206,15 +204,8 @@ def size_figure(summary: dict) -> dict:
         labels = [f"{low:,}–{high - 1:,}" for low, high in zip(sizes["values"], sizes["upper"], strict=True)]
     else:
         labels = [f"{value:,}" for value in sizes.get("values", [])]
-    fig = charts.figure(
-        [charts.bar(labels, sizes.get("jobs", []), name="jobs", color="#4477AA", unit="jobs")],
-        title="Job size: instances per job",
-        x_title="instances per job",
-        y_title="jobs",
-        show_legend=False,
-    )
-    fig["layout"]["xaxis"]["type"] = "category"
-    return fig
+    bins = charts.bar(labels, sizes.get("jobs", []), name="jobs", color="#4477AA", unit="jobs")
+    return _jobs_histogram(bins, title="Job size: instances per job", x_title="instances per job")
 
 
 def duration_label(seconds: float) -> str:
@@ -239,15 +230,7 @@ def duration_figure(summary: dict) -> dict:
         f"{duration_label(edges[i])} to {duration_label(edges[i + 1])}" for i in range(first, last + 1)
     ]
     bins["hovertemplate"] = "%{customdata}: %{y:,} jobs<extra></extra>"
-    fig = charts.figure(
-        [bins],
-        title="Job duration (log-spaced bins)",
-        x_title="duration",
-        y_title="jobs",
-        show_legend=False,
-    )
-    fig["layout"]["xaxis"]["type"] = "category"
-    return fig
+    return _jobs_histogram(bins, title="Job duration (log-spaced bins)", x_title="duration")
 
 
 def span_text(summary: dict) -> str:

@@ -9,7 +9,7 @@ from functools import wraps
 from django.contrib.auth.mixins import LoginRequiredMixin
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
-from django.http import JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from planner.accounts.permissions import can_edit, can_read, can_read_finance
 
@@ -19,19 +19,37 @@ FINANCE_DENIED = "Finance reports need the finance or admin role."
 NO_CREDENTIALS = "Authentication credentials were not provided: send Authorization: Token <key>."
 
 
-def _role_required(check: Callable, message: str) -> Callable:
+def _guarded(guard: Callable[[HttpRequest], HttpResponse | None]) -> Callable:
+    """A view decorator: ``guard`` answers the request instead of the view (a redirect to the
+    login page, a JSON error), raises PermissionDenied, or lets the view run (None)."""
+
     def decorator(view: Callable) -> Callable:
         @wraps(view)
         def wrapped(request, *args, **kwargs):
-            if not request.user.is_authenticated:
-                return redirect_to_login(request.get_full_path())
-            if not check(request.user):
-                raise PermissionDenied(message)
-            return view(request, *args, **kwargs)
+            refused = guard(request)
+            return refused if refused is not None else view(request, *args, **kwargs)
 
         return wrapped
 
     return decorator
+
+
+def _role_required(check: Callable, message: str) -> Callable:
+    def guard(request: HttpRequest) -> HttpResponse | None:
+        if not request.user.is_authenticated:
+            return redirect_to_login(request.get_full_path())
+        if not check(request.user):
+            raise PermissionDenied(message)
+        return None
+
+    return _guarded(guard)
+
+
+def check_editor(request: HttpRequest) -> None:
+    """A reader's page that also takes edits (a list page's launch form, the policy editor): its POST
+    needs the editor's role, else PermissionDenied (403)."""
+    if not can_edit(request.user):
+        raise PermissionDenied(EDIT_DENIED)
 
 
 reader_required = _role_required(can_read, READ_DENIED)
@@ -69,27 +87,23 @@ def _token_or_login(check: Callable, message: str) -> Callable:
     """Like ``_role_required`` for downloads scripts fetch (CSV): a token is read as the API reads
     it, and a script gets 401/403 with a JSON ``detail`` instead of the login page's redirect."""
 
-    def decorator(view: Callable) -> Callable:
-        @wraps(view)
-        def wrapped(request, *args, **kwargs):
-            user, error = _token_user(request) if "HTTP_AUTHORIZATION" in request.META else (None, None)
-            if error:
-                return _json_error(401, error)
-            if user is not None:
-                request.user = user
-            if not request.user.is_authenticated:
-                if _wants_token(request):
-                    return _json_error(401, NO_CREDENTIALS)
-                return redirect_to_login(request.get_full_path())
-            if not check(request.user):
-                if user is not None or _wants_token(request):
-                    return _json_error(403, message)
-                raise PermissionDenied(message)
-            return view(request, *args, **kwargs)
+    def guard(request: HttpRequest) -> HttpResponse | None:
+        user, error = _token_user(request) if "HTTP_AUTHORIZATION" in request.META else (None, None)
+        if error:
+            return _json_error(401, error)
+        if user is not None:
+            request.user = user
+        if not request.user.is_authenticated:
+            if _wants_token(request):
+                return _json_error(401, NO_CREDENTIALS)
+            return redirect_to_login(request.get_full_path())
+        if not check(request.user):
+            if user is not None or _wants_token(request):
+                return _json_error(403, message)
+            raise PermissionDenied(message)
+        return None
 
-        return wrapped
-
-    return decorator
+    return _guarded(guard)
 
 
 reader_or_token = _token_or_login(can_read, READ_DENIED)

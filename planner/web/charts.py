@@ -14,6 +14,10 @@ from typing import Any
 
 from planner.web import palette
 
+# The site's colours, named here too: a chart's reader looks for them beside the figures.
+from planner.web.colours import PALETTE as PALETTE
+from planner.web.colours import name_slot as name_slot
+
 DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
 MARKERS = ("circle", "square", "diamond", "triangle-up", "x", "star", "cross", "triangle-down")
 # Fill patterns so stacked states read without colour (own / borrowed / lent / idle / stranded).

@@ -5,10 +5,15 @@ app (``planner.capacity.forms``...)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from django import forms
+from django.contrib import messages as user_messages
 from django.core.exceptions import ValidationError
+from django.db import models
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
 
 from scheduling.errors import InputError
 from scheduling.traces.fields import parse_time
@@ -80,3 +85,25 @@ def time_input_value(seconds: float) -> str:
     if seconds >= 1e9:
         return datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")
     return f"{whole(seconds)}"
+
+
+Started = TypeVar("Started", bound=models.Model)
+
+
+def start_from_form(
+    request: HttpRequest,
+    start: Callable[[], Started],
+    place: Callable[[ValidationError], None],
+    said: Callable[[Started], str],
+    page: str,
+) -> HttpResponse | None:
+    """Launch what a valid list-page form asks for (a sweep, a calibration, a curve, a search, a
+    forecast): on success, ``said(row)`` as a message and the redirect to the row's ``page``; a
+    refusal (ValidationError) is put on the form by ``place``, and None says to show it again."""
+    try:
+        row = start()
+    except ValidationError as error:
+        place(error)
+        return None
+    user_messages.success(request, said(row))
+    return redirect(page, pk=row.pk)

@@ -30,24 +30,19 @@ class Preset:
     applies: Callable[[Policy], bool] = _always  # whether the variant would differ from the policy
 
 
-def _static_split(spec: ShareSpec) -> ShareSpec:
+def _with_strategy(spec: ShareSpec, strategy: Strategy) -> ShareSpec:
+    """The share under ``strategy`` alone: its borrowing and lending limits go with the old one."""
     return replace(
-        spec,
-        strategy=Strategy.RESERVE.value,
-        borrow_limit_percent=None,
-        borrowing_limit=None,
-        lending_limit=None,
+        spec, strategy=strategy.value, borrow_limit_percent=None, borrowing_limit=None, lending_limit=None
     )
+
+
+def _static_split(spec: ShareSpec) -> ShareSpec:
+    return _with_strategy(spec, Strategy.RESERVE)
 
 
 def _full_pooling(spec: ShareSpec) -> ShareSpec:
-    return replace(
-        spec,
-        strategy=Strategy.LEND_AND_BORROW.value,
-        borrow_limit_percent=None,
-        borrowing_limit=None,
-        lending_limit=None,
-    )
+    return _with_strategy(spec, Strategy.LEND_AND_BORROW)
 
 
 def _preemption_off(spec: ShareSpec) -> ShareSpec:

@@ -373,12 +373,12 @@ def test_a_chunk_that_keeps_crashing_is_retried_then_fails_the_forecast_with_the
 
 
 def test_a_merge_that_breaks_fails_the_forecast_once_with_the_reason(policy, monkeypatch):
-    import planner.forecasts.launch as launch
+    import planner.forecasts.conclude as merging
 
     def broken(inputs, parts):
         raise KeyError("p9")
 
-    monkeypatch.setattr(launch, "merge_samples", broken)
+    monkeypatch.setattr(merging, "merge_samples", broken)
     forecast = start_forecast(ForecastLaunch(snapshot=SNAPSHOT, policy=policy, samples=2), enqueue=False)
     run_chunks(forecast)
     forecast.refresh_from_db()

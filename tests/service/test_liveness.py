@@ -161,7 +161,7 @@ def test_deleting_a_trace_stops_its_parse(settings, monkeypatch, media_root):
     from django.core.files.uploadedfile import SimpleUploadedFile
 
     import planner.traces.tasks as trace_tasks
-    from planner.traces.models import receive_upload
+    from planner.traces.receive import receive_upload
 
     settings.PLANNER_HEARTBEAT_SECONDS = 0  # a beat at every read: the deletion is seen at once
     rows = b"".join(b"j%d,%d,QS1,100\n" % (i, i) for i in range(200_000))
@@ -188,7 +188,7 @@ def test_every_phase_of_a_parse_beats(settings, monkeypatch, phase):
     from django.core.files.uploadedfile import SimpleUploadedFile
 
     import planner.traces.tasks as trace_tasks
-    from planner.traces.models import receive_upload
+    from planner.traces.receive import receive_upload
 
     settings.PLANNER_HEARTBEAT_SECONDS = 0.05
     beats: list[float] = []

@@ -6,13 +6,14 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from planner.advisor.models import Sweep, SweepMode
+from planner.api.serializers import LaunchedSerializer
 from planner.capacity.models import Policy
 from planner.traces.models import Trace
 from planner.validators import validate_name
 from scheduling.advisor import MAX_VARIANTS
 
 
-class SweepSerializer(serializers.ModelSerializer):
+class SweepSerializer(LaunchedSerializer):
     trace = serializers.PrimaryKeyRelatedField(queryset=Trace.objects.all())
     base_policy = serializers.PrimaryKeyRelatedField(queryset=Policy.objects.all())
     knobs = serializers.JSONField(
@@ -32,10 +33,7 @@ class SweepSerializer(serializers.ModelSerializer):
     )
     mode = serializers.ChoiceField(choices=SweepMode.choices, required=False, default=SweepMode.GRID)
     size = serializers.IntegerField(min_value=1, max_value=MAX_VARIANTS, required=False, default=50)
-    status = serializers.CharField(read_only=True)
-    progress = serializers.FloatField(read_only=True)
     variants = serializers.SerializerMethodField()
-    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
 
     class Meta:
         model = Sweep

@@ -4,17 +4,15 @@
 from __future__ import annotations
 
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied
 from django.db.models import Count
 from django.shortcuts import get_object_or_404, redirect, render
 
 import planner.capacity.views.calendar as calendar
 import planner.capacity.views.cohorts as cohorts
 import planner.capacity.views.shares as shares
-from planner.accounts.permissions import can_edit
 from planner.capacity.models import Policy, Pool
 from planner.capacity.views.context import policy_page, render_page
-from planner.web.access import EDIT_DENIED, reader_required
+from planner.web.access import check_editor, reader_required
 from planner.web.listing import listed_policies
 from planner.web.query import query_id
 
@@ -51,8 +49,7 @@ def policy_detail(request, pk: int):
     policy = get_object_or_404(Policy.objects.select_related("pool", "parent"), pk=pk)
     if request.method != "POST":
         return render_page(request, policy, edit=request.GET.get("edit", ""))
-    if not can_edit(request.user):
-        raise PermissionDenied(EDIT_DENIED)
+    check_editor(request)
     action = request.POST.get("action", "")
     if action not in ACTIONS:
         messages.error(request, f"Unknown action {action!r}: reload the page and try again.")

@@ -61,18 +61,38 @@ class TreeRow:
     extra: dict = field(default_factory=dict)
 
 
-def share_row(share: Share, spec: ShareSpec, level: int, type_names: Sequence[str]) -> TreeRow:
+def _node_row(
+    kind: str,
+    node: Share | Cohort,
+    spec: ShareSpec | CohortSpec,
+    level: int,
+    type_names: Sequence[str],
+    **own,
+) -> TreeRow:
+    """What a share's and a cohort's rows both show (the node, its own quotas, its fair weight),
+    with ``own``: the kind's borrow and lend texts and the rest."""
     return TreeRow(
-        kind="share",
+        kind=kind,
         level=level,
-        name=share.name,
-        pk=share.pk,
+        name=node.name,
+        pk=node.pk,
         quotas=[spec.capacity.get(t, 0) for t in type_names],
+        fair_weight=spec.fair_weight,
+        spec=spec,
+        **own,
+    )
+
+
+def share_row(share: Share, spec: ShareSpec, level: int, type_names: Sequence[str]) -> TreeRow:
+    return _node_row(
+        "share",
+        share,
+        spec,
+        level,
+        type_names,
         borrow=share_borrow_text(spec, type_names),
         lend=share_lend_text(spec, type_names),
-        fair_weight=spec.fair_weight,
         share=share,
-        spec=spec,
         flavors=flavor_text(spec),
     )
 
@@ -80,16 +100,14 @@ def share_row(share: Share, spec: ShareSpec, level: int, type_names: Sequence[st
 def cohort_row(cohort: Cohort, spec: CohortSpec, level: int, type_names: Sequence[str]) -> TreeRow:
     borrowing = limit_text(spec.borrowing_limit, type_names, "")
     lending = limit_text(spec.lending_limit, type_names, "")
-    return TreeRow(
-        kind="cohort",
-        level=level,
-        name=cohort.name,
-        pk=cohort.pk,
-        quotas=[spec.capacity.get(t, 0) for t in type_names],
+    return _node_row(
+        "cohort",
+        cohort,
+        spec,
+        level,
+        type_names,
         borrow=f"at most {borrowing}" if borrowing else UNLIMITED,
         lend=f"at most {lending}" if lending else "all",
-        fair_weight=spec.fair_weight,
-        spec=spec,
     )
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from planner.api.serializers import LaunchedSerializer
 from planner.capacity.models import Policy
 from planner.curves.models import CapacityCurve, WorthSearch
 from planner.traces.models import Trace
@@ -65,7 +66,7 @@ def point_dict(point, extra: tuple[str, ...] = ()) -> dict:
     return {name: getattr(point, name) for name in (*POINT_FIELDS, *extra)}
 
 
-class CurveSerializer(serializers.ModelSerializer):
+class CurveSerializer(LaunchedSerializer):
     trace = serializers.PrimaryKeyRelatedField(queryset=Trace.objects.all())
     policies = serializers.PrimaryKeyRelatedField(
         queryset=Policy.objects.all(), many=True, write_only=True,
@@ -95,9 +96,6 @@ class CurveSerializer(serializers.ModelSerializer):
         many=True, required=False, max_length=MAX_PLANS,
         help_text="training plans, each one more replay: its policy at its own size with the plan",
     )  # fmt: skip
-    status = serializers.CharField(read_only=True)
-    progress = serializers.FloatField(read_only=True)
-    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
 
     class Meta:
         model = CapacityCurve
@@ -150,7 +148,7 @@ class CurveDetailSerializer(CurveSerializer):
         return [{"index": i, **row.as_dict()} for i, row in plan_rows_of(curve, rows_of(curve))]
 
 
-class WorthSearchSerializer(serializers.ModelSerializer):
+class WorthSearchSerializer(LaunchedSerializer):
     trace = serializers.PrimaryKeyRelatedField(queryset=Trace.objects.all())
     policy_a = serializers.PrimaryKeyRelatedField(
         queryset=Policy.objects.all(), help_text="the policy whose pool is sized (say, the static split)"
@@ -174,9 +172,6 @@ class WorthSearchSerializer(serializers.ModelSerializer):
         required=False, default=DEFAULT_PARALLEL, min_value=1, max_value=MAX_PARALLEL,
         help_text="sizes replayed at once in each step",
     )  # fmt: skip
-    status = serializers.CharField(read_only=True)
-    progress = serializers.FloatField(read_only=True)
-    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
 
     class Meta:
         model = WorthSearch

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from planner.api.serializers import LaunchedSerializer
 from planner.capacity.models import Policy
 from planner.forecasts import bounds
 from planner.forecasts.models import Arrivals, Forecast, ForecastChunk, ForecastJob, SnapshotFormat
 from planner.traces.models import Trace
 
 
-class ForecastSerializer(serializers.ModelSerializer):
+class ForecastSerializer(LaunchedSerializer):
     snapshot = serializers.JSONField(
         required=False, write_only=True,
         help_text="the snapshot: a JSON object, or its text (planner JSON, kubectl get workloads -A -o json, "
@@ -42,9 +43,6 @@ class ForecastSerializer(serializers.ModelSerializer):
         default=30.0,
         help_text=f"more than 0, at most {bounds.MAX_HORIZON_DAYS} (MAX_HORIZON_DAYS)",
     )
-    status = serializers.CharField(read_only=True)
-    progress = serializers.FloatField(read_only=True)
-    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
 
     class Meta:
         model = Forecast

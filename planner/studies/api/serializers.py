@@ -8,6 +8,7 @@ from rest_framework import serializers
 from planner.capacity.models import Policy
 from planner.studies.models import Run, RunStatus, Study
 from planner.traces.models import Trace
+from planner.worker_rows import WORKER_FIELDS
 from scheduling.window import measured_over
 
 
@@ -24,12 +25,7 @@ class RunSerializer(serializers.ModelSerializer):
             "study",
             "policy",
             "policy_name",
-            "status",
-            "progress",
-            "error",
-            "attempts",
-            "worker",
-            "heartbeat",
+            *WORKER_FIELDS,
             "created_at",
             "started_at",
             "finished_at",

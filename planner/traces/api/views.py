@@ -11,7 +11,8 @@ from rest_framework.response import Response
 
 from planner.api.errors import input_error
 from planner.traces.api.serializers import TraceSerializer, TraceUploadSerializer
-from planner.traces.models import ParseStatus, Trace, check_options, receive_upload
+from planner.traces.models import ParseStatus, Trace, check_options
+from planner.traces.receive import receive_upload_form
 from planner.traces.tasks import reap_stale_parses
 from planner.traces.uploads import RawTraceParser
 from scheduling.errors import InputError
@@ -112,14 +113,7 @@ class TraceViewSet(
             check_options(fmt, mapping)
         except InputError as error:
             return input_error(error)
-        trace = receive_upload(
-            upload,
-            name=form.validated_data["name"],
-            description=form.validated_data["description"],
-            format=fmt,
-            mapping=mapping,
-            created_by=request.user,
-        )
+        trace = receive_upload_form(form.validated_data, request.user)
         body = TraceSerializer(trace, context={"request": request}).data
         return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["url"]})
 

@@ -30,6 +30,7 @@ from planner.capacity.models import Policy
 from planner.exports.importing import store_imported_policy
 from planner.studies.launch import StudyLaunch, launch_study
 from planner.studies.models import Study
+from planner.traces.forms import PreviewableUploadForm
 from planner.traces.models import Trace
 from planner.web.access import editor_required
 from planner.web.query import query_id
@@ -105,7 +106,7 @@ class ConfigurationForm(forms.Form):
     )
 
 
-class HistoryForm(forms.Form):
+class HistoryForm(PreviewableUploadForm):
     file = forms.FileField(label="Job history export")
     name = forms.CharField(max_length=200, label="Trace name")
     share_column = forms.CharField(
@@ -121,11 +122,6 @@ class HistoryForm(forms.Form):
         label="Priority of list-service-jobs summaries (AWS)",
         help_text="list pages carry no schedulingPriority: every job gets this one (default 0)",
     )
-
-    def __init__(self, *args, preview: bool = False, **kwargs):
-        super().__init__(*args, **kwargs)
-        if preview:  # a preview reads the file only: no name needed yet
-            self.fields["name"].required = False
 
     def clean_name(self) -> str:
         name = self.cleaned_data["name"].strip()
