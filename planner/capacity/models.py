@@ -187,7 +187,7 @@ class ShareSpec:
 
     def type_names(self) -> set[str]:
         """Every instance type this share has a quota or a limit of."""
-        return set(self.capacity) | set(self.borrowing_limit or {}) | set(self.lending_limit or {})
+        return _type_names(self)
 
     def to_dict(self) -> dict:
         out: dict = {
@@ -199,10 +199,7 @@ class ShareSpec:
         }
         if self.borrow_limit_percent is not None:
             out["borrow_limit_percent"] = self.borrow_limit_percent
-        if self.borrowing_limit:
-            out["borrowing_limit"] = dict(self.borrowing_limit)
-        if self.lending_limit:
-            out["lending_limit"] = dict(self.lending_limit)
+        _write_limits(self, out)
         if self.fair_weight != 1:
             out["fair_weight"] = self.fair_weight
         if self.flavor_order:
@@ -239,20 +236,69 @@ class CohortSpec:
 
     def type_names(self) -> set[str]:
         """Every instance type this cohort has a quota or a limit of."""
-        return set(self.capacity) | set(self.borrowing_limit or {}) | set(self.lending_limit or {})
+        return _type_names(self)
 
     def to_dict(self) -> dict:
         out: dict = {"name": self.name}
         if self.parent:
             out["parent"] = self.parent
         out["capacity"] = dict(self.capacity)
-        if self.borrowing_limit:
-            out["borrowing_limit"] = dict(self.borrowing_limit)
-        if self.lending_limit:
-            out["lending_limit"] = dict(self.lending_limit)
+        _write_limits(self, out)
         if self.fair_weight != 1:
             out["fair_weight"] = self.fair_weight
         return out
+
+
+# --- a node's numbers per type (a share's or a cohort's: the same three, section 13) ------------
+
+
+def _type_names(spec: ShareSpec | CohortSpec) -> set[str]:
+    return set(spec.capacity) | set(spec.borrowing_limit or {}) | set(spec.lending_limit or {})
+
+
+def _write_limits(spec: ShareSpec | CohortSpec, out: dict) -> None:
+    """The policy JSON's limits of a node, written only when set."""
+    if spec.borrowing_limit:
+        out["borrowing_limit"] = dict(spec.borrowing_limit)
+    if spec.lending_limit:
+        out["lending_limit"] = dict(spec.lending_limit)
+
+
+def _numbers_for(spec: ShareSpec | CohortSpec, type_name: str) -> dict[str, int | None]:
+    """A node's stored row of one type: its quota and its two limits (None: not set)."""
+    return {
+        "quota": spec.capacity.get(type_name, 0),
+        "borrowing_limit": (spec.borrowing_limit or {}).get(type_name),
+        "lending_limit": (spec.lending_limit or {}).get(type_name),
+    }
+
+
+def _numbers_of(rows: Iterable[ShareLimit] | Iterable[CohortLimit]) -> dict:
+    """A node's spec fields from its stored rows (``_numbers_for`` backwards)."""
+    rows = list(rows)
+    borrowing = {r.instance_type.name: r.borrowing_limit for r in rows if r.borrowing_limit is not None}
+    lending = {r.instance_type.name: r.lending_limit for r in rows if r.lending_limit is not None}
+    return {
+        "capacity": {r.instance_type.name: r.quota for r in rows},
+        "borrowing_limit": borrowing or None,
+        "lending_limit": lending or None,
+    }
+
+
+def _limit_fields(
+    quota: str, borrowing: str, lending: str
+) -> tuple[models.PositiveIntegerField, models.PositiveIntegerField, models.PositiveIntegerField]:
+    """The columns of a node's row of one type: its quota and Kueue's two limits (empty: none), with
+    help texts that say what they mean for that kind of node."""
+    return (
+        models.PositiveIntegerField(default=0, validators=[validate_instance_count], help_text=quota),
+        models.PositiveIntegerField(
+            null=True, blank=True, validators=[validate_instance_count], help_text=borrowing
+        ),
+        models.PositiveIntegerField(
+            null=True, blank=True, validators=[validate_instance_count], help_text=lending
+        ),
+    )
 
 
 def renamed_in_tree(
@@ -885,17 +931,13 @@ class Share(models.Model):
     def spec(self, limits: Iterable[ShareLimit] | None = None) -> ShareSpec:
         """This share for the engine, with its stored limits or the proposed ``limits``."""
         rows = list(limits) if limits is not None else (list(self.limits.all()) if self.pk else [])
-        borrowing = {r.instance_type.name: r.borrowing_limit for r in rows if r.borrowing_limit is not None}
-        lending = {r.instance_type.name: r.lending_limit for r in rows if r.lending_limit is not None}
         return ShareSpec(
             name=self.name,
             strategy=self.strategy,
             borrow_limit_percent=self.borrow_limit_percent,
             in_share_preemption=self.in_share_preemption,
             reclaim=self.reclaim,
-            capacity={r.instance_type.name: r.quota for r in rows},
-            borrowing_limit=borrowing or None,
-            lending_limit=lending or None,
+            **_numbers_of(rows),
             fair_weight=self.fair_weight,
             flavor_order=self.flavor_order,
             flavor_fungibility=self.flavor_fungibility,
@@ -929,13 +971,7 @@ class Share(models.Model):
     def limit_rows(self, spec: ShareSpec, types: Mapping[str, InstanceType]) -> list[ShareLimit]:
         """The unsaved ShareLimit rows of ``spec`` for this (saved) share."""
         return [
-            ShareLimit(
-                share=self,
-                instance_type=types[type_name],
-                quota=spec.capacity.get(type_name, 0),
-                borrowing_limit=(spec.borrowing_limit or {}).get(type_name),
-                lending_limit=(spec.lending_limit or {}).get(type_name),
-            )
+            ShareLimit(share=self, instance_type=types[type_name], **_numbers_for(spec, type_name))
             for type_name in sorted(spec.type_names())
         ]
 
@@ -959,13 +995,7 @@ class Share(models.Model):
         self.limits.exclude(instance_type__name__in=names).delete()
         for type_name in sorted(names):
             ShareLimit.objects.update_or_create(
-                share=self,
-                instance_type=types[type_name],
-                defaults={
-                    "quota": spec.capacity.get(type_name, 0),
-                    "borrowing_limit": (spec.borrowing_limit or {}).get(type_name),
-                    "lending_limit": (spec.lending_limit or {}).get(type_name),
-                },
+                share=self, instance_type=types[type_name], defaults=_numbers_for(spec, type_name)
             )
 
 
@@ -977,20 +1007,10 @@ class ShareLimit(models.Model):
 
     share = models.ForeignKey(Share, on_delete=models.CASCADE, related_name="limits")
     instance_type = models.ForeignKey(InstanceType, on_delete=models.PROTECT, related_name="share_limits")
-    quota = models.PositiveIntegerField(
-        default=0, validators=[validate_instance_count], help_text="instances it may use without borrowing"
-    )
-    borrowing_limit = models.PositiveIntegerField(
-        null=True,
-        blank=True,
-        validators=[validate_instance_count],
-        help_text="at most this many instances above its quota (Kueue); empty = no limit",
-    )
-    lending_limit = models.PositiveIntegerField(
-        null=True,
-        blank=True,
-        validators=[validate_instance_count],
-        help_text="at most this many idle quota instances lent (Kueue); empty = all",
+    quota, borrowing_limit, lending_limit = _limit_fields(
+        quota="instances it may use without borrowing",
+        borrowing="at most this many instances above its quota (Kueue); empty = no limit",
+        lending="at most this many idle quota instances lent (Kueue); empty = all",
     )
 
     class Meta:
@@ -1034,14 +1054,10 @@ class Cohort(models.Model):
 
     def spec(self) -> CohortSpec:
         rows = list(self.limits.all()) if self.pk else []
-        borrowing = {r.instance_type.name: r.borrowing_limit for r in rows if r.borrowing_limit is not None}
-        lending = {r.instance_type.name: r.lending_limit for r in rows if r.lending_limit is not None}
         return CohortSpec(
             name=self.name,
             parent=self.parent.name if self.parent_id else None,
-            capacity={r.instance_type.name: r.quota for r in rows},
-            borrowing_limit=borrowing or None,
-            lending_limit=lending or None,
+            **_numbers_of(rows),
             fair_weight=self.fair_weight,
         )
 
@@ -1052,13 +1068,7 @@ class Cohort(models.Model):
     def limit_rows(self, spec: CohortSpec, types: Mapping[str, InstanceType]) -> list[CohortLimit]:
         """The unsaved CohortLimit rows of ``spec`` for this (saved) cohort."""
         return [
-            CohortLimit(
-                cohort=self,
-                instance_type=types[type_name],
-                quota=spec.capacity.get(type_name, 0),
-                borrowing_limit=(spec.borrowing_limit or {}).get(type_name),
-                lending_limit=(spec.lending_limit or {}).get(type_name),
-            )
+            CohortLimit(cohort=self, instance_type=types[type_name], **_numbers_for(spec, type_name))
             for type_name in sorted(spec.type_names())
         ]
 
@@ -1069,20 +1079,10 @@ class CohortLimit(models.Model):
 
     cohort = models.ForeignKey(Cohort, on_delete=models.CASCADE, related_name="limits")
     instance_type = models.ForeignKey(InstanceType, on_delete=models.PROTECT, related_name="cohort_limits")
-    quota = models.PositiveIntegerField(
-        default=0, validators=[validate_instance_count], help_text="the cohort's own nominal quota"
-    )
-    borrowing_limit = models.PositiveIntegerField(
-        null=True,
-        blank=True,
-        validators=[validate_instance_count],
-        help_text="at most this many instances its subtree borrows above its subtree quota; empty = no limit",
-    )
-    lending_limit = models.PositiveIntegerField(
-        null=True,
-        blank=True,
-        validators=[validate_instance_count],
-        help_text="at most this many of its subtree's quota lent to its parent; empty = all",
+    quota, borrowing_limit, lending_limit = _limit_fields(
+        quota="the cohort's own nominal quota",
+        borrowing="at most this many instances its subtree borrows above its subtree quota; empty = no limit",
+        lending="at most this many of its subtree's quota lent to its parent; empty = all",
     )
 
     class Meta:
