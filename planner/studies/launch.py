@@ -121,5 +121,6 @@ def launch_study(launch: StudyLaunch, *, enqueue: bool = True) -> Study:
 def rerun(run: Run) -> None:
     """Replay a finished run again from scratch (same snapshot)."""
     with transaction.atomic():
-        Run.queue_again([run.pk], metrics=None, metrics_digest="", result_file="")
+        # (the lists read summary: a queued run shows no figures of the replay it replaces)
+        Run.queue_again([run.pk], metrics=None, summary=None, metrics_digest="", result_file="")
         enqueue_runs([run.pk], what=f"The rerun of {run.policy_name}")

@@ -99,7 +99,7 @@ def test_replay_again_runs_a_finished_run_from_scratch(
     admin_browser, study, django_capture_on_commit_callbacks, monkeypatch
 ):
     run = study.runs.first()
-    first_finish, first_digest = run.finished_at, run.metrics_digest
+    first_finish, first_digest, first_summary = run.finished_at, run.metrics_digest, run.summary
     queued = []
     monkeypatch.setattr("planner.studies.launch.enqueue_runs", lambda pks, what: queued.extend(pks))
     with django_capture_on_commit_callbacks(execute=True):
@@ -108,6 +108,6 @@ def test_replay_again_runs_a_finished_run_from_scratch(
     run.refresh_from_db()
     # Back in the queue as if never replayed: the worker finds nothing of the last replay.
     assert (run.status, run.progress, run.error, run.attempts) == ("queued", 0, "", 0)
-    assert run.heartbeat is run.started_at is run.finished_at is run.metrics is None
+    assert run.heartbeat is run.started_at is run.finished_at is run.metrics is run.summary is None
     assert (run.metrics_digest, run.result_file.name) == ("", "")
-    assert first_finish is not None and first_digest != ""
+    assert first_finish is not None and first_digest != "" and first_summary
