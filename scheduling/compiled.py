@@ -54,8 +54,8 @@ STAMP = BUILD_DIR / "scheduling" / "STAMP.json"
 # per replay. Leaves first: each module after those it imports (the side-by-side test loads the
 # sources in this order).
 COMPILED = (
-    "rules.py", "quota_tree.py", "state.py", "records.py", "victims.py", "fair.py",
-    "fair_tree.py", "calendar.py", "refusals.py", "queues.py", "preemption_loops.py", "rounds.py",
+    "rules.py", "quota_tree.py", "state.py", "records.py", "victims.py", "fair.py", "fair_tree.py",
+    "fair_search.py", "calendar.py", "refusals.py", "queues.py", "preemption_loops.py", "rounds.py",
     "fair_round.py", "engine.py",
 )  # fmt: skip
 # The Python modules (in scheduling/) whose classes the compiled ones use: compiled code checks the

@@ -25,7 +25,7 @@ from mypy_extensions import i64
 
 from scheduling.binding import BoundTrace, bind
 from scheduling.metrics import UsageLog, compute_metrics
-from scheduling.model import Cause, Change, FairStrategy, Policy, Queueing, UnschedulableReason
+from scheduling.model import Cause, Change, Policy, Queueing, UnschedulableReason
 from scheduling.outcomes import JobOutcomes, WaitHistory
 from scheduling.replay.calendar import (
     NeverRuns,
@@ -35,17 +35,13 @@ from scheduling.replay.calendar import (
 )
 from scheduling.replay.fair import (
     NO_ROOM_AT_ALL,
-    NO_ROOM_PASSING,
     SEARCH_NEEDED,
-    FairValues,
     count_gpus_exactly,
-    fair_victims,
     lendable_gpus,
-    no_room_at_all,
-    refusal_before_search,
 )
 from scheduling.replay.fair_round import fair_round
-from scheduling.replay.fair_tree import TreeFairValues, TreeValues, no_passing_room, tree_values
+from scheduling.replay.fair_search import FairSearch
+from scheduling.replay.fair_tree import TreeValues, tree_values
 from scheduling.replay.preemption_loops import PreemptionLoops
 from scheduling.replay.queues import Queues
 from scheduling.replay.quota_tree import QuotaTree, is_tree_policy, quota_tree, tree_limit
@@ -87,7 +83,7 @@ from scheduling.replay.state import (
     TypePool,
     job_id_order,
 )
-from scheduling.replay.victims import find_victims, tree_victim_candidates, victim_candidates
+from scheduling.replay.victims import find_victims, level_after, tree_victim_candidates, victim_candidates
 from scheduling.result import EventKind, ReplayResult
 from scheduling.trace import Trace
 
@@ -231,9 +227,7 @@ class _Replay(Admission):
         count_gpus_exactly(self.pools)  # (share values compare exactly: GPUs in whole units)
         # Section 8 over section 13's tree: a value for every node (None: one cohort, section 8 as is).
         self.fair_tree: TreeValues | None = tree_values(policy, tree, self.pools)
-        self.fair_values: FairValues = (
-            FairValues() if self.fair_tree is None else TreeFairValues(self.fair_tree)
-        )
+        self.fair_search = FairSearch(policy, self.fair_tree)
         # What can make a refused job admissible again (section 4's reopening, section 8's memo).
         self.refusals = Refusals(
             self.shares, self.fair, self.flavored, tree, self.fair_tree is not None, self.by_arrival, n
@@ -300,13 +294,7 @@ class _Replay(Admission):
         """Section 8: fair sharing's strategies and L, the pool's lendable GPUs (changed only by the
         calendar)."""
         self.fair = policy.fair_sharing is not None
-        self.strategies = policy.fair_sharing.preemption_strategies if policy.fair_sharing is not None else ()
         self.lendable_gpus = lendable_gpus(self.pools)
-        self.final_strategy = FairStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE in self.strategies
-        self.initial_strategy = FairStrategy.LESS_THAN_INITIAL_SHARE in self.strategies
-        self.final_first = (  # (else initial)
-            bool(self.strategies) and self.strategies[0] is FairStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE
-        )
 
     def _open_accounts(self, policy: Policy, types: list[str]) -> None:
         """Each share's account of each type (a ``TreeAccount`` in a tree of cohorts), with the
@@ -688,10 +676,12 @@ class _Replay(Admission):
         if no_candidates:
             return NO_VICTIMS
         if self.fair:
-            refusal = self._fair_refusal(job, now)
+            if self.loops.twice:  # (a search, told or run, may leave jobs out for the loop rule)
+                self.loops.note(job, now)
+            refusal = self.fair_search.refusal(job, self.lendable_gpus)
             if refusal != SEARCH_NEEDED:
                 return NO_ROOM if refusal == NO_ROOM_AT_ALL else NO_PASSING_ROOM
-            chosen = self._fair_search(job, now)
+            chosen = self.fair_search.victims(job, self.lendable_gpus, now if self.loops.twice else math.nan)
             if chosen is None:
                 return REFUSED
             for victim, cause in chosen:
@@ -744,7 +734,7 @@ class _Replay(Admission):
             if self.tree is None:
                 level = 0 if account.usage - freed + n <= account.quota else 1
             else:
-                level = self._tree_level_after(account, n, victims)
+                level = level_after(self.tree, account, n, victims)
             go_on = (mode != FIT and share.try_next_on_preempt) or (level > 0 and share.try_next_on_borrow)
             if not go_on:
                 chosen, chosen_victims = account, victims
@@ -765,46 +755,16 @@ class _Replay(Admission):
         self._begin(job, now)
         return ADMITTED
 
-    def _tree_level_after(self, account: Account, count: int, victims: list[tuple[Job, int]]) -> int:
-        """Section 12 with cohorts: the borrowing level of the type once its victims are gone."""
-        tree = self.tree
-        assert tree is not None
-        for victim, _ in victims:
-            victim.account.shift(-victim.count)
-        level = tree.level(account.share.index, account.type, count, tree.usage)
-        for victim, _ in victims:
-            victim.account.shift(victim.count)
-        return level
-
-    def _fair_refusal(self, job: Job, now: float) -> int:
-        """Section 8: the refusals a search would give, told without it (NO_ROOM holds longer, see
-        Refusals.holds); SEARCH_NEEDED when it must run. Every search (told or run) may leave a job
-        out for the loop rule."""
-        if self.loops.twice:
-            self.loops.note(job, now)
-        if self.fair_tree is None:
-            return refusal_before_search(job, self.final_strategy, self.initial_strategy, self.lendable_gpus)
-        if no_room_at_all(job):
-            return NO_ROOM_AT_ALL
-        if no_passing_room(job, self.fair_tree, self.final_strategy, self.initial_strategy):
-            return NO_ROOM_PASSING
-        return SEARCH_NEEDED
-
-    def _fair_search(self, job: Job, now: float) -> list[tuple[Job, int]] | None:
-        """Section 8's victim search (over section 13's tree when there is one)."""
-        values = self.fair_values
-        values.lendable = self.lendable_gpus
-        loop_instant = now if self.loops.twice else math.nan
-        return fair_victims(job, values, self.final_first, len(self.strategies) > 1, loop_instant)
-
     def _victims_on(self, job: Job, now: float) -> list[tuple[Job, int]] | None:
         """The victims section 4's (or 8's) search finds for the job on its account's type, with
         their causes; None when it finds none. Nothing is changed but the loop findings: the search
         of every type scanned is a search that may leave a job out for section 8's loop rule."""
         if self.fair:
-            if self._fair_refusal(job, now) != SEARCH_NEEDED:
+            if self.loops.twice:
+                self.loops.note(job, now)
+            if self.fair_search.refusal(job, self.lendable_gpus) != SEARCH_NEEDED:
                 return None
-            return self._fair_search(job, now)
+            return self.fair_search.victims(job, self.lendable_gpus, now if self.loops.twice else math.nan)
         candidates = victim_candidates(job) if self.tree is None else tree_victim_candidates(job, self.tree)
         if candidates is None:
             return None
@@ -917,16 +877,10 @@ class _Replay(Admission):
             reason=self.reason,
             ignored_updates=self.ignored_updates,
             history=self.history.finish(strict=self.strict),
-            instance_type=self._run_types(),
+            instance_type=_run_types(
+                self.outcome_type, self.outcome_first_start, self.bound.flavor_set, self.flavored
+            ),
         )
-
-    def _run_types(self) -> np.ndarray:
-        """Each job's last run's type; -1 for a job that accepts several and never ran."""
-        types = as_array(self.outcome_type).astype(np.int16)  # (a copy)
-        if self.flavored:
-            never_ran = np.isnan(as_array(self.outcome_first_start)) & (self.bound.flavor_set >= 0)
-            types[never_ran] = -1
-        return types
 
     def totals(self) -> Totals:
         """The per-share sums, once the groups' waiting time is settled into them."""
@@ -944,3 +898,14 @@ def _add_at(jobs_at: dict[float, list[Job]], times: list[float], time: float, jo
         heappush(times, time)
     else:
         due.append(job)
+
+
+def _run_types(
+    outcome_type: vec[float], first_start: vec[float], flavor_set: np.ndarray, flavored: bool
+) -> np.ndarray:
+    """Each job's last run's type; -1 for a job that accepts several (``flavor_set``) and never ran."""
+    types = as_array(outcome_type).astype(np.int16)  # (a copy)
+    if flavored:
+        never_ran = np.isnan(as_array(first_start)) & (flavor_set >= 0)
+        types[never_ran] = -1
+    return types

@@ -200,3 +200,15 @@ def _merged(job: Job, cross: list[Iterator[Job]], own: Iterator[Job], freeable: 
         return own
     others = cross[0] if len(cross) == 1 else heapq.merge(*cross, key=victim_order)
     return chain(others, own)
+
+
+def level_after(tree: QuotaTree | None, account: Account, count: int, victims: list[tuple[Job, int]]) -> int:
+    """Section 12 with cohorts: the borrowing level of ``count`` more instances in the account once
+    its victims are gone (their usage taken out for the reading, and put back)."""
+    assert tree is not None
+    for victim, _ in victims:
+        victim.account.shift(-victim.count)
+    level = tree.level(account.share.index, account.type, count, tree.usage)
+    for victim, _ in victims:
+        victim.account.shift(victim.count)
+    return level
