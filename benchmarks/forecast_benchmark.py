@@ -301,7 +301,7 @@ def run_case(
 
 def speed(samples: int) -> None:
     """200 samples of a 1,000-job snapshot with a week of arrivals, on one core."""
-    from scheduling.compiled import engine_kind
+    from scheduling.replay import engine_kind
     from scheduling.synthetic import demo_policy_dict, demo_pool_gpus, generate
 
     history = generate(20_000, seed=3)  # 40 days of the 4-share demo pool
@@ -336,7 +336,7 @@ def main() -> None:
     if args.speed:
         speed(200)
         return
-    from scheduling.compiled import engine_kind
+    from scheduling.replay import engine_kind
 
     print(f"engine: {engine_kind()}")
     for case in args.cases:

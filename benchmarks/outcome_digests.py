@@ -84,7 +84,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--cases", nargs="*", default=list(DEFAULT_CASES))
     args = parser.parse_args()
-    from scheduling.compiled import engine_kind
+    from scheduling.replay import engine_kind
 
     print(f"# engine: {engine_kind()}", flush=True)
     for case in args.cases:

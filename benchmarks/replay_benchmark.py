@@ -238,7 +238,8 @@ def main() -> None:
         for case in args.upload or []:
             ingest.run_upload(env, None if case == "tiled" else 5_000_000)
         return
-    from scheduling.compiled import engine_kind, stale_reason
+    from scheduling.compiled import stale_reason
+    from scheduling.replay import engine_kind
 
     kind = engine_kind()
     print(f"engine: {kind}" + (f" ({stale_reason()})" if kind == "python" and stale_reason() else ""))

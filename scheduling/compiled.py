@@ -107,10 +107,3 @@ def use_compiled(package_path: list[str], package: str = "scheduling") -> None:
         package_path.insert(0, str(BUILD_DIR.joinpath(*package.split("."))))
     elif wanted == "compiled":
         raise RuntimeError(f"SCHEDULING_ENGINE=compiled, but {reason}")
-
-
-def engine_kind() -> str:
-    """'compiled' or 'python': which engine ``scheduling.replay.engine`` is in this process."""
-    from scheduling.replay import engine
-
-    return "python" if engine.__file__.endswith(".py") else "compiled"

@@ -34,7 +34,8 @@ from scheduling.binding import check_fits
 from scheduling.errors import InputError
 from scheduling.forecast import read_snapshot, snapshot_to_json
 from scheduling.forecast.kueue_snapshot import read_kueue_snapshot
-from scheduling.forecast.snapshot import bind_snapshot, detect_format
+from scheduling.forecast.read import detect_format
+from scheduling.forecast.snapshot import bind_snapshot
 from scheduling.model import Policy as EnginePolicy
 
 if TYPE_CHECKING:

@@ -5,12 +5,12 @@ The interface the service uses is /work/wt/FORECAST_CONTRACT.md's: keep these na
 """
 
 from scheduling.forecast.inputs import MAX_HORIZON_DAYS, MAX_SAMPLES, ForecastInputs
+from scheduling.forecast.read import read_snapshot
 from scheduling.forecast.samples import SampleStarts, run_samples
 from scheduling.forecast.snapshot import (
     MAX_SNAPSHOT_JOBS,
     Snapshot,
     SnapshotJob,
-    read_snapshot,
     snapshot_to_json,
 )
 from scheduling.forecast.summary import forecast, merge_samples

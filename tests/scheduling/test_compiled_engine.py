@@ -17,12 +17,12 @@ import pytest
 
 from scheduling import compiled
 from scheduling.model import Policy
-from scheduling.replay import engine
+from scheduling.replay import engine, engine_kind
 from scheduling.synthetic import demo_policy_dict, demo_pool_gpus, generate
 from scheduling.trace import PriorityUpdates, Trace
 
 pytestmark = pytest.mark.skipif(
-    compiled.engine_kind() != "compiled",
+    engine_kind() != "compiled",
     reason=f"the compiled engine is not in use: {compiled.stale_reason() or 'SCHEDULING_ENGINE=python'}",
 )
 
