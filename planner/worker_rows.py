@@ -74,7 +74,8 @@ class WorkerAttempt(models.Model):
 
 
 class Launched(models.Model):
-    """A computation a user launched (a curve, a worth search, a forecast): who, when, newest first."""
+    """A row a user made (an uploaded trace, an advisor sweep, a curve, a worth search, a forecast):
+    who, when, newest first."""
 
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

@@ -4,13 +4,13 @@ base), so status and progress are the study's."""
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.db import models
 
 from planner.capacity.models import Policy
 from planner.studies.models import RunStatus, Study
 from planner.traces.models import Trace
 from planner.validators import validate_name
+from planner.worker_rows import Launched
 
 
 class SweepMode(models.TextChoices):
@@ -18,7 +18,7 @@ class SweepMode(models.TextChoices):
     RANDOM = "random"
 
 
-class Sweep(models.Model):
+class Sweep(Launched):
     """Policy variants of ``base_policy`` replayed over ``trace``, compared on a Pareto front."""
 
     name = models.CharField(max_length=100, validators=[validate_name])
@@ -33,13 +33,6 @@ class Sweep(models.Model):
     study = models.OneToOneField(
         Study, null=True, blank=True, on_delete=models.SET_NULL, related_name="sweep"
     )
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="sweeps"
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["-created_at", "-id"]
 
     def __str__(self) -> str:
         return self.name

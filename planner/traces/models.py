@@ -26,7 +26,7 @@ from planner.capacity.models import InstanceType
 from planner.missing_files import stored_file
 from planner.strict_json import strict_json
 from planner.validators import validate_long_name
-from planner.worker_rows import WorkerAttempt
+from planner.worker_rows import Launched, WorkerAttempt
 from scheduling.errors import InputError
 from scheduling.trace import Trace as TraceColumns
 from scheduling.trace import accepted_types
@@ -84,10 +84,13 @@ class TraceQuerySet(models.QuerySet):
         return self.filter(status=ParseStatus.SUCCEEDED)
 
 
-class Trace(WorkerAttempt):
+class Trace(WorkerAttempt, Launched):
     """An uploaded or generated workload trace."""
 
     objects = TraceQuerySet.as_manager()
+
+    class Meta(Launched.Meta):  # (newest first: of two abstract parents, only the first's is inherited)
+        pass
 
     name = models.CharField(max_length=200, unique=True, validators=[validate_long_name])
     description = models.TextField(blank=True)
@@ -109,13 +112,6 @@ class Trace(WorkerAttempt):
     bytes_read = models.BigIntegerField(default=0, help_text="how much of the upload the parser has read")
     error_row = models.PositiveIntegerField(null=True, blank=True)
     error_field = models.CharField(max_length=200, blank=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="traces"
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["-created_at", "-id"]
 
     def __str__(self) -> str:
         return self.name
