@@ -19,7 +19,7 @@ from scheduling.trace import Trace
 from scheduling.traces.fields import check_time_range, epoch_seconds, open_source
 from scheduling.traces.json_fields import JsonFields
 from scheduling.traces.json_records import JsonRecord, first_keys, iter_json_records
-from scheduling.traces.mapping import TraceImport, TraceMapping, split_mapping
+from scheduling.traces.mapping import SKIP_ZERO_DURATION, TraceImport, TraceMapping, split_mapping
 
 FORMAT = "aws-batch-jobs"
 SERVICE_JOB_TYPE = "SAGEMAKER_TRAINING"
@@ -56,7 +56,6 @@ _STATUS_RANK = {
 SKIP_PENDING = "pending_at_export"  # not started when exported: its work is unknown
 SKIP_RUNNING = "running_at_export"  # still running: its work is not known yet
 SKIP_NEVER_STARTED = "ended_without_starting"  # failed or cancelled while queued
-SKIP_ZERO_DURATION = "zero_duration"
 
 
 @dataclass

@@ -21,7 +21,13 @@ from scheduling.trace import Trace
 from scheduling.traces.fields import check_time_range, epoch_seconds, open_source
 from scheduling.traces.json_fields import JsonFields
 from scheduling.traces.json_records import JsonRecord, first_keys, iter_json_records
-from scheduling.traces.mapping import PriorityMode, TraceImport, TraceMapping, split_mapping
+from scheduling.traces.mapping import (
+    SKIP_ZERO_DURATION,
+    PriorityMode,
+    TraceImport,
+    TraceMapping,
+    split_mapping,
+)
 
 FORMAT = "kueue-workloads"
 API_VERSIONS = ("kueue.x-k8s.io/v1beta1", "kueue.x-k8s.io/v1beta2")
@@ -43,7 +49,6 @@ SKIP_PENDING = "pending_at_export"  # never admitted, or evicted and waiting aga
 SKIP_RUNNING = "running_at_export"  # admitted, not finished: its work is not known yet
 SKIP_NO_GPU = "no_gpu"  # asks for no GPU: not in the GPU pool
 SKIP_NEVER_ADMITTED = "finished_without_admission"  # deactivated or rejected while queued
-SKIP_ZERO_DURATION = "zero_duration"
 CLUSTER_KINDS = ("ClusterQueue", "ResourceFlavor")
 
 

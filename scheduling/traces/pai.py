@@ -14,6 +14,7 @@ from scheduling.errors import InputError
 from scheduling.trace import Trace
 from scheduling.traces.fields import is_absent, parse_seconds, parse_text
 from scheduling.traces.mapping import (
+    SKIP_ZERO_DURATION,  # started and ended in the same second
     CsvTable,
     TraceImport,
     TraceMapping,
@@ -50,7 +51,6 @@ DEFAULT_MAPPING = TraceMapping(share_column="user", user_column="user")
 SKIP_NO_GPU = "no_gpu"  # plan_gpu is 0 or empty in every task
 SKIP_NEVER_STARTED = "never_started"  # no task has a start_time (Waiting, or failed before launch)
 SKIP_NOT_FINISHED = "not_finished"  # a started task has no end_time: running when the trace was cut
-SKIP_ZERO_DURATION = "zero_duration"
 SKIP_NOT_IN_JOB_TABLE = "not_in_job_table"  # with a job table: tasks of a job it does not list
 
 

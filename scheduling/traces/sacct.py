@@ -16,6 +16,7 @@ from zoneinfo import ZoneInfo
 from scheduling.errors import InputError
 from scheduling.trace import Trace
 from scheduling.traces.mapping import (
+    SKIP_ZERO_DURATION,  # started and ended in the same second
     CsvTable,
     PriorityMode,
     TraceImport,
@@ -80,7 +81,6 @@ DEFAULT_MAPPING = TraceMapping(
 SKIP_NEVER_STARTED = "never_started"  # PENDING, or cancelled before it started: no work to replay
 SKIP_NOT_FINISHED = "not_finished"  # still running when sacct ran: its length is unknown
 SKIP_NO_GPU = "no_gpu"  # no GPU in AllocTRES/ReqTRES: it does not use the GPU pool
-SKIP_ZERO_DURATION = "zero_duration"  # started and ended in the same second
 
 _ABSENT = {"", "unknown", "none", "n/a", "invalid"}
 _JOB_ID = re.compile(r"^(?P<job>\d+(?:_(?:\d+|\[[^\]]*\]))?(?:\+\d+)?)(?:\.(?P<step>.+))?$")
