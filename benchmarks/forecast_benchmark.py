@@ -35,6 +35,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.replay_benchmark import data_dir  # noqa: E402  (after the path is set)
 from scheduling.forecast import ForecastInputs, forecast  # noqa: E402
 from scheduling.forecast.snapshot import Snapshot, SnapshotJob  # noqa: E402
 from scheduling.model import Policy  # noqa: E402
@@ -42,13 +43,6 @@ from scheduling.trace import Trace  # noqa: E402
 
 DAY = 86_400.0
 HOUR = 3_600.0
-
-
-def data_dir() -> Path:
-    for candidate in (ROOT.parent / "shared" / "data", ROOT.parent.parent / "shared" / "data"):
-        if candidate.is_dir():
-            return candidate
-    raise SystemExit("no shared data directory (/work/shared/data)")
 
 
 @dataclass

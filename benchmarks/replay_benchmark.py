@@ -32,7 +32,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT.parent / "shared" / "data"
 SYNTHETIC = {"10k": 10_000, "100k": 100_000, "1m": 1_000_000}
 # The same synthetic traces with sections 8 and 9 on: fair sharing (both strategies), or a
 # training-plan calendar (see _with_training_plan).
@@ -46,6 +45,15 @@ VARIANTS = (
     "1m-flavors3", "100k-tree", "1m-tree", "100k-fairtree", "1m-fairtree",
 )  # fmt: skip
 REAL = ("itp", "openb")
+
+
+def data_dir() -> Path:
+    """The shared real traces: ``shared/data`` beside the checkout (or beside its parent, for a git
+    worktree one level further down)."""
+    for candidate in (ROOT.parent / "shared" / "data", ROOT.parent.parent / "shared" / "data"):
+        if candidate.is_dir():
+            return candidate
+    raise SystemExit("no shared data directory (shared/data beside the checkout)")
 
 
 def load_case(case: str):
@@ -74,11 +82,11 @@ def load_case(case: str):
         from scheduling.model import Strategy
         from scheduling.quota_tables import itp_policy_dict
 
-        trace = read_trace(DATA / "itp-2021" / "itp_all_clusters.csv", format="itp-2021")
+        trace = read_trace(data_dir() / "itp-2021" / "itp_all_clusters.csv", format="itp-2021")
         return Policy.from_dict(itp_policy_dict(Strategy.LEND_AND_BORROW)), trace
     if case == "openb":
         trace = read_trace(
-            DATA / "alibaba-openb-2023" / "openb_pod_list_default.csv", format="alibaba-openb-2023"
+            data_dir() / "alibaba-openb-2023" / "openb_pod_list_default.csv", format="alibaba-openb-2023"
         )
         return Policy.from_dict(openb_pooled_policy(trace)), trace
     raise SystemExit(f"unknown case {case!r}: choose from {', '.join([*SYNTHETIC, *VARIANTS, *REAL])}")
@@ -151,13 +159,13 @@ def _with_three_level_tree(policy: dict) -> None:
     shares["nlp"]["cohort"] = "org"
 
 
-def openb_pooled_policy(trace, data: Path = DATA) -> dict:
+def openb_pooled_policy(trace, data: Path | None = None) -> dict:
     """The openb cluster's GPUs (from its node list under ``data``) shared by its QoS classes in
     proportion to demand, lending and borrowing, in-share preemption by priority. The forecast
     benchmark cuts openb with this policy too, so both benchmarks replay the same pool."""
     import csv
 
-    with open(data / "alibaba-openb-2023" / "openb_node_list_gpu_node.csv", newline="") as f:
+    with open((data or data_dir()) / "alibaba-openb-2023" / "openb_node_list_gpu_node.csv", newline="") as f:
         total = sum(int(row["gpu"]) for row in csv.DictReader(f))
     demand = {}
     for code, name in enumerate(trace.share_names):
