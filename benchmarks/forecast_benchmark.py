@@ -35,7 +35,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.replay_benchmark import data_dir  # noqa: E402  (after the path is set)
+from benchmarks.replay_benchmark import data_dir, openb_pooled_policy  # noqa: E402  (after the path is set)
 from scheduling.forecast import ForecastInputs, forecast  # noqa: E402
 from scheduling.forecast.snapshot import Snapshot, SnapshotJob  # noqa: E402
 from scheduling.model import Policy  # noqa: E402
@@ -190,8 +190,6 @@ def openb_policy(trace: Trace) -> Policy:
     """The node list's GPUs shared by the QoS classes in proportion to their demand, lending and
     borrowing, in-share preemption by priority: the policy benchmarks/replay_benchmark.py replays
     openb with."""
-    from benchmarks.replay_benchmark import openb_pooled_policy
-
     return Policy.from_dict(openb_pooled_policy(trace, data_dir()))
 
 
