@@ -14,7 +14,9 @@ import numpy as np
 from scheduling.binding import BoundTrace
 from scheduling.model import Cause, Policy, WaitReason
 from scheduling.outcomes import REASONS, JobOutcomes, State
+from scheduling.replay.quota_tree import is_tree_policy
 from scheduling.replay.records import Records
+from scheduling.tree_lending import LendingTree, attribute_lent_in_tree, lending_tree
 
 DAY = 86400.0
 MAX_CDF_POINTS = 1000
@@ -242,6 +244,10 @@ def _type_accounts(policy, t, type_name, log, start, end, edges, day_edges) -> d
     lend_limit = np.array([s.lend_limit(type_name) for s in shares], dtype=float)
     unassigned = policy.unassigned(type_name)
     capacity = float(policy.capacity.get(type_name, 0))
+    # Section 13: borrowed instances drawn nearest first over the tree (``tree_lending``); the root
+    # holds what neither a share nor a cohort claims.
+    tree = lending_tree(policy, type_name) if is_tree_policy(policy) else None
+    cohort_quota = sum(float(c.capacity.get(type_name, 0)) for c in policy.cohorts)
     integrals: dict[str, _Integral] = {}
     for lo in range(0, len(instants), BLOCK):
         hi = min(lo + BLOCK, len(instants))
@@ -251,7 +257,9 @@ def _type_accounts(policy, t, type_name, log, start, end, edges, day_edges) -> d
         block_capacity = _steps_at(instants[lo:hi], np.array([capacity]), capacity_changes)
         block_unassigned = block_capacity[:, 0] - block_quota.sum(axis=1)
         block_pending = pending.block(lo, hi)
-        quantities = _accounts_at(block_usage, block_pending, block_quota, lend_limit, block_unassigned)
+        quantities = _accounts_at(
+            block_usage, block_pending, block_quota, lend_limit, block_unassigned, tree, cohort_quota
+        )
         quantities["quota"] = block_quota
         quantities["capacity"] = block_capacity
         quantities["unassigned_capacity"] = block_unassigned[:, None]
@@ -292,12 +300,18 @@ def _steps_at(instants: np.ndarray, base: np.ndarray, changes: list[tuple[float,
     return values
 
 
-def _accounts_at(usage, pending, quota, lend_limit, unassigned) -> dict[str, np.ndarray]:
-    """Every account at each instant of a block: instants x shares (x 1 for the unassigned)."""
+def _accounts_at(
+    usage, pending, quota, lend_limit, unassigned, tree: LendingTree | None = None, cohort_quota: float = 0.0
+) -> dict[str, np.ndarray]:
+    """Every account at each instant of a block: instants x shares (x 1 for the unassigned, which
+    over a tree includes the cohorts' own quotas)."""
     idle_quota = np.maximum(quota - usage, 0)
     lendable = np.minimum(idle_quota, lend_limit)
     borrowed = np.maximum(usage - quota, 0)
-    from_unassigned, lent = attribute_lent(borrowed.sum(axis=1), unassigned, lendable)
+    if tree is None:
+        from_unassigned, lent = attribute_lent(borrowed.sum(axis=1), unassigned, lendable)
+    else:
+        from_unassigned, lent = attribute_lent_in_tree(tree, borrowed, lendable, unassigned - cohort_quota)
     return {
         "own": np.minimum(usage, quota),
         "borrowed": borrowed,
