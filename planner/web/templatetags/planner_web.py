@@ -132,3 +132,16 @@ def dollars(value) -> str:
         return ""
     amount = float(value)
     return f"{amount:,.0f}" if abs(amount) >= 100 else f"{amount:,.2f}"
+
+
+@register.filter
+def columns(headings: str) -> list[dict[str, Any]]:
+    """A data table's column headings from one string (``web/data_table.html``), separated by
+    ``|``; a heading starting with ``#`` is a number column (right-aligned, ``class="num"``):
+    ``"Trace|Format|#Jobs"`` -> Trace, Format, Jobs (numbers). The labels are plain text, escaped
+    when rendered."""
+    made = []
+    for heading in str(headings).split("|"):
+        number = heading.startswith("#")
+        made.append({"label": heading[1:] if number else heading, "num": number})
+    return made
