@@ -497,8 +497,7 @@ def test_reopening_shortcuts_change_no_outcome(seed, monkeypatch):
     # only: the compiled engine's methods cannot be replaced).
     import random
 
-    from scheduling.replay import engine_kind
-    from scheduling.replay import refusals
+    from scheduling.replay import engine_kind, refusals
 
     if engine_kind() != "python":
         pytest.skip("the compiled engine is in use")
