@@ -346,6 +346,9 @@ else:
         "control_folder": str(BROKER_DIR / "control"),
         "store_processed": False,
     }
+# The queue the planner's tasks go to and its workers read (a broker shared with other apps, or a
+# test's own workers: a worker's start-up reaper sends what it requeues here too).
+CELERY_TASK_DEFAULT_QUEUE = env_str("PLANNER_TASK_QUEUE", "celery")
 CELERY_TASK_ALWAYS_EAGER = env_bool("PLANNER_CELERY_EAGER", False)
 CELERY_TASK_EAGER_PROPAGATES = False
 CELERY_TASK_IGNORE_RESULT = True

@@ -87,6 +87,8 @@ class Worker:
             "PLANNER_HEARTBEAT_STALE_SECONDS": str(STALE),
             "PLANNER_VISIBILITY_TIMEOUT": str(VISIBILITY),
             "PLANNER_CELERY_EAGER": "0",
+            # (its start-up reaper requeues a dead worker's run to this queue, not to "celery")
+            "PLANNER_TASK_QUEUE": queue,
             **(env or {}),
         }
         command = [
