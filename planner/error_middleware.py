@@ -25,4 +25,6 @@ class ErrorResponseMiddleware:
         return None
 
     def respond(self, request: HttpRequest, exception: Exception) -> HttpResponse:
+        """Each subclass's answer to an exception of its ``handles`` (a 503 for an outage, a 410 for a
+        missing file); this base is never installed as a middleware itself."""
         raise NotImplementedError

@@ -30,6 +30,8 @@ class TypeRowsFormSet(BaseInlineFormSet):
         return self.instance.pk is not None
 
     def check(self, forms: list) -> None:
+        """Each subclass's check of its rows as a set (the pool's capacity, a calendar, a share's
+        limits); this base is never used as a formset itself."""
         raise NotImplementedError
 
     def clean(self) -> None:
