@@ -11,6 +11,7 @@ from math import lcm
 from typing import Final
 
 from scheduling.replay.rules import (
+    NO_KEY,
     NO_LIMIT,
     ZERO_VALUE,
     exact_number,
@@ -197,6 +198,66 @@ def is_candidate(job: Job, victim: Job) -> bool:
     return reclaim_allows(share.may_reclaim, share.reclaims_any, job.priority, victim.priority) and (
         borrowed_gpus(other.share) > 0
     )
+
+
+def same_candidates_until(g: Group, job: Job, place: int, by_arrival: list[Job | None], n_jobs: int) -> int:
+    """How far a refusal of ``job`` (at ``place`` in the group) speaks for the jobs behind it: the
+    queue key of the first of them whose candidates differ, ``NO_KEY`` when none does. Section 8's
+    search is not monotone in its candidates (a job with more of them can be refused where one with
+    fewer is admitted: the first strategy may take a victim that leaves the second none to take), so
+    a refused search says nothing about a job with other candidates. Behind a job in its group come
+    jobs of a lower priority or a later submit time, whose candidates (in-share preemption, reclaim
+    ``lower_priority``) are among its own: the same number means the same candidates, and the number
+    only falls along the group (a binary search). ``by_arrival``, ``n_jobs``: the jobs of queue keys
+    (``Queues.job_of``)."""
+    share = job.account.share
+    if not share.preempts_in_share and (not share.may_reclaim or share.reclaims_any):
+        return NO_KEY  # priority and submit time choose no candidate
+    keys = g.jobs
+    lo, hi = place + 1, len(keys)
+    if lo >= hi:
+        return NO_KEY
+    want = _priority_candidates(g, job.priority, job.submit)
+    last = _job_at(keys[hi - 1], by_arrival, n_jobs)
+    if _priority_candidates(g, last.priority, last.submit) == want:
+        return NO_KEY
+    hi -= 1  # keys[hi] differs; find the first that does
+    while lo < hi:
+        mid = (lo + hi) // 2
+        other = _job_at(keys[mid], by_arrival, n_jobs)
+        if _priority_candidates(g, other.priority, other.submit) == want:
+            lo = mid + 1
+        else:
+            hi = mid
+    return keys[lo]
+
+
+def _job_at(key: int, by_arrival: list[Job | None], n_jobs: int) -> Job:
+    job = by_arrival[key % n_jobs]
+    assert job is not None
+    return job
+
+
+def _priority_candidates(g: Group, priority: int, submit: float) -> int:
+    """Instances of the running jobs that a job of the group with this priority and submit time may
+    take as far as its priority and submit time decide (``in_share_allows``, ``reclaim_allows``
+    with ``lower_priority``), on every type it accepts; whether a share borrows is left out, being
+    the same for every job of the group."""
+    total = 0
+    for account in g.flavors if g.flavors else [g.account]:
+        share = account.share
+        for other in account.pool.accounts:
+            running = other.running
+            if not running:
+                continue
+            if other is account:
+                if share.preempts_in_share:
+                    total += running.instances_below(priority)
+                    if share.preempts_equal_too:
+                        total += running.newer_instances_at(priority, submit)
+            elif share.may_reclaim and not share.reclaims_any:
+                total += running.instances_below(priority)
+    return total
 
 
 def left_out(job: Job, twice: list[Job], now: float, running: int) -> list[Job]:
@@ -505,14 +566,18 @@ def lowest_value(flavors: list[Account], count: int, lendable: float) -> tuple[b
 def cohort_pick(groups: list[Group], version: int, calendar_changed_at: int, lendable: float) -> Group | None:
     """Section 8's next candidate in one cohort: the group whose share would have the lowest value
     with its next job admitted, then queue order (``fair_round_before``); None when no group has a
-    job left to offer. Groups asleep at ``version`` sit out (their value is as when picked). A
-    group's value changes only with its share's usage and with the calendar: it is recomputed
-    only after one of them changed."""
+    job left to offer. Groups asleep at ``version`` offer their first job with other candidates
+    than the refused one (``wake``), if any (their value is as when picked). A group's value
+    changes only with its share's usage and with the calendar: it is recomputed only after one of
+    them changed."""
     best: Group | None = None
     best_value = ZERO_VALUE
     best_queue = 0
     for g in groups:
-        if g.ptr >= g.end or g.asleep_at == version:
+        ptr = g.ptr
+        if g.asleep_at == version:
+            ptr = g.wake
+        if ptr >= g.end:
             continue
         valued_at = g.valued_at
         if valued_at < g.account.share.usage_changed_at or valued_at < calendar_changed_at:
@@ -521,7 +586,7 @@ def cohort_pick(groups: list[Group], version: int, calendar_changed_at: int, len
             else:
                 g.value = value_with(g.account, g.count, lendable)
             g.valued_at = version
-        queue = g.jobs[g.ptr]
+        queue = g.jobs[ptr]
         if best is None or fair_round_before(g.value, queue, best_value, best_queue):
             best, best_value, best_queue = g, g.value, queue
     return best

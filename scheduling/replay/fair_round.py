@@ -8,11 +8,20 @@ from __future__ import annotations
 import bisect
 from typing import Final
 
-from scheduling.replay.fair import cohort_pick
+from scheduling.replay.fair import cohort_pick, same_candidates_until
 from scheduling.replay.fair_tree import TreeRound, TreeValues, round_lead, round_pick
 from scheduling.replay.preemption_loops import PreemptionLoops
 from scheduling.replay.rounds import Admission, Rounds
-from scheduling.replay.rules import ADMITTED, NO_PASSING_ROOM, NO_ROOM, REFUSED, value_below, value_equal
+from scheduling.replay.rules import (
+    ADMITTED,
+    NO_KEY,
+    NO_PASSING_ROOM,
+    NO_ROOM,
+    NO_VICTIMS,
+    REFUSED,
+    value_below,
+    value_equal,
+)
 from scheduling.replay.state import Group, Job
 
 bisect_left: Final = bisect.bisect_left
@@ -57,6 +66,10 @@ def fair_round(r: Rounds, admission: Admission, now: float, lendable: float, loo
         if best is None:
             break
         g = best
+        if g.asleep_at == version:
+            # (one cohort: picked for its first job past the refusal with other candidates)
+            g.ptr = g.wake
+            g.asleep_at = -1
         key = g.jobs[g.ptr]
         best_value = g.value
         if refusals.behind_refusal(g, key):
@@ -84,15 +97,17 @@ def fair_round(r: Rounds, admission: Admission, now: float, lendable: float, loo
             continue
         g.refused_at = version
         g.refused_key = key
+        g.same_until = _speaks_until(r, g, job, outcome)
         job.refused_at = version
-        if refusals.memo:  # (over a tree no group sleeps: round_pick does not read it)
-            g.asleep_at = version
         if r.strict:
             r.queues.note_head_reason(job.account.share, job, now)
         elif g.ptr == 0:  # (behind its head, a job's refusal says nothing new about the group)
             g.reason_noted_at = version
             r.queues.note_group_reason(g, job, now)
         g.ptr += 1
+        if refusals.memo and fair_tree is None:  # (over a tree no group sleeps: round_pick does not read it)
+            g.asleep_at = version
+            g.wake = g.end if g.same_until == NO_KEY else bisect_left(g.jobs, g.same_until, g.ptr, g.end)
     r.queues.requeue(preempted, now)
     return admitted
 
@@ -117,12 +132,26 @@ def _offered(r: Rounds) -> list[Group]:
     return groups
 
 
+def _speaks_until(r: Rounds, g: Group, job: Job, outcome: int) -> int:
+    """The queue key up to which the refusal of ``job`` speaks for the jobs behind it in its group
+    (``fair.same_candidates_until``). A refusal told before the search (no room even were every
+    candidate, or every one that could pass, preempted; or no candidate) speaks for them all: their
+    candidates are among the job's. (``holds``: the job's own earlier refusal, of either kind.)"""
+    if outcome in (NO_ROOM, NO_PASSING_ROOM, NO_VICTIMS):
+        return NO_KEY
+    if outcome == REFUSED and (job.no_room or job.no_passing_room):
+        return NO_KEY
+    return same_candidates_until(g, job, g.ptr, r.queues.by_arrival, r.queues.n_jobs)
+
+
 def _past_refusal(values: TreeValues | None, tree_round: TreeRound, g: Group, version: int) -> int:
     """Over a tree: where the group's cursor goes when the pick is behind its refusal. Its jobs that
-    would be picked next one after another, each passed over, are passed over at once."""
+    would be picked next one after another, each passed over, are passed over at once (up to its
+    first job with other candidates)."""
     assert values is not None
     bound = round_lead(values, tree_round, g, version)
-    return g.end if bound < 0 else max(g.ptr + 1, bisect_left(g.jobs, bound, g.ptr, g.end))
+    limit = g.same_until if bound < 0 or g.same_until < bound else bound
+    return g.end if limit == NO_KEY else max(g.ptr + 1, bisect_left(g.jobs, limit, g.ptr, g.end))
 
 
 def _wake_asleep(groups: list[Group], version: int, value: tuple[bool, int, int], key: int) -> None:
@@ -133,7 +162,8 @@ def _wake_asleep(groups: list[Group], version: int, value: tuple[bool, int, int]
     for g in groups:
         if g.asleep_at != version or g.ptr >= g.end:
             continue
+        # (never past its first job with other candidates, which it offers while asleep)
         if value_below(g.value, value):
-            g.ptr = g.end
+            g.ptr = g.wake
         elif value_equal(g.value, value):
-            g.ptr = bisect_right(g.jobs, key, g.ptr, g.end)
+            g.ptr = min(bisect_right(g.jobs, key, g.ptr, g.end), g.wake)

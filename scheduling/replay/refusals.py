@@ -230,8 +230,9 @@ class Refusals:
 
     def behind_refusal(self, g: Group, key: int) -> bool:
         """Fair sharing: the job ``key`` of the group is behind a refusal at the current version
-        (of its group, so with the same candidates and value): it would be refused too."""
-        return self.memo and g.refused_at == self.version and key > g.refused_key
+        (of its group, so with the same value) and has the same candidates as the refused job
+        (before ``same_until``): it would be refused too."""
+        return self.memo and g.refused_at == self.version and g.refused_key < key < g.same_until
 
     def round_would_repeat(self, groups: list[Group]) -> bool:
         """best_effort_fifo with fair sharing: every group's first job was refused, and its reason

@@ -99,6 +99,9 @@ def in_share_levels_below(equal_too: bool, priority: int) -> int:
 # --- section 4: the three orderings ------------------------------------------------------------
 
 
+NO_KEY: Final = 1 << 62  # after every queue key (``queue_key``)
+
+
 def queue_key(priority: i64, arrival: i64, n_jobs: i64) -> i64:
     """A share's queue order: priority (higher first), then submit time, then job_id, as one
     integer. ``arrival`` is the job's place in (submit time, job_id) order, so comparing keys

@@ -33,7 +33,7 @@ from scheduling.model import (
 )
 from scheduling.outcomes import State
 from scheduling.replay.quota_tree import QuotaTree
-from scheduling.replay.rules import POOL_FULL, exact_number, headroom, lendable, victim_key
+from scheduling.replay.rules import NO_KEY, POOL_FULL, exact_number, headroom, lendable, victim_key
 
 # Job states as module constants (native ints).
 PENDING_SUBMIT: Final[int] = int(State.PENDING_SUBMIT)
@@ -493,6 +493,19 @@ class Running:
             total += self.levels[p].instances
         return total
 
+    def newer_instances_at(self, priority: int, submit: float) -> int:
+        """Instances of its running jobs of ``priority`` submitted after ``submit``."""
+        level = self.levels.get(priority)
+        if level is None:
+            return 0
+        total = 0
+        jobs, runs = level.jobs, level.runs
+        for place in range(len(jobs)):
+            job = jobs[place]
+            if job.run == runs[place] and job.submit > submit:
+                total += job.count
+        return total
+
     def in_victim_order(self, below: int) -> Iterator[Job]:
         """Its running jobs with a priority below ``below``, in victim order."""
         for p in self.priorities:
@@ -521,7 +534,9 @@ class Group:
     submit time, and the head has the highest priority and the earliest submit: if the head
     cannot be admitted, no job behind it can be in the same state. A round therefore asks
     only the first job past its cursor, and a refused group stays ``refused`` until a change
-    that could help it (see ``Refusals.on_release`` and ``Refusals.on_start``)."""
+    that could help it (see ``Refusals.on_release`` and ``Refusals.on_start``). Section 8's
+    search is the exception: fewer candidates can succeed where more failed, so there a refusal
+    speaks only for the jobs behind it with the same candidates (``same_until``)."""
 
     # Why the group was last refused. REFUSED and NO_VICTIMS speak for the head and so for the
     # whole group; NO_VICTIMS survives releases that cannot help it. BEHIND: a job past the
@@ -547,14 +562,18 @@ class Group:
         self.reason = POOL_FULL  # why its jobs wait, a WaitReason (set when its head is refused)
         self.reason_logged = False
         self.reason_noted_at = -1  # fair sharing: the state version its reason was last looked at
-        # Fair sharing: the state version and queue key of its last refusal.
+        # Fair sharing: the state version and queue key of its last refusal, and the queue key of
+        # its first job behind that refusal that has other preemption candidates (``NO_KEY``: none),
+        # for which the refusal does not speak (``fair.same_candidates_until``).
         self.refused_at = -1
         self.refused_key = 0
+        self.same_until = NO_KEY
         # Fair sharing, in a round: the last job it offers (past ptr) and the version it was
         # refused at in the round (asleep); its share's value with its job admitted, and the
         # version that value was computed at.
         self.end = 0
         self.asleep_at = -1
+        self.wake = 0  # asleep: the place of its job at ``same_until`` (from there it is offered again)
         self.value: tuple[bool, int, int] = (False, 0, 1)
         self.valued_at = -1
         # Fair sharing over a tree: the values each node of its share's path (the root aside) would

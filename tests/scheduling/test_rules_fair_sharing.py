@@ -549,3 +549,40 @@ def test_equal_values_tie_exactly_whatever_the_weights(run):
     )
     assert r.starts()[2] == (10, "b2")
     assert r.starts()[3] == (100, "a2")
+
+
+@pytest.mark.parametrize("in_a_cohort", [False, True])
+def test_a_refused_job_does_not_speak_for_a_lower_priority_one_with_fewer_candidates(run, in_a_cohort):
+    # Section 8's search is not monotone in its candidates: a job with more of them can be refused where
+    # one with fewer is admitted. Pool 4 = A 1 + B 1 + C 2 (C idle, so L = 4). a1 (A, 1) runs; B holds
+    # b_hi (1, priority 2) and b_lo (2, priority 0, started later): it borrows 2, value 1000 x 2 / 4 / 0.5
+    # = 1000. At 10 a_hi (2, priority 3) and a_lo (2, priority 2) of A: each would put A at 2 borrowed,
+    # 500; a_hi comes first (priority). A reclaims lower_priority, so a_hi's candidates are b_lo and b_hi,
+    # a_lo's only b_lo. a_hi, first strategy (LessThanOrEqualToFinalShare): b_lo would leave B at 0 < 500:
+    # set aside; b_hi leaves B at 500 >= 500: taken, but 1 instance is free of the 2 needed. Second
+    # strategy (LessThanInitialShare) on b_lo: 500 < B's 500 now? No: refused, nobody preempted. a_lo:
+    # b_lo set aside as before, then 500 < 1000: taken, and a_lo fits (cause fair_sharing: A borrows).
+    # Nobody can preempt back: A and B preempt nobody in their share, B never reclaims. The same in one
+    # cohort of section 13 (its own quota 0: the tree's values are the shares' values above).
+    shares = [
+        share("A", 1, reclaim="lower_priority", in_share_preemption="never"),
+        share("B", 1, reclaim="never", in_share_preemption="never", fair_weight=0.5),
+        share("C", 2),
+    ]
+    pol = {"capacity": {"gpu": 4}, "shares": shares, "fair_sharing": FAIR}
+    if in_a_cohort:
+        pol["cohorts"] = [{"name": "all"}]
+        for s in shares:
+            s["cohort"] = "all"
+    r = run(
+        pol,
+        """
+        job_id submit_time share duration priority instance_count
+        a1     0           A     1000     3        1
+        b_hi   0           B     1000     2        1
+        b_lo   1           B     1000     0        2
+        a_hi   10          A     1000     3        2
+        a_lo   10          A     1000     2        2
+    """,
+    )
+    assert r.at(10) == [(10, "b_lo", "preempt", "fair_sharing", "a_lo"), (10, "a_lo", "start", None, None)]
