@@ -55,7 +55,8 @@ def fair_round(r: Rounds, admission: Admission, now: float, lendable: float, loo
     while True:
         version = refusals.version
         # Over a tree the order is a tournament (values of every node change with any share's
-        # usage): no group sleeps, each job behind a refusal is picked and passed over in turn.
+        # usage): no group sleeps; the jobs behind a refusal are passed over where they would be
+        # picked (``_past_refusal``: at once for those that would be picked one after another).
         if tree_round is not None:
             assert fair_tree is not None
             best = round_pick(fair_tree, tree_round, version)
@@ -74,7 +75,7 @@ def fair_round(r: Rounds, admission: Admission, now: float, lendable: float, loo
         best_value = g.value
         if refusals.behind_refusal(g, key):
             # Behind a refusal (in this round or an earlier one), nothing changed since.
-            g.ptr = g.ptr + 1 if tree_round is None else _past_refusal(fair_tree, tree_round, g, version)
+            g.ptr = g.ptr + 1 if tree_round is None else _past_refusal(fair_tree, g)
             continue
         job = r.queues.job_of(key)
         if refusals.holds(job):
@@ -105,9 +106,19 @@ def fair_round(r: Rounds, admission: Admission, now: float, lendable: float, loo
             g.reason_noted_at = version
             r.queues.note_group_reason(g, job, now)
         g.ptr += 1
-        if refusals.memo and fair_tree is None:  # (over a tree no group sleeps: round_pick does not read it)
+        if not refusals.memo:
+            continue
+        if fair_tree is None:
             g.asleep_at = version
             g.wake = g.end if g.same_until == NO_KEY else bisect_left(g.jobs, g.same_until, g.ptr, g.end)
+        elif (
+            g.ptr < g.end
+            and refusals.version == version
+            and g.jobs[g.ptr] < min(round_lead(fair_tree, g), g.same_until)
+        ):
+            # Over a tree no group sleeps; but while its next job is still the pick (the refusal
+            # changed nothing), that pick would pass it over, and the jobs after it: at once.
+            g.ptr = _past_refusal(fair_tree, g)
     r.queues.requeue(preempted, now)
     return admitted
 
@@ -144,13 +155,12 @@ def _speaks_until(r: Rounds, g: Group, job: Job, outcome: int) -> int:
     return same_candidates_until(g, job, g.ptr, r.queues.by_arrival, r.queues.n_jobs)
 
 
-def _past_refusal(values: TreeValues | None, tree_round: TreeRound, g: Group, version: int) -> int:
+def _past_refusal(values: TreeValues | None, g: Group) -> int:
     """Over a tree: where the group's cursor goes when the pick is behind its refusal. Its jobs that
-    would be picked next one after another, each passed over, are passed over at once (up to its
-    first job with other candidates)."""
+    would be picked next one after another (``round_lead``), each passed over, are passed over at
+    once (up to its first job with other candidates)."""
     assert values is not None
-    bound = round_lead(values, tree_round, g, version)
-    limit = g.same_until if bound < 0 or g.same_until < bound else bound
+    limit = min(round_lead(values, g), g.same_until)
     return g.end if limit == NO_KEY else max(g.ptr + 1, bisect_left(g.jobs, limit, g.ptr, g.end))
 
 

@@ -18,9 +18,9 @@ from scheduling.replay.fair import (
 )
 from scheduling.replay.quota_tree import QuotaTree
 from scheduling.replay.rules import (
+    NO_KEY,
     ZERO_VALUE,
     exact_number,
-    fair_round_before,
     target_tie_before,
     value_below,
     value_equal,
@@ -50,7 +50,7 @@ class TreeValues:
 
     __slots__ = (
         "tree", "units", "weight_num", "weight_den", "lendable", "children", "known", "known_at", "play",
-        "below", "first", "nominee", "best_value", "best_queue", "rivals", "rival_value", "rival_queue",
+        "below", "first", "seats",
     )  # fmt: skip
 
     def __init__(self, tree: QuotaTree, weights: list[float], units: list[int]) -> None:
@@ -74,14 +74,8 @@ class TreeValues:
         self.play: list[bool] = [False] * tree.n_nodes
         self.below: list[bool] = [False] * tree.n_nodes
         self.first: list[_Candidates | None] = [None] * tree.n_nodes
-        # Scratch of the round's tournament (``round_pick``, ``round_lead``), run at every pick: per
-        # node, the nominee offered up and its value and queue key; the best from off a path.
-        self.nominee: list[Group | None] = [None] * tree.n_nodes
-        self.best_value: list[tuple[bool, int, int]] = [ZERO_VALUE] * tree.n_nodes
-        self.best_queue: list[int] = [0] * tree.n_nodes
-        self.rivals: list[Group | None] = [None] * tree.n_nodes
-        self.rival_value: list[tuple[bool, int, int]] = [ZERO_VALUE] * tree.n_nodes
-        self.rival_queue: list[int] = [0] * tree.n_nodes
+        # Scratch of the round's tournament (``round_pick``), run at every pick: one seat per node.
+        self.seats: list[Seat] = [Seat() for _ in range(tree.n_nodes)]
         self.refresh()
 
     def refresh(self) -> None:
@@ -207,6 +201,38 @@ def _values_on_path(values: TreeValues, g: Group, version: int) -> list[tuple[bo
     return g.tree_values
 
 
+class Seat:
+    """A node's place in the round's tournament (``round_pick``), or a share's kept nominee
+    (``TreeRound``): the group it offers up, the value and queue key that won it the node, and
+    ``tie``, the smallest queue key among the offers beaten only in queue order (of equal value),
+    ``NO_KEY`` when none: the winner's jobs up to that key keep winning the node while nothing
+    changes. (Fields of a native object: lists of them would box every int and tuple.)"""
+
+    def __init__(self) -> None:
+        self.group: Group | None = None
+        self.value: tuple[bool, int, int] = ZERO_VALUE
+        self.queue = 0
+        self.tie = NO_KEY
+        self.known_at = -1  # a kept nominee: the version it was found at (-1: to be found again)
+
+    def clear(self) -> None:
+        self.group = None
+        self.tie = NO_KEY
+
+    def offer(self, up: Group, value: tuple[bool, int, int], queue: int) -> None:
+        """``up``'s next job, of key ``queue``, with the value ``value`` at the child it comes from:
+        it wins the seat when it is the first or comes before the winner (section 8's round order:
+        the lower value, then queue order); the ties beaten in queue order are kept in ``tie``."""
+        if self.group is None or value_below(value, self.value):
+            self.group, self.value, self.queue, self.tie = up, value, queue, NO_KEY
+        elif value_equal(value, self.value):
+            if queue < self.queue:
+                self.tie = min(self.tie, self.queue)
+                self.group, self.queue = up, queue
+            else:
+                self.tie = min(self.tie, queue)
+
+
 class TreeRound:
     """One round's tournament over the tree: the round's groups by share, and each share's nominee
     (its best group by the share's own value with the group's next job admitted, then queue order)
@@ -215,45 +241,32 @@ class TreeRound:
     changes (``ShareState.usage_changed_at``) or one of its groups moves on (``moved``): a pick
     rescans one share's groups, not the round's."""
 
-    __slots__ = ("shares", "groups_of", "nominee", "known_at")
+    __slots__ = ("shares", "groups_of", "kept")
 
     def __init__(self, shares: list[ShareState], groups: list[Group]) -> None:
         self.shares = shares
         self.groups_of: list[list[Group]] = [[] for _ in shares]
         for g in groups:
             self.groups_of[g.account.share.index].append(g)
-        self.nominee: list[Group | None] = [None] * len(shares)
-        self.known_at: list[int] = [-1] * len(shares)
+        self.kept: list[Seat] = [Seat() for _ in shares]
 
     def moved(self, g: Group) -> None:
         """The group's cursor or jobs changed: its share's nominee is found again at the next pick."""
-        self.known_at[g.account.share.index] = -1
+        self.kept[g.account.share.index].known_at = -1
 
-    def share_nominee(self, values: TreeValues, s: int, version: int) -> Group | None:
-        """Share ``s``'s nominee at ``version``, its path's values up to date."""
-        if self.known_at[s] < 0 or self.shares[s].usage_changed_at > self.known_at[s]:
-            self.nominee[s] = _best_of(values, self.groups_of[s], None, version)
-            self.known_at[s] = version
-        best = self.nominee[s]
+    def share_nominee(self, values: TreeValues, s: int, version: int) -> Seat:
+        """Share ``s``'s nominee at ``version`` (its path's values up to date) and its ties."""
+        kept = self.kept[s]
+        if kept.known_at < 0 or self.shares[s].usage_changed_at > kept.known_at:
+            kept.clear()
+            for g in self.groups_of[s]:
+                if g.ptr < g.end:
+                    kept.offer(g, _values_on_path(values, g, version)[0], g.jobs[g.ptr])
+            kept.known_at = version
+        best = kept.group
         if best is not None:
             _values_on_path(values, best, version)
-        return best
-
-
-def _best_of(values: TreeValues, groups: list[Group], leave_out: Group | None, version: int) -> Group | None:
-    """The first of a share's groups (but ``leave_out``) by the share's value with the group's next
-    job admitted, then queue order; groups from ``ptr`` to ``end`` only."""
-    best: Group | None = None
-    best_value = ZERO_VALUE
-    best_queue = 0
-    for g in groups:
-        if g is leave_out or g.ptr >= g.end:
-            continue
-        value = _values_on_path(values, g, version)[0]
-        queue = g.jobs[g.ptr]
-        if best is None or fair_round_before(value, queue, best_value, best_queue):
-            best, best_value, best_queue = g, value, queue
-    return best
+        return kept
 
 
 def _value_at(up: Group, node: int, depth: list[int]) -> tuple[bool, int, int]:
@@ -262,103 +275,46 @@ def _value_at(up: Group, node: int, depth: list[int]) -> tuple[bool, int, int]:
     return up.tree_values[depth[up.account.share.index] - depth[node]]
 
 
-def _offer(
-    best: list[Group | None],
-    best_value: list[tuple[bool, int, int]],
-    best_queue: list[int],
-    node: int,
-    up: Group,
-    value: tuple[bool, int, int],
-) -> None:
-    """``up``'s next job, with the value ``value`` at ``node``'s child it comes from, is offered to
-    ``node``: it becomes the node's best when it is the first or comes before it (section 8's round
-    order: the lower value, then queue order)."""
-    queue = up.jobs[up.ptr]
-    if best[node] is None or fair_round_before(value, queue, best_value[node], best_queue[node]):
-        best[node] = up
-        best_value[node] = value
-        best_queue[node] = queue
-
-
 def round_pick(values: TreeValues, tr: TreeRound, version: int) -> Group | None:
     """The round's next candidate (Kueue's fair_sharing_iterator): a tournament from the leaves up,
     each share sending up its best next job by the value the share would have with it admitted,
     then queue order (``TreeRound.share_nominee``); each cohort its children's nominees compared by
     the value the child would have with its nominee admitted. ``version``: the engine's state
-    version (the groups' values are kept while it stands)."""
+    version (the groups' values are kept while it stands). The seats stay as the pick left them
+    (``round_lead``)."""
     tree = values.tree
-    nominee = values.nominee
-    best_value = values.best_value
-    best_queue = values.best_queue
+    seats = values.seats
+    n_shares = tree.n_shares
     for node in range(tree.n_nodes):
-        nominee[node] = tr.share_nominee(values, node, version) if node < tree.n_shares else None
+        seat = seats[node]
+        if node < n_shares:
+            kept = tr.share_nominee(values, node, version)
+            seat.group, seat.tie = kept.group, kept.tie
+        else:
+            seat.clear()
     # Children before parents: a cohort's nominee is settled before it is offered to its parent.
     depth = tree.depth
     for node in tree.bottom_up:
-        up = nominee[node]
+        up = seats[node].group
         parent = tree.parent[node]
         if up is None or parent < 0:
             continue
-        _offer(nominee, best_value, best_queue, parent, up, _value_at(up, node, depth))
-    return nominee[tree.root]
+        seats[parent].offer(up, _value_at(up, node, depth), up.jobs[up.ptr])
+    return seats[tree.root].group
 
 
-def round_lead(values: TreeValues, tr: TreeRound, g: Group, version: int) -> int:
-    """The queue key up to which ``g``, just picked by ``round_pick``, stays the pick with the state
-    as it is: its jobs with a smaller key win the tournament one after another, for at every node
-    on its path it either beats the best of the other nominees by value, or ties and comes first in
-    queue order (the others' nominees do not depend on g). -1: no bound."""
-    tree = values.tree
-    n = tree.n_nodes
-    s = g.account.share.index
-    nominee = values.nominee
-    best_value = values.best_value
-    best_queue = values.best_queue
-    rivals = values.rivals  # the best nominee offered to a node from off g's path
-    rival_value = values.rival_value
-    rival_queue = values.rival_queue
-    for node in range(n):
-        rivals[node] = None
-        if node >= tree.n_shares:
-            nominee[node] = None
-            continue
-        other = (
-            _best_of(values, tr.groups_of[s], g, version)
-            if node == s
-            else tr.share_nominee(values, node, version)
-        )
-        nominee[node] = other
-        if other is not None:
-            best_value[node] = other.tree_values[0]
-            best_queue[node] = other.jobs[other.ptr]
-    path = tree.paths[s]
-    on_path = tree.on_path
-    row = s * n
-    depth = tree.depth
-    for node in tree.bottom_up:
-        up = nominee[node]
-        parent = tree.parent[node]
-        if up is None or parent < 0:
-            continue
-        if on_path[row + node]:
-            continue  # (g's side: what it offers up is g itself)
-        value = _value_at(up, node, depth)
-        _offer(rivals, rival_value, rival_queue, parent, up, value)
-        _offer(nominee, best_value, best_queue, parent, up, value)
-    bound = -1
-    # At its share, the other groups of the share; above, the other children's nominees.
-    mine = g.tree_values
-    for place in range(len(path)):
-        node = path[place]
-        if place == 0:
-            rival, value, queue = nominee[node], best_value[node], best_queue[node]
-        else:
-            rival, value, queue = rivals[node], rival_value[node], rival_queue[node]
-        if rival is None:
-            continue
-        own = mine[0] if place == 0 else mine[place - 1]
-        if value_equal(own, value) and (bound < 0 or queue < bound):
-            bound = queue
+def round_lead(values: TreeValues, g: Group) -> int:
+    """The queue key up to which ``g``, picked by the last ``round_pick``, stays the pick while the
+    state is as it is and only g moves on (NO_KEY: no bound): its jobs with a smaller key win the
+    tournament one after another, for at every node on its path it beats the other offers by value,
+    or ties and comes first in queue order (the others' offers do not depend on g). The smallest
+    tie of the seats on its path."""
+    bound = NO_KEY
+    seats = values.seats
+    for node in values.tree.paths[g.account.share.index]:
+        tie = seats[node].tie
+        if tie < bound:
+            bound = tie
     return bound
 
 
