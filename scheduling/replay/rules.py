@@ -99,7 +99,7 @@ def in_share_levels_below(equal_too: bool, priority: int) -> int:
 # --- section 4: the three orderings ------------------------------------------------------------
 
 
-NO_KEY: Final = 1 << 62  # after every queue key (``queue_key``)
+NO_KEY: Final = 1 << 61  # after every queue key (``queue_key``); a short int in the compiled engine
 
 
 def queue_key(priority: i64, arrival: i64, n_jobs: i64) -> i64:
