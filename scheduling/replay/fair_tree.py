@@ -10,6 +10,9 @@ cohort, each node has its own denominator, so it is carried in the triple.
 
 from __future__ import annotations
 
+from librt.vecs import vec
+from mypy_extensions import i64
+
 from scheduling.model import Policy
 from scheduling.replay.fair import (
     FairValues,
@@ -269,7 +272,7 @@ class TreeRound:
         return kept
 
 
-def _value_at(up: Group, node: int, depth: list[int]) -> tuple[bool, int, int]:
+def _value_at(up: Group, node: int, depth: vec[i64]) -> tuple[bool, int, int]:
     """The value ``node`` would have with its nominee ``up``'s next job admitted (the node's place on
     the path of ``up``'s share, whose values ``_values_on_path`` keeps)."""
     return up.tree_values[depth[up.account.share.index] - depth[node]]
@@ -360,7 +363,7 @@ def _target(pools: list[_Candidates], own: ShareState, values: TreeValues) -> _C
     row = own.index * n
     for node in tree.bottom_up:
         if node >= tree.n_shares:
-            play[node] = below[node] and (value_below(ZERO_VALUE, value[node]) or on_path[row + node])
+            play[node] = below[node] and (value_below(ZERO_VALUE, value[node]) or on_path[row + node] != 0)
         parent = tree.parent[node]
         if play[node] and parent >= 0:
             below[parent] = True

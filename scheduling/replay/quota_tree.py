@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from typing import Final
 
+from librt.vecs import vec
+from mypy_extensions import i64
+
 from scheduling.cohorts import ROOT, Node
 from scheduling.model import Policy
 
@@ -39,13 +42,14 @@ class QuotaTree:
         n = len(self.names)
         self.n_types = n_types
         self.n_nodes = n
-        self.path_change: list[int] = [0] * n  # scratch of ``available_with`` (a path has at most n)
+        self.path_change = vec[i64]([0] * n)  # scratch of ``available_with`` (a path has at most n)
         self.n_shares = len(shares)
         self.root = n - 1
-        self.parent: list[int] = [index[by_name[name].parent] for name in self.names[:-1]] + [-1]
-        self.own: list[int] = [0] * (n * n_types)
-        self.borrowing_limit: list[int] = [NONE] * (n * n_types)
-        self.lending_limit: list[int] = [NONE] * (n * n_types)
+        # Native arrays (``vec[i64]``): the compiled engine reads them without boxing an int.
+        self.parent = vec[i64]([index[by_name[name].parent] for name in self.names[:-1]] + [-1])
+        self.own = vec[i64]([0] * (n * n_types))
+        self.borrowing_limit = vec[i64]([NONE] * (n * n_types))
+        self.lending_limit = vec[i64]([NONE] * (n * n_types))
         claimed = [0] * n_types
         for i, name in enumerate(self.names[:-1]):
             node = by_name[name]
@@ -65,23 +69,23 @@ class QuotaTree:
             while self.parent[j] >= 0:
                 j = self.parent[j]
                 depth[i] += 1
-        self.bottom_up: list[int] = sorted(range(n), key=lambda i: -depth[i])
-        self.depth: list[int] = depth  # edges up to the root
-        self.paths: list[list[int]] = [self.path(i) for i in range(n)]
-        # on_path[a * n + b]: node b is node a or one of its ancestors
-        self.on_path: list[bool] = [False] * (n * n)
+        self.bottom_up = vec[i64](sorted(range(n), key=lambda i: -depth[i]))
+        self.depth = vec[i64](depth)  # edges up to the root
+        self.paths: list[vec[i64]] = [vec[i64](self.path(i)) for i in range(n)]
+        # on_path[a * n + b]: 1 when node b is node a or one of its ancestors, else 0
+        self.on_path = vec[i64]([0] * (n * n))
         for i in range(n):
             for j in self.paths[i]:
-                self.on_path[i * n + j] = True
+                self.on_path[i * n + j] = 1
         self.last_top = -1  # the highest node whose usage the last ``remove`` changed
         # Kueue's node height (getNodeHeight): the distance to the furthest leaf below; a share's
         # is 0, and so is a cohort's without children.
-        self.height: list[int] = [0] * n
+        self.height = vec[i64]([0] * n)
         for i in self.bottom_up:
             p = self.parent[i]
             if p >= 0:
                 self.height[p] = max(self.height[p], self.height[i] + 1)
-        self.lca: list[int] = [0] * (self.n_shares * self.n_shares)
+        self.lca = vec[i64]([0] * (self.n_shares * self.n_shares))
         for a in range(self.n_shares):
             above = self.path(a)
             for b in range(self.n_shares):
@@ -89,9 +93,9 @@ class QuotaTree:
                 while j not in above:
                     j = self.parent[j]
                 self.lca[a * self.n_shares + b] = j
-        self.sq: list[int] = [0] * (n * n_types)
-        self.lq: list[int] = [0] * (n * n_types)
-        self.usage: list[int] = [0] * (n * n_types)
+        self.sq = vec[i64]([0] * (n * n_types))
+        self.lq = vec[i64]([0] * (n * n_types))
+        self.usage = vec[i64]([0] * (n * n_types))
         self.recompute()
 
     def path(self, node: int) -> list[int]:
@@ -264,7 +268,7 @@ class QuotaTree:
         k = node * self.n_types + t
         return self.usage[k] > self.sq[k]
 
-    def level(self, share: int, t: int, count: int, usage: list[int]) -> int:
+    def level(self, share: int, t: int, count: int, usage: vec[i64]) -> int:
         """The borrowing level of ``count`` more instances in ``share``: 0 within its quota, else the
         height of the lowest ancestor whose subtree quota covers what spills up to it, the root's
         when none does (Kueue's FindHeightOfLowestSubtreeThatFits), with ``usage`` as given."""

@@ -11,6 +11,9 @@ import bisect
 import heapq
 from typing import Final
 
+from librt.vecs import vec
+from mypy_extensions import i64
+
 from scheduling.replay.fair_tree import TreeValues
 from scheduling.replay.queues import Queues
 from scheduling.replay.quota_tree import QuotaTree
@@ -66,7 +69,7 @@ class Rounds:
         self.cursor_level = 0
         self.cursor_key = 0
         # Section 13: the borrowing levels of a round are taken with the tree's usage as it started.
-        self.round_usage: list[int] = []
+        self.round_usage = vec[i64]()
         # Borrowing levels above 1 share the round's second heap (``_add_candidate``): a multiple
         # of n_jobs wider than the queue keys' range (priorities 0-9999).
         self.level_stride = 10001 * max(1, n_jobs)
@@ -86,7 +89,7 @@ class Rounds:
         self.round_id += 1
         self.has_cursor = False
         if self.tree is not None:
-            self.round_usage = list(self.tree.usage)
+            self.round_usage = vec[i64](self.tree.usage)
         within_quota, borrowing = self.within_quota, self.borrowing
         for g in self.queues.groups:  # a flag per group: cheaper to walk than a set of the open ones
             if g.open:
@@ -193,7 +196,7 @@ class Rounds:
                 heappush(self.borrowing, (g.level - 1) * self.level_stride + g.jobs[g.ptr])
             g.candidate = True
 
-    def _tree_level(self, flavors: list[Account], count: int, usage: list[int]) -> int:
+    def _tree_level(self, flavors: list[Account], count: int, usage: vec[i64]) -> int:
         """Section 13's borrowing level, with the tree's ``usage`` as given; section 12 **(choice)**:
         for a job that accepts several types, the lowest over them (as ``_every_flavor_borrows``)."""
         tree = self.tree
