@@ -1,4 +1,4 @@
-"""Section 13 in the replay: a policy's tree of cohorts as flat integer lists, node x type, kept up
+"""Section 13 in the replay: a policy's tree of cohorts as flat native integer arrays, node x type, kept up
 to date as jobs start and stop (the compiled engine reads native ints, not dicts of names).
 
 The arithmetic is ``scheduling.cohorts``' (Kueue's ``resource_node.go``), written once more for
