@@ -29,7 +29,7 @@ from scheduling.replay.rules import (
     value_equal,
     victim_key,
 )
-from scheduling.replay.state import Account, Group, Job, ShareState, TypePool
+from scheduling.replay.state import Account, Group, Job, KeptValue, ShareState, TypePool
 
 
 def node_value(
@@ -71,8 +71,8 @@ class TreeValues:
                 self.children[tree.parent[node]].append(node)
         self.lendable: list[int] = [0] * tree.n_nodes
         # Each node's value as last computed, and the tree's change count then (``value``).
-        self.known: list[tuple[bool, int, int]] = [ZERO_VALUE] * tree.n_nodes
-        self.known_at: list[int] = [-1] * tree.n_nodes
+        self.known: list[KeptValue] = [KeptValue() for _ in range(tree.n_nodes)]
+        self.known_at = vec[i64]([-1] * tree.n_nodes)
         # Scratch of ``_target``, cleared at each call (it runs at every step of a victim search).
         self.play: list[bool] = [False] * tree.n_nodes
         self.below: list[bool] = [False] * tree.n_nodes
@@ -100,13 +100,13 @@ class TreeValues:
         candidate aside without changing any usage."""
         changes = self.tree.changes
         if self.known_at[node] == changes:
-            return self.known[node]
+            return self.known[node].v
         value = self.value_with(node, 0, 0, 0)
-        self.known[node] = value
+        self.known[node].v = value
         self.known_at[node] = changes
         return value
 
-    def all_values(self) -> list[tuple[bool, int, int]]:
+    def all_values(self) -> list[KeptValue]:
         """Every node's value as the tree is, in the list ``value`` keeps them in (read it before
         the tree changes; not to be written)."""
         for node in range(self.tree.n_nodes):
@@ -188,18 +188,16 @@ def _lowest_value_at(values: TreeValues, node: int, g: Group) -> tuple[bool, int
     return best
 
 
-def _values_on_path(values: TreeValues, g: Group, version: int) -> list[tuple[bool, int, int]]:
+def _values_on_path(values: TreeValues, g: Group, version: int) -> list[KeptValue]:
     """The group's ``tree_values``: they change only with usage or the calendar (``version``), so a
     round passing over job after job behind a refusal computes them once."""
     if g.tree_valued_at != version:
         path = values.tree.paths[g.account.share.index]
         kept = g.tree_values
-        if len(kept) != len(path) - 1:
-            kept.clear()
-            for _ in range(len(path) - 1):
-                kept.append(ZERO_VALUE)
+        while len(kept) < len(path) - 1:  # (a group's share, and so its path, never changes)
+            kept.append(KeptValue())
         for place in range(len(path) - 1):
-            kept[place] = _lowest_value_at(values, path[place], g)
+            kept[place].v = _lowest_value_at(values, path[place], g)
         g.tree_valued_at = version
     return g.tree_values
 
@@ -264,7 +262,7 @@ class TreeRound:
             kept.clear()
             for g in self.groups_of[s]:
                 if g.ptr < g.end:
-                    kept.offer(g, _values_on_path(values, g, version)[0], g.jobs[g.ptr])
+                    kept.offer(g, _values_on_path(values, g, version)[0].v, g.jobs[g.ptr])
             kept.known_at = version
         best = kept.group
         if best is not None:
@@ -275,7 +273,7 @@ class TreeRound:
 def _value_at(up: Group, node: int, depth: vec[i64]) -> tuple[bool, int, int]:
     """The value ``node`` would have with its nominee ``up``'s next job admitted (the node's place on
     the path of ``up``'s share, whose values ``_values_on_path`` keeps)."""
-    return up.tree_values[depth[up.account.share.index] - depth[node]]
+    return up.tree_values[depth[up.account.share.index] - depth[node]].v
 
 
 def round_pick(values: TreeValues, tr: TreeRound, version: int) -> Group | None:
@@ -356,14 +354,14 @@ def _target(pools: list[_Candidates], own: ShareState, values: TreeValues) -> _C
         if pool.next is None:
             continue
         s = pool.share.index
-        if pool.share is own or value_below(ZERO_VALUE, value[s]):
+        if pool.share is own or value_below(ZERO_VALUE, value[s].v):
             play[s] = True
             first[s] = pool
     on_path = tree.on_path
     row = own.index * n
     for node in tree.bottom_up:
         if node >= tree.n_shares:
-            play[node] = below[node] and (value_below(ZERO_VALUE, value[node]) or on_path[row + node] != 0)
+            play[node] = below[node] and (value_below(ZERO_VALUE, value[node].v) or on_path[row + node] != 0)
         parent = tree.parent[node]
         if play[node] and parent >= 0:
             below[parent] = True
@@ -383,19 +381,19 @@ def _target(pools: list[_Candidates], own: ShareState, values: TreeValues) -> _C
                     share = child
             elif cohort < 0 or _ranks_before(child, cohort, value, first, own):
                 cohort = child
-        if cohort >= 0 and (share < 0 or not value_below(value[cohort], value[share])):
+        if cohort >= 0 and (share < 0 or not value_below(value[cohort].v, value[share].v)):
             node = cohort
             continue
         return first[share] if share >= 0 else None
 
 
 def _ranks_before(
-    a: int, b: int, value: list[tuple[bool, int, int]], first: list[_Candidates | None], own: ShareState
+    a: int, b: int, value: list[KeptValue], first: list[_Candidates | None], own: ShareState
 ) -> bool:
     """Node a before node b as a target: the higher value, then the first next candidate."""
-    if value_below(value[b], value[a]):
+    if value_below(value[b].v, value[a].v):
         return True
-    if value_below(value[a], value[b]):
+    if value_below(value[a].v, value[b].v):
         return False
     pool = first[a]
     assert pool is not None

@@ -527,6 +527,16 @@ def victim_order(job: Job) -> tuple:
     return victim_key(job.priority, job.start_time, job.rank)
 
 
+class KeptValue:
+    """A share or node value kept in a list (fair sharing over a tree): a native field, where a list
+    of tuples would allocate a tuple and its ints at every write."""
+
+    __slots__ = ("v",)
+
+    def __init__(self) -> None:
+        self.v: tuple[bool, int, int] = (False, 0, 1)
+
+
 class Group:
     """Pending jobs of one share with one instance type and one size, in queue order.
 
@@ -578,7 +588,7 @@ class Group:
         self.valued_at = -1
         # Fair sharing over a tree: the values each node of its share's path (the root aside) would
         # have with its job admitted, and the version they were computed at (``fair_tree.round_pick``).
-        self.tree_values: list[tuple[bool, int, int]] = []
+        self.tree_values: list[KeptValue] = []
         self.tree_valued_at = -1
         self.since = 0.0  # when its waiting time was last added up
         self.waited = 0.0  # job-seconds waited for ``reason`` not yet added to its share's totals
