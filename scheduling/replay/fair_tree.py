@@ -58,7 +58,7 @@ class TreeValues:
 
     def __init__(self, tree: QuotaTree, weights: list[float], units: list[int]) -> None:
         self.tree = tree
-        self.units = units  # GPU units per instance of each type (``fair.count_gpus_exactly``)
+        self.units = vec[i64](units)  # GPU units per instance of each type (``fair.count_gpus_exactly``)
         self.weight_num: list[int] = []
         self.weight_den: list[int] = []
         for weight in weights:
@@ -69,7 +69,7 @@ class TreeValues:
         for node in range(tree.n_nodes):
             if tree.parent[node] >= 0:
                 self.children[tree.parent[node]].append(node)
-        self.lendable: list[int] = [0] * tree.n_nodes
+        self.lendable = vec[i64]([0] * tree.n_nodes)
         # Each node's value as last computed, and the tree's change count then (``value``).
         self.known: list[KeptValue] = [KeptValue() for _ in range(tree.n_nodes)]
         self.known_at = vec[i64]([-1] * tree.n_nodes)
@@ -118,21 +118,24 @@ class TreeValues:
         or below the node; count 0: as it is)."""
         tree = self.tree
         n_types = tree.n_types
-        borrowed = 0
+        borrowed: i64 = 0  # (i64 throughout: an int mixed with the tree's i64 numbers is boxed)
         for u in range(n_types):
             k = node * n_types + u
-            used = self.usage_with(node, share, t, count) if u == t and count != 0 else tree.usage[k]
-            if used > tree.sq[k]:
-                borrowed += self.units[u] * (used - tree.sq[k])
+            used: i64 = tree.usage[k]
+            if u == t and count != 0:
+                used = self.usage_with(node, share, t, count)
+            quota = tree.sq[k]
+            if used > quota:
+                borrowed += self.units[u] * (used - quota)
         return node_value(borrowed, self.lendable[node], self.weight_num[node], self.weight_den[node])
 
-    def usage_with(self, node: int, share: int, t: int, count: int) -> int:
+    def usage_with(self, node: int, share: int, t: int, count: int) -> i64:
         """U(node) of type t were ``count`` more used in ``share`` below it: the change climbs past
         each node's local quota, as ``QuotaTree.add`` and ``remove`` store it."""
         tree = self.tree
         n_types = tree.n_types
-        delta = count
-        i = share
+        delta: i64 = count
+        i: i64 = share
         while True:
             k = i * n_types + t
             before = tree.usage[k]
@@ -140,7 +143,13 @@ class TreeValues:
             if i == node:
                 return after
             lq = tree.lq[k]
-            delta = (after - lq if after > lq else 0) - (before - lq if before > lq else 0)
+            stored_after: i64 = 0
+            if after > lq:
+                stored_after = after - lq
+            stored_before: i64 = 0
+            if before > lq:
+                stored_before = before - lq
+            delta = stored_after - stored_before
             if delta == 0:
                 return tree.usage[node * n_types + t]
             i = tree.parent[i]

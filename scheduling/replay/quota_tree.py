@@ -150,15 +150,20 @@ class QuotaTree:
         """What does not fit in a node's local quota is stored in its parent too, and so on up."""
         n_types = self.n_types
         self.changes += 1
+        # (i64 locals: an int mixed with the arrays' i64 numbers in one expression is boxed)
+        i: i64 = node
+        amount: i64 = count
         while True:
-            k = node * n_types + t
+            k = i * n_types + t
             free = self.lq[k] - self.usage[k]
-            spill = count - (free if free > 0 else 0)
-            self.usage[k] += count
-            node = self.parent[node]
-            if node < 0 or spill <= 0:
+            spill = amount
+            if free > 0:
+                spill -= free
+            self.usage[k] += amount
+            i = self.parent[i]
+            if i < 0 or spill <= 0:
                 return
-            count = spill
+            amount = spill
 
     def within_local_quota(self, node: int, t: int) -> bool:
         """The node's usage of type t fits in its local quota: nothing of it is stored above."""
@@ -169,15 +174,18 @@ class QuotaTree:
         """The parent gets back what the node had stored in it."""
         n_types = self.n_types
         self.changes += 1
+        i: i64 = node
+        amount: i64 = count
         while True:
-            k = node * n_types + t
+            k = i * n_types + t
             stored = self.usage[k] - self.lq[k]
-            self.usage[k] -= count
-            self.last_top = node
-            node = self.parent[node]
-            if node < 0 or stored <= 0:
+            self.usage[k] -= amount
+            self.last_top = i
+            i = self.parent[i]
+            if i < 0 or stored <= 0:
                 return
-            count = count if count < stored else stored
+            if stored < amount:
+                amount = stored
 
     def release_reaches(self, released: int, share: int) -> bool:
         """Whether the last ``remove`` (of a job of ``released``) lowered the usage of a node below the
@@ -210,17 +218,21 @@ class QuotaTree:
             p = self._available_below(k, p, self.usage[k])
         return p
 
-    def _available_below(self, k: int, p: int, used: int) -> int:
-        """available of node-type ``k`` using ``used``, its parent's being ``p`` (``available``)."""
+    def _available_below(self, k: int, parent_available: i64, used: i64) -> i64:
+        """available of node-type ``k`` using ``used``, its parent's being ``parent_available``
+        (``available``)."""
+        p = parent_available
         limit = self.borrowing_limit[k]
         lq = self.lq[k]
         if limit != NONE:
-            over = used - lq if used > lq else 0
+            over: i64 = 0
+            if used > lq:
+                over = used - lq
             cap = self.sq[k] - lq - over + limit
             if cap < p:
                 p = cap
-        local = lq - used if lq > used else 0
-        p = local + p
+        if lq > used:
+            p += lq - used
         return p if p > 0 else 0
 
     def available_with(self, node: int, t: int, delta: int) -> int:
@@ -232,15 +244,22 @@ class QuotaTree:
         n_types = self.n_types
         path = self.paths[node]
         changed = self.path_change  # the usage change of each node on the path, bottom-up
+        change: i64 = delta
         for place in range(len(path)):
-            changed[place] = delta
-            if delta == 0:
+            changed[place] = change
+            if change == 0:
                 continue
             k = path[place] * n_types + t
             before = self.usage[k]
-            after = before + delta
+            after = before + change
             lq = self.lq[k]
-            delta = (after - lq if after > lq else 0) - (before - lq if before > lq else 0)
+            stored_after: i64 = 0
+            if after > lq:
+                stored_after = after - lq
+            stored_before: i64 = 0
+            if before > lq:
+                stored_before = before - lq
+            change = stored_after - stored_before
         top = len(path) - 1
         k = self.root * n_types + t
         p = self.sq[k] - (self.usage[k] + changed[top])
