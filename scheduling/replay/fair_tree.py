@@ -53,7 +53,7 @@ class TreeValues:
 
     __slots__ = (
         "tree", "units", "weight_num", "weight_den", "lendable", "children", "known", "known_at", "play",
-        "below", "first", "seats",
+        "below", "first", "seats", "theirs", "lowest",
     )  # fmt: skip
 
     def __init__(self, tree: QuotaTree, weights: list[float], units: list[int]) -> None:
@@ -79,6 +79,9 @@ class TreeValues:
         self.first: list[_Candidates | None] = [None] * tree.n_nodes
         # Scratch of the round's tournament (``round_pick``), run at every pick: one seat per node.
         self.seats: list[Seat] = [Seat() for _ in range(tree.n_nodes)]
+        # Scratch of ``no_passing_room``: per other share of a pool, two values.
+        self.theirs: list[KeptValue] = [KeptValue() for _ in range(tree.n_shares)]
+        self.lowest: list[KeptValue] = [KeptValue() for _ in range(tree.n_shares)]
         self.refresh()
 
     def refresh(self) -> None:
@@ -212,18 +215,19 @@ def _values_on_path(values: TreeValues, g: Group, version: int) -> list[KeptValu
 
 
 class Seat:
-    """A node's place in the round's tournament (``round_pick``), or a share's kept nominee
-    (``TreeRound``): the group it offers up, the value and queue key that won it the node, and
-    ``tie``, the smallest queue key among the offers beaten only in queue order (of equal value),
-    ``NO_KEY`` when none: the winner's jobs up to that key keep winning the node while nothing
-    changes. (Fields of a native object: lists of them would box every int and tuple.)"""
+    """A node's place in the round's tournament (``round_pick``; a share's seat keeps its nominee
+    through the round, ``TreeRound``): the group it offers up, the value and queue key that won it
+    the node, and ``tie``, the smallest queue key among the offers beaten only in queue order (of
+    equal value), ``NO_KEY`` when none: the winner's jobs up to that key keep winning the node
+    while nothing changes. (Fields of a native object: lists of them would box every int and
+    tuple.)"""
 
     def __init__(self) -> None:
         self.group: Group | None = None
         self.value: tuple[bool, int, int] = ZERO_VALUE
         self.queue = 0
         self.tie = NO_KEY
-        self.known_at = -1  # a kept nominee: the version it was found at (-1: to be found again)
+        self.known_at = -1  # a share's seat: the version its nominee was found at (-1: to be found again)
 
     def clear(self) -> None:
         self.group = None
@@ -245,38 +249,35 @@ class Seat:
 
 class TreeRound:
     """One round's tournament over the tree: the round's groups by share, and each share's nominee
-    (its best group by the share's own value with the group's next job admitted, then queue order)
-    kept while it holds. That value depends only on the share's usage (and the quotas and the
-    calendar, which do not change within a round), so a nominee holds until the share's usage
-    changes (``ShareState.usage_changed_at``) or one of its groups moves on (``moved``): a pick
-    rescans one share's groups, not the round's."""
+    (its best group by the share's own value with the group's next job admitted, then queue order),
+    kept in the share's seat while it holds. That value depends only on the share's usage (and the
+    quotas and the calendar, which do not change within a round), so a nominee holds until the
+    share's usage changes (``ShareState.usage_changed_at``) or one of its groups moves on
+    (``moved``): a pick rescans one share's groups, not the round's."""
 
-    __slots__ = ("shares", "groups_of", "kept")
+    __slots__ = ("shares", "groups_of", "seats")
 
-    def __init__(self, shares: list[ShareState], groups: list[Group]) -> None:
+    def __init__(self, shares: list[ShareState], groups: list[Group], seats: list[Seat]) -> None:
         self.shares = shares
         self.groups_of: list[list[Group]] = [[] for _ in shares]
         for g in groups:
             self.groups_of[g.account.share.index].append(g)
-        self.kept: list[Seat] = [Seat() for _ in shares]
+        self.seats = seats  # ``TreeValues.seats``: a share's seat is its node's (shares come first)
+        for s in range(len(shares)):
+            seats[s].known_at = -1
 
     def moved(self, g: Group) -> None:
         """The group's cursor or jobs changed: its share's nominee is found again at the next pick."""
-        self.kept[g.account.share.index].known_at = -1
+        self.seats[g.account.share.index].known_at = -1
 
-    def share_nominee(self, values: TreeValues, s: int, version: int) -> Seat:
-        """Share ``s``'s nominee at ``version`` (its path's values up to date) and its ties."""
-        kept = self.kept[s]
-        if kept.known_at < 0 or self.shares[s].usage_changed_at > kept.known_at:
-            kept.clear()
-            for g in self.groups_of[s]:
-                if g.ptr < g.end:
-                    kept.offer(g, _values_on_path(values, g, version)[0].v, g.jobs[g.ptr])
-            kept.known_at = version
-        best = kept.group
-        if best is not None:
-            _values_on_path(values, best, version)
-        return kept
+    def nominate(self, values: TreeValues, s: int, version: int) -> None:
+        """Share ``s``'s nominee at ``version`` and its ties, into its seat."""
+        seat = self.seats[s]
+        seat.clear()
+        for g in self.groups_of[s]:
+            if g.ptr < g.end:
+                seat.offer(g, _values_on_path(values, g, version)[0].v, g.jobs[g.ptr])
+        seat.known_at = version
 
 
 def _value_at(up: Group, node: int, depth: vec[i64]) -> tuple[bool, int, int]:
@@ -288,20 +289,23 @@ def _value_at(up: Group, node: int, depth: vec[i64]) -> tuple[bool, int, int]:
 def round_pick(values: TreeValues, tr: TreeRound, version: int) -> Group | None:
     """The round's next candidate (Kueue's fair_sharing_iterator): a tournament from the leaves up,
     each share sending up its best next job by the value the share would have with it admitted,
-    then queue order (``TreeRound.share_nominee``); each cohort its children's nominees compared by
+    then queue order (``TreeRound.nominate``); each cohort its children's nominees compared by
     the value the child would have with its nominee admitted. ``version``: the engine's state
     version (the groups' values are kept while it stands). The seats stay as the pick left them
     (``round_lead``)."""
     tree = values.tree
     seats = values.seats
+    shares = tr.shares
     n_shares = tree.n_shares
-    for node in range(tree.n_nodes):
+    for node in range(n_shares):
         seat = seats[node]
-        if node < n_shares:
-            kept = tr.share_nominee(values, node, version)
-            seat.group, seat.tie = kept.group, kept.tie
-        else:
-            seat.clear()
+        if seat.known_at < 0 or shares[node].usage_changed_at > seat.known_at:
+            tr.nominate(values, node, version)
+        g = seat.group
+        if g is not None and g.tree_valued_at != version:
+            _values_on_path(values, g, version)
+    for node in range(n_shares, tree.n_nodes):
+        seats[node].clear()
     # Children before parents: a cohort's nominee is settled before it is offered to its parent.
     depth = tree.depth
     for node in tree.bottom_up:
@@ -446,11 +450,15 @@ def no_passing_room(job: Job, values: TreeValues, final: bool, initial: bool) ->
     t = account.type
     own = account.share.index
     accounts = account.pool.accounts
-    # The target sides' values as they are, read before the tree is changed below.
-    theirs: list[tuple[bool, int, int]] = []
+    # The target sides' values as they are, read before the tree is changed below (scratch fields:
+    # a list of tuples would allocate at every try).
+    theirs = values.theirs
+    lowest = values.lowest
+    i = 0
     for other in accounts:
         if other.preemptible and other is not account:
-            theirs.append(values.value(values.almost_lcas(own, other.share.index)[1]))
+            theirs[i].v = values.value(values.almost_lcas(own, other.share.index)[1])
+            i += 1
     # The job's sides' lowest values: the job admitted, every candidate out (undone below, with the
     # tree's change count, so that the values ``values`` keeps stay valid).
     changes = tree.changes
@@ -459,10 +467,11 @@ def no_passing_room(job: Job, values: TreeValues, final: bool, initial: bool) ->
     for other in accounts:
         if other.preemptible:
             tree.remove(other.share.index, t, other.preemptible)
-    lowest: list[tuple[bool, int, int]] = []
+    i = 0
     for other in accounts:
         if other.preemptible and other is not account:
-            lowest.append(values.value_with(values.almost_lcas(own, other.share.index)[0], 0, 0, 0))
+            lowest[i].v = values.value_with(values.almost_lcas(own, other.share.index)[0], 0, 0, 0)
+            i += 1
     for other in accounts:
         if other.preemptible:
             tree.add(other.share.index, t, other.preemptible)
@@ -473,7 +482,7 @@ def no_passing_room(job: Job, values: TreeValues, final: bool, initial: bool) ->
     i = 0
     for other in accounts:
         if other.preemptible and other is not account:
-            if not _may_pass(final, initial, lowest[i], theirs[i]):
+            if not _may_pass(final, initial, lowest[i].v, theirs[i].v):
                 other.preemptible = 0  # none of its candidates could be taken
                 dropped = True
             i += 1
