@@ -51,7 +51,9 @@ def fair_round(r: Rounds, admission: Admission, now: float, lendable: float, loo
     for g in groups:
         g.asleep_at = -1
     fair_tree = r.fair_tree
-    tree_round = TreeRound(r.shares, groups, fair_tree.seats) if fair_tree is not None else None
+    tree_round: TreeRound | None = None
+    if fair_tree is not None:
+        tree_round = TreeRound(r.shares, groups, fair_tree.seats, refusals.calendar_changed_at)
     while True:
         version = refusals.version
         # Over a tree the order is a tournament (values of every node change with any share's

@@ -255,10 +255,13 @@ class TreeRound:
     share's usage changes (``ShareState.usage_changed_at``) or one of its groups moves on
     (``moved``): a pick rescans one share's groups, not the round's."""
 
-    __slots__ = ("shares", "groups_of", "seats")
+    __slots__ = ("shares", "groups_of", "seats", "calendar_changed_at")
 
-    def __init__(self, shares: list[ShareState], groups: list[Group], seats: list[Seat]) -> None:
+    def __init__(
+        self, shares: list[ShareState], groups: list[Group], seats: list[Seat], calendar_changed_at: int
+    ) -> None:
         self.shares = shares
+        self.calendar_changed_at = calendar_changed_at  # (the version of the calendar's last change)
         self.groups_of: list[list[Group]] = [[] for _ in shares]
         for g in groups:
             self.groups_of[g.account.share.index].append(g)
@@ -271,12 +274,19 @@ class TreeRound:
         self.seats[g.account.share.index].known_at = -1
 
     def nominate(self, values: TreeValues, s: int, version: int) -> None:
-        """Share ``s``'s nominee at ``version`` and its ties, into its seat."""
+        """Share ``s``'s nominee at ``version`` and its ties, into its seat. A group's share value
+        (``Group.value``, its share's node value with its next job admitted) changes only with the
+        share's usage and the calendar, as in one cohort (``fair.cohort_pick``); the values further
+        up its path are computed for the nominee only (``round_pick``)."""
         seat = self.seats[s]
         seat.clear()
+        changed_at = max(self.shares[s].usage_changed_at, self.calendar_changed_at)
         for g in self.groups_of[s]:
             if g.ptr < g.end:
-                seat.offer(g, _values_on_path(values, g, version)[0].v, g.jobs[g.ptr])
+                if g.valued_at < changed_at or g.valued_at < 0:
+                    g.value = _lowest_value_at(values, s, g)
+                    g.valued_at = version
+                seat.offer(g, g.value, g.jobs[g.ptr])
         seat.known_at = version
 
 
