@@ -45,7 +45,8 @@ class Queues:
         self.pending_log = pending_log  # (time, share * n_types + type, instances)
         self.groups: list[Group] = []
         self.multi_groups: dict[tuple[int, int], Group] = {}  # section 12: by (set, count)
-        self.flavor_accounts: dict[int, list[Account]] = {}  # by set, made at its first job
+        # By set (a list, not a dict: a lookup by an i64 key boxed it), made at the set's first job.
+        self.flavor_accounts: list[list[Account] | None] = [None] * len(flavor_sets)
         self.pending_jobs = 0
 
     def job_of(self, key: int) -> Job:
@@ -70,6 +71,7 @@ class Queues:
         self.history.groups.add3(account.share.index, account.type, job.count)
         account.groups.append(g)
         account.groups.sort(key=lambda g: g.count)
+        account.every_group = account.groups + account.multi_groups
         job.group = g
         return g
 
@@ -91,6 +93,7 @@ class Queues:
             self.history.groups.add3(flavors[0].share.index, -float(mask), job.count)
             for account in flavors:
                 account.multi_groups.append(g)
+                account.every_group = account.groups + account.multi_groups
             self.multi_groups[key] = g
         job.group = g
         return g
@@ -98,7 +101,7 @@ class Queues:
     def flavors_of(self, job: Job) -> list[Account]:
         """The accounts of the types a job accepts, in its share's flavor order (section 12)."""
         key = self.flavor_set_of[job.index]
-        accounts = self.flavor_accounts.get(key)
+        accounts = self.flavor_accounts[key]
         if accounts is None:  # (a set belongs to one share: the job's, whose first type it holds)
             share = job.account.share
             accounts = [share.accounts[t] for t in self.flavor_sets[key]]

@@ -31,7 +31,6 @@ class Refusals:
         self,
         shares: list[ShareState],
         fair: bool,
-        flavored: bool,
         tree: QuotaTree | None,
         fair_over_tree: bool,
         by_arrival: list[Job | None],
@@ -39,7 +38,6 @@ class Refusals:
     ):
         self.shares = shares
         self.fair = fair
-        self.flavored = flavored
         self.tree = tree
         self.fair_over_tree = fair_over_tree
         self.by_arrival = by_arrival  # the replay's waiting jobs by arrival place (shared, not copied)
@@ -99,7 +97,7 @@ class Refusals:
         if share.preempts_in_share:
             equal_too = share.preempts_equal_too
             # (section 12: the groups whose jobs accept this type and others, on the same terms)
-            for g in account.groups + account.multi_groups if self.flavored else account.groups:
+            for g in account.every_group:
                 if (g.refused or g.fit_only) and g.jobs:
                     head = self._head(g)
                     if in_share_allows(True, equal_too, head.priority, head.submit, priority, job.submit):
@@ -113,7 +111,7 @@ class Refusals:
                 if other is account or not other.share.may_reclaim:
                     continue
                 reclaims_any = other.share.reclaims_any
-                for g in other.groups + other.multi_groups if self.flavored else other.groups:
+                for g in other.every_group:
                     if (
                         (g.refused or g.fit_only)
                         and g.jobs
@@ -140,7 +138,7 @@ class Refusals:
             room = -1  # the share's headroom, computed once if needed
             # (section 12: a group whose jobs accept this type and others was refused on every type;
             # only this type's room and candidates changed, so the same terms hold for it)
-            for g in account.groups + account.multi_groups if self.flavored else account.groups:
+            for g in account.every_group:
                 if _assumes_nothing(g):
                     continue
                 still_none = (
@@ -330,7 +328,7 @@ class Refusals:
             # The largest job of its share that now has reclaim candidates, found once if needed.
             reach = NO_LIMIT if victims_changed or owner is None else (-2 if reaches else -1)
             room = -1  # the share's headroom, computed once if needed
-            for g in account.groups + account.multi_groups if self.flavored else account.groups:
+            for g in account.every_group:
                 if _assumes_nothing(g):
                     continue
                 knows_no_victims = _knows_no_victims(g)
@@ -400,7 +398,7 @@ class Refusals:
             # nodes that now borrow are on that share's path): they count only with advantage there.
             lca = tree.lca[account.share.index * n_shares + other.share.index]
             reach = tree.advantage_limit(other.share.index, t, lca)
-            for g in other.groups + other.multi_groups if self.flavored else other.groups:
+            for g in other.every_group:
                 if (g.refused or g.fit_only) and g.jobs and g.count <= reach:
                     self.reopen(g)
             other.share.refused = False

@@ -121,7 +121,7 @@ class Account:
         "share", "pool", "type", "key", "quota", "borrow_limit", "lend_limit", "borrowable_ever", "usage",
         "round", "usage_at_round_start", "pending_instances", "running",
         "groups", "startup", "lost", "rerun_startup", "room_released", "released", "preemptible",
-        "multi_groups",
+        "multi_groups", "every_group",
     )  # fmt: skip
 
     def __init__(
@@ -151,6 +151,8 @@ class Account:
         self.groups: list[Group] = []  # its queue groups, smallest jobs first
         # Section 12: the groups of its share's jobs that accept this type and others.
         self.multi_groups: list[Group] = []
+        # Both, groups first: what a change in its pool may reopen (kept, not concatenated per change).
+        self.every_group: list[Group] = []
         # Instance-seconds of startup (every attempt), lost work, and startup of preempted attempts.
         self.startup = 0.0
         self.lost = 0.0
