@@ -32,6 +32,12 @@ them):
   once per calendar change.
 - The logs append to ``librt.vecs.vec[float]`` (``scheduling.replay.records``): no float object per
   value, and the writers pass plain numbers, not tuples.
+- The quota tree's numbers are ``vec[i64]`` (``scheduling.replay.quota_tree``); where they meet ints,
+  locals are typed ``i64`` (a conditional expression mixing the two boxes an int). Values and queue
+  keys kept per node or group are fields of small native classes (``fair_tree.Seat``,
+  ``state.KeptValue``), never lists of tuples or ints, which box at every write. Sentinels stay
+  short ints (below 2**62: ``rules.NO_KEY`` is ``1 << 61``); a larger one takes Python's slow path
+  at every comparison.
 - The loop never releases the GIL, so a worker's liveness is the progress callback every few
   hundred steps (``PROGRESS_TICK_STEPS``).
 - ``COMPILED`` is ordered leaves first, so that the side-by-side test can load every source
