@@ -35,8 +35,9 @@ def fair_round(r: Rounds, admission: Admission, now: float, lendable: float, loo
     head as the round starts.
 
     Each queue group offers its jobs in queue order, all with the same value. A refusal
-    holds for the jobs behind it in its group as long as nothing changed since
-    (``version``), so those are passed over without a try until the next change."""
+    holds for the jobs behind it in its group that have the same candidates as long as
+    nothing changed since (``version``), so those are passed over without a try until the
+    next change."""
     r.round_id += 1
     groups = _offered(r)
     refusals = r.refusals
@@ -91,38 +92,53 @@ def fair_round(r: Rounds, admission: Admission, now: float, lendable: float, loo
             admitted = True
             if fair_tree is None:
                 _wake_asleep(groups, version, best_value, key)
-            if not r.strict:  # (strict: _start took it out of its queues already)
-                r.queues.add_waiting_time(g, now)
-                del g.jobs[g.ptr]
-            g.end -= 1
-            if not g.jobs:
-                refusals.close(g)
-            continue
-        g.refused_at = version
-        g.refused_key = key
-        g.same_until = _speaks_until(r, g, job, outcome)
-        job.refused_at = version
-        if r.strict:
-            r.queues.note_head_reason(job.account.share, job, now)
-        elif g.ptr == 0:  # (behind its head, a job's refusal says nothing new about the group)
-            g.reason_noted_at = version
-            r.queues.note_group_reason(g, job, now)
-        g.ptr += 1
-        if not refusals.memo:
-            continue
-        if fair_tree is None:
-            g.asleep_at = version
-            g.wake = g.end if g.same_until == NO_KEY else bisect_left(g.jobs, g.same_until, g.ptr, g.end)
-        elif (
-            g.ptr < g.end
-            and refusals.version == version
-            and g.jobs[g.ptr] < min(round_lead(fair_tree, g), g.same_until)
-        ):
-            # Over a tree no group sleeps; but while its next job is still the pick (the refusal
-            # changed nothing), that pick would pass it over, and the jobs after it: at once.
-            g.ptr = _past_refusal(fair_tree, g)
+            _admitted(r, g, now)
+        else:
+            _refused(r, g, job, outcome, version, now)
     r.queues.requeue(preempted, now)
     return admitted
+
+
+def _admitted(r: Rounds, g: Group, now: float) -> None:
+    """The group's job at its cursor was admitted: out of the group (strict: ``_start`` took it
+    out of its queues already)."""
+    if not r.strict:
+        r.queues.add_waiting_time(g, now)
+        del g.jobs[g.ptr]
+    g.end -= 1
+    if not g.jobs:
+        r.refusals.close(g)
+
+
+def _refused(r: Rounds, g: Group, job: Job, outcome: int, version: int, now: float) -> None:
+    """The group's job at its cursor was refused: the refusal's memo (how far it speaks for the
+    jobs behind it, ``_speaks_until``), the wait reason, the cursor past it; then the jobs behind
+    it that the round would pass over next: one cohort, the group sleeps (``_wake_asleep``);
+    over a tree, they are passed over at once while its next job is still the pick."""
+    refusals = r.refusals
+    g.refused_at = version
+    g.refused_key = g.jobs[g.ptr]
+    g.same_until = _speaks_until(r, g, job, outcome)
+    job.refused_at = version
+    if r.strict:
+        r.queues.note_head_reason(job.account.share, job, now)
+    elif g.ptr == 0:  # (behind its head, a job's refusal says nothing new about the group)
+        g.reason_noted_at = version
+        r.queues.note_group_reason(g, job, now)
+    g.ptr += 1
+    if not refusals.memo:
+        return
+    fair_tree = r.fair_tree
+    if fair_tree is None:
+        g.asleep_at = version
+        g.wake = g.end if g.same_until == NO_KEY else bisect_left(g.jobs, g.same_until, g.ptr, g.end)
+    elif (
+        g.ptr < g.end
+        and refusals.version == version
+        and g.jobs[g.ptr] < min(round_lead(fair_tree, g), g.same_until)
+    ):
+        # (the refusal changed nothing: its next job would be picked, and passed over, next)
+        g.ptr = _past_refusal(fair_tree, g)
 
 
 def _offered(r: Rounds) -> list[Group]:
