@@ -78,6 +78,9 @@ def fair_round(r: Rounds, admission: Admission, now: float, lendable: float, loo
         best_value = g.value
         if refusals.behind_refusal(g, key):
             # Behind a refusal (in this round or an earlier one), nothing changed since.
+            if r.strict:  # (a share's head behind its group's refusal, whose head was cancelled:
+                # it waits for its own reason, which strict_fifo notes at every refusal)
+                r.queues.note_head_reason(g.account.share, r.queues.job_of(key), now)
             g.ptr = g.ptr + 1 if tree_round is None else _past_refusal(fair_tree, g)
             continue
         job = r.queues.job_of(key)

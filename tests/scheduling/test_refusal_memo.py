@@ -79,7 +79,8 @@ def test_cases_the_property_hunt_found(build_trace, replay_engine, case):
     reference, kept as drawn: ``non_monotone_candidates``, a refused job whose group's next job (a lower
     priority, one candidate fewer) is admitted (fair.same_candidates_until); ``tree_tie_behind_refusal``,
     jobs behind a refusal over a tree passed over past a tie with another share's job
-    (fair_tree.round_lead)."""
+    (fair_tree.round_lead); ``strict_head_after_a_cancelled_head``, strict_fifo: a head cancelled, the
+    next job of its group passed over without its wait reason noted (the share kept another group's)."""
     scenario = json.loads((HUNTED / f"{case}.json").read_text())
     policy, jobs, updates = scenario["policy"], scenario["jobs"], scenario["updates"]
     check_engine_matches_reference(Policy.from_dict(policy), build_trace(jobs, updates), replay_engine)
