@@ -78,9 +78,7 @@ def fair_round(r: Rounds, admission: Admission, now: float, lendable: float, loo
         best_value = g.value
         if refusals.behind_refusal(g, key):
             # Behind a refusal (in this round or an earlier one), nothing changed since.
-            if r.strict:  # (a share's head behind its group's refusal, whose head was cancelled:
-                # it waits for its own reason, which strict_fifo notes at every refusal)
-                r.queues.note_head_reason(g.account.share, r.queues.job_of(key), now)
+            _note_reason(r, g, key, version, now)  # (passed over is refused, as far as why it waits)
             g.ptr = g.ptr + 1 if tree_round is None else _past_refusal(fair_tree, g)
             continue
         job = r.queues.job_of(key)
@@ -123,11 +121,7 @@ def _refused(r: Rounds, g: Group, job: Job, outcome: int, version: int, now: flo
     g.refused_key = g.jobs[g.ptr]
     g.same_until = _speaks_until(r, g, job, outcome)
     job.refused_at = version
-    if r.strict:
-        r.queues.note_head_reason(job.account.share, job, now)
-    elif g.ptr == 0:  # (behind its head, a job's refusal says nothing new about the group)
-        g.reason_noted_at = version
-        r.queues.note_group_reason(g, job, now)
+    _note_reason(r, g, g.refused_key, version, now)
     g.ptr += 1
     if not refusals.memo:
         return
@@ -162,6 +156,18 @@ def _offered(r: Rounds) -> list[Group]:
                 g.ptr = 0
                 g.end = len(g.jobs)
     return groups
+
+
+def _note_reason(r: Rounds, g: Group, key: int, version: int, now: float) -> None:
+    """Why the group's job ``key`` at its cursor waits, refused after a try or passed over behind a
+    refusal alike: strict_fifo notes every refused head of a share (a share's heads come from
+    several groups: a head cancelled, the next of its group waits for its own reason); best_effort_fifo
+    a group's head's (behind its head, a job's refusal says nothing new about the group)."""
+    if r.strict:
+        r.queues.note_head_reason(g.account.share, r.queues.job_of(key), now)
+    elif g.ptr == 0:
+        g.reason_noted_at = version
+        r.queues.note_group_reason(g, r.queues.job_of(key), now)
 
 
 def _speaks_until(r: Rounds, g: Group, job: Job, outcome: int) -> int:

@@ -141,18 +141,9 @@ class TreeValues:
         i: i64 = share
         while True:
             k = i * n_types + t
-            before = tree.usage[k]
-            after = before + delta
             if i == node:
-                return after
-            lq = tree.lq[k]
-            stored_after: i64 = 0
-            if after > lq:
-                stored_after = after - lq
-            stored_before: i64 = 0
-            if before > lq:
-                stored_before = before - lq
-            delta = stored_after - stored_before
+                return tree.usage[k] + delta
+            delta = tree.passed_up(k, delta)
             if delta == 0:
                 return tree.usage[node * n_types + t]
             i = tree.parent[i]

@@ -155,10 +155,7 @@ class QuotaTree:
         amount: i64 = count
         while True:
             k = i * n_types + t
-            free = self.lq[k] - self.usage[k]
-            spill = amount
-            if free > 0:
-                spill -= free
+            spill = self.passed_up(k, amount)
             self.usage[k] += amount
             i = self.parent[i]
             if i < 0 or spill <= 0:
@@ -178,14 +175,28 @@ class QuotaTree:
         amount: i64 = count
         while True:
             k = i * n_types + t
-            stored = self.usage[k] - self.lq[k]
+            given_back = -self.passed_up(k, -amount)
             self.usage[k] -= amount
             self.last_top = i
             i = self.parent[i]
-            if i < 0 or stored <= 0:
+            if i < 0 or given_back <= 0:
                 return
-            if stored < amount:
-                amount = stored
+            amount = given_back
+
+    def passed_up(self, k: int, delta: i64) -> i64:
+        """How much a change of ``delta`` in node-type ``k``'s usage changes what it stores in its
+        parent: max(0, U + delta - LQ) - max(0, U - LQ) (Kueue's addUsage / removeUsage: only what
+        exceeds the local quota climbs)."""
+        before = self.usage[k]
+        after = before + delta
+        lq = self.lq[k]
+        stored_after: i64 = 0
+        if after > lq:
+            stored_after = after - lq
+        stored_before: i64 = 0
+        if before > lq:
+            stored_before = before - lq
+        return stored_after - stored_before
 
     def release_reaches(self, released: int, share: int) -> bool:
         """Whether the last ``remove`` (of a job of ``released``) lowered the usage of a node below the
@@ -249,17 +260,7 @@ class QuotaTree:
             changed[place] = change
             if change == 0:
                 continue
-            k = path[place] * n_types + t
-            before = self.usage[k]
-            after = before + change
-            lq = self.lq[k]
-            stored_after: i64 = 0
-            if after > lq:
-                stored_after = after - lq
-            stored_before: i64 = 0
-            if before > lq:
-                stored_before = before - lq
-            change = stored_after - stored_before
+            change = self.passed_up(path[place] * n_types + t, change)
         top = len(path) - 1
         k = self.root * n_types + t
         p = self.sq[k] - (self.usage[k] + changed[top])
