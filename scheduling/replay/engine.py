@@ -229,7 +229,7 @@ class _Replay(Admission):
         self.fair_tree: TreeValues | None = tree_values(policy, tree, self.pools)
         self.fair_search = FairSearch(policy, self.fair_tree)
         # What can make a refused job admissible again (section 4's reopening, section 8's memo).
-        self.refusals = Refusals(self.shares, self.fair, tree, self.fair_tree is not None, self.by_arrival, n)
+        self.refusals = Refusals(self.shares, self.fair, tree, self.by_arrival, n)
         self.loops = PreemptionLoops(self.fair, self.refusals)  # section 8
         self.queues = Queues(
             n, self.strict, self.by_arrival, self.flavor_set_of, bound.flavor_sets, self.refusals,

@@ -7,16 +7,9 @@ settled here once.
 from __future__ import annotations
 
 from scheduling.model import FairStrategy, Policy
-from scheduling.replay.fair import (
-    NO_ROOM_AT_ALL,
-    NO_ROOM_PASSING,
-    SEARCH_NEEDED,
-    FairValues,
-    fair_victims,
-    no_room_at_all,
-    refusal_before_search,
-)
-from scheduling.replay.fair_tree import TreeFairValues, TreeValues, no_passing_room
+from scheduling.replay import fair_tree
+from scheduling.replay.fair import FairValues, fair_victims, refusal_before_search
+from scheduling.replay.fair_tree import TreeFairValues, TreeValues
 from scheduling.replay.state import Job
 
 
@@ -43,11 +36,7 @@ class FairSearch:
         ``lendable``: section 8's L."""
         if self.tree is None:
             return refusal_before_search(job, self.final, self.initial, lendable)
-        if no_room_at_all(job):
-            return NO_ROOM_AT_ALL
-        if no_passing_room(job, self.tree, self.final, self.initial):
-            return NO_ROOM_PASSING
-        return SEARCH_NEEDED
+        return fair_tree.refusal_before_search(job, self.tree, self.final, self.initial)
 
     def victims(self, job: Job, lendable: float, exclude_at: float) -> list[tuple[Job, int]] | None:
         """The search's victims and their causes, or None (``fair.fair_victims``); ``exclude_at``: the

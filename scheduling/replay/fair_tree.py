@@ -15,9 +15,13 @@ from mypy_extensions import i64
 
 from scheduling.model import Policy
 from scheduling.replay.fair import (
+    NO_ROOM_AT_ALL,
+    NO_ROOM_PASSING,
+    SEARCH_NEEDED,
     FairValues,
     _Candidates,
     _may_pass,
+    _preemptible,
 )
 from scheduling.replay.quota_tree import QuotaTree
 from scheduling.replay.rules import (
@@ -79,7 +83,7 @@ class TreeValues:
         self.first: list[_Candidates | None] = [None] * tree.n_nodes
         # Scratch of the round's tournament (``round_pick``), run at every pick: one seat per node.
         self.seats: list[Seat] = [Seat() for _ in range(tree.n_nodes)]
-        # Scratch of ``no_passing_room``: per other share of a pool, two values.
+        # Scratch of ``refusal_before_search``: per other share of a pool, two values.
         self.theirs: list[KeptValue] = [KeptValue() for _ in range(tree.n_shares)]
         self.lowest: list[KeptValue] = [KeptValue() for _ in range(tree.n_shares)]
         self.refresh()
@@ -437,22 +441,29 @@ class TreeFairValues(FairValues):
         return self.values.value_with(self.theirs, account.share.index, account.type, -count)
 
 
-def no_passing_room(job: Job, values: TreeValues, final: bool, initial: bool) -> bool:
-    """``fair.refusal_before_search``'s NO_ROOM_PASSING over the tree, after ``fair.no_room_at_all``
-    found room (its ``preemptible`` counts set): the job would not fit even were every candidate
-    preempted that could pass a strategy. A candidate of another share passes only if the value of
-    the job's side of their lowest common ancestor is at most (LessThanOrEqualToFinalShare) or below
-    (LessThanInitialShare) the target side's: in a search the target side's value only falls (its
-    usage only falls) and the job's side's is never below its value with the job admitted and every
-    candidate preempted (values grow with usage), so a share whose candidates fail that comparison
-    has none that could be taken. Sets ``job.room_deficit`` when it says so."""
+def refusal_before_search(job: Job, values: TreeValues, final: bool, initial: bool) -> int:
+    """``fair.refusal_before_search`` over the tree: NO_ROOM_AT_ALL when the job would not fit even
+    were every candidate preempted (``fair.no_room_at_all``'s rule), NO_ROOM_PASSING when it would
+    not fit were every candidate preempted that could pass a strategy, else SEARCH_NEEDED; sets
+    ``job.room_deficit`` when it refuses.
+
+    A candidate of another share passes only if the value of the job's side of their lowest common
+    ancestor is at most (LessThanOrEqualToFinalShare) or below (LessThanInitialShare) the target
+    side's: in a search the target side's value only falls (its usage only falls) and the job's
+    side's is never below its value with the job admitted and every candidate preempted (values
+    grow with usage), so a share whose candidates fail that comparison has none that could be
+    taken. Every candidate is taken out of the tree once, for both rooms and the lowest values, and
+    put back (the tree's usage is a function of the shares' usages alone; its change count and
+    ``last_top`` are restored, so that values kept at that count stay valid)."""
     account = job.account
+    pool = account.pool
     tree = values.tree
     t = account.type
     own = account.share.index
-    accounts = account.pool.accounts
-    # The target sides' values as they are, read before the tree is changed below (scratch fields:
-    # a list of tuples would allocate at every try).
+    accounts = pool.accounts
+    for other in accounts:
+        other.preemptible = _preemptible(job, other)
+    # The target sides' values as they are (scratch fields: a list of tuples would allocate).
     theirs = values.theirs
     lowest = values.lowest
     i = 0
@@ -460,37 +471,48 @@ def no_passing_room(job: Job, values: TreeValues, final: bool, initial: bool) ->
         if other.preemptible and other is not account:
             theirs[i].v = values.value(values.almost_lcas(own, other.share.index)[1])
             i += 1
-    # The job's sides' lowest values: the job admitted, every candidate out (undone below, with the
-    # tree's change count, so that the values ``values`` keeps stay valid).
     changes = tree.changes
     last_top = tree.last_top
-    tree.add(own, t, job.count)
+    used = pool.used
     for other in accounts:
         if other.preemptible:
             tree.remove(other.share.index, t, other.preemptible)
-    i = 0
-    for other in accounts:
-        if other.preemptible and other is not account:
-            lowest[i].v = values.value_with(values.almost_lcas(own, other.share.index)[0], 0, 0, 0)
-            i += 1
+            used -= other.preemptible
+    outcome = _room_refusal(job, pool.capacity - used, tree.available(own, t), NO_ROOM_AT_ALL)
+    if outcome == SEARCH_NEEDED:
+        # The job's sides' lowest values: the job admitted, every candidate out.
+        tree.add(own, t, job.count)
+        i = 0
+        for other in accounts:
+            if other.preemptible and other is not account:
+                lowest[i].v = values.value_with(values.almost_lcas(own, other.share.index)[0], 0, 0, 0)
+                i += 1
+        tree.remove(own, t, job.count)
+        dropped = False
+        i = 0
+        for other in accounts:
+            if other.preemptible and other is not account:
+                if not _may_pass(final, initial, lowest[i].v, theirs[i].v):
+                    tree.add(other.share.index, t, other.preemptible)  # back: none could be taken
+                    used += other.preemptible
+                    other.preemptible = 0
+                    dropped = True
+                i += 1
+        if dropped:
+            outcome = _room_refusal(job, pool.capacity - used, tree.available(own, t), NO_ROOM_PASSING)
     for other in accounts:
         if other.preemptible:
             tree.add(other.share.index, t, other.preemptible)
-    tree.remove(own, t, job.count)
     tree.changes = changes
     tree.last_top = last_top
-    dropped = False
-    i = 0
-    for other in accounts:
-        if other.preemptible and other is not account:
-            if not _may_pass(final, initial, lowest[i].v, theirs[i].v):
-                other.preemptible = 0  # none of its candidates could be taken
-                dropped = True
-            i += 1
-    if not dropped:
-        return False
-    room = account.headroom_if_preempted()
+    return outcome
+
+
+def _room_refusal(job: Job, free: int, available: int, refusal: int) -> int:
+    """``refusal`` when the job does not fit in the room left (section 13's fit: the tree's
+    available within the pool's free instances), its deficit noted; else SEARCH_NEEDED."""
+    room = free if free < available else available
     if job.count > room:
         job.room_deficit = job.count - room
-        return True
-    return False
+        return refusal
+    return SEARCH_NEEDED

@@ -32,14 +32,12 @@ class Refusals:
         shares: list[ShareState],
         fair: bool,
         tree: QuotaTree | None,
-        fair_over_tree: bool,
         by_arrival: list[Job | None],
         n_jobs: int,
     ):
         self.shares = shares
         self.fair = fair
         self.tree = tree
-        self.fair_over_tree = fair_over_tree
         self.by_arrival = by_arrival  # the replay's waiting jobs by arrival place (shared, not copied)
         self.n_jobs = max(1, n_jobs)
         self.memo = memo_switched_on()
@@ -215,9 +213,6 @@ class Refusals:
                 refused_at >= self.room_reopened_all_at
                 and account.room_released - job.room_released_at < job.room_deficit
             )
-        if self.fair_over_tree:
-            # (NO_PASSING_ROOM compares one cohort's values; over a tree it is never told)
-            return False
         if job.no_passing_room:
             return (
                 refused_at >= self.passing_reopened_all_at
@@ -299,9 +294,9 @@ class Refusals:
         if delta > 0:
             if borrowed_after and not borrowed_before:
                 self.room_reopened_all_at = self.version
-            if account.usage > account.quota:
-                # Its share's value rose: candidates of it may now pass a NO_PASSING_ROOM job's
-                # strategy (they were left out of that job's room).
+            if account.usage > account.quota or self._start_passed_up(account):
+                # Its share's value rose (or, over a tree, a cohort's may have): candidates may now
+                # pass a NO_PASSING_ROOM job's strategy (they were left out of that job's room).
                 self.passing_reopened_all_at = self.version
             return
         for other in account.pool.accounts:
@@ -311,8 +306,26 @@ class Refusals:
         # may pass. Of other shares: counted as room, whether the released job was a candidate
         # that could pass or not (a share's value only falls with a release).
         share.passing_reopened_at = self.version
+        if self.tree is not None:
+            self._tree_passing_released(share)
         account.pool.released -= delta
         account.released -= delta
+
+    def _start_passed_up(self, account: Account) -> bool:
+        """Section 13: the start stored usage above its share's local quota, in a cohort whose value
+        may have risen (a start within it changes no node's value: the share's stays 0)."""
+        return self.tree is not None and not self.tree.within_local_quota(account.share.index, account.type)
+
+    def _tree_passing_released(self, released: ShareState) -> None:
+        """Section 13: a release that lowered the usage of a cohort on another share's path lowered
+        that cohort's value, which that share's NO_PASSING_ROOM jobs compare (as their side of a
+        common ancestor with a farther share): more candidates may pass. Elsewhere it only lowers
+        values of target sides (fewer pass) and adds room (counted, as in one cohort)."""
+        tree = self.tree
+        assert tree is not None
+        for share in self.shares:
+            if share is not released and tree.release_reaches(released.index, share.index):
+                share.passing_reopened_at = self.version
 
     def _tree_released(self, pool: TypePool, owner: ShareState | None, victims_changed: bool) -> None:
         """Section 13: a release may raise what any share has available (every path ends at the

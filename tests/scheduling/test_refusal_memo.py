@@ -49,12 +49,14 @@ def test_the_memo_changes_no_outcome(build_trace, scenario):
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 @pytest.mark.parametrize("queueing", ["best_effort_fifo", "strict_fifo"])
-@pytest.mark.parametrize("variant", ["fair", "fair-calendar"])
+@pytest.mark.parametrize("variant", ["fair", "fair-calendar", "fair-tree"])
 def test_the_memo_changes_no_outcome_on_synthetic_traces(monkeypatch, seed, queueing, variant):
     trace = generate(1_500, seed=seed)
     policy = demo_policy_dict(demo_pool_gpus(trace))
     policy["fair_sharing"] = {}
     policy["queueing"] = queueing
+    if variant == "fair-tree":
+        _in_a_tree_with_lending_limits(policy)
     if variant == "fair-calendar":  # a fifth more for the first share in the middle third, then less
         end = float(trace.submit_time.max())
         gpus, first, last = policy["capacity"]["gpu"], policy["shares"][0], policy["shares"][-1]
@@ -68,6 +70,24 @@ def test_the_memo_changes_no_outcome_on_synthetic_traces(monkeypatch, seed, queu
         ]
     on, off = both_ways(monkeypatch, Policy.from_dict(policy), trace)
     assert on == off
+
+
+def _in_a_tree_with_lending_limits(policy: dict) -> None:
+    """Section 13: the two lending-and-borrowing teams in cohort ``training`` (which lends at most half
+    of its own quota) inside ``org`` with nlp, vision at the root; each team lends at most half of its
+    quota, so that usage climbs past local quotas below subtree quotas (the tree memo's hard case)."""
+    gpus = policy["capacity"]["gpu"]
+    own = max(2, gpus // 20)
+    shares = {share["name"]: share for share in policy["shares"]}
+    for team in ("research", "prod-training"):
+        shares[team]["capacity"]["gpu"] -= own
+        shares[team]["lending_limit"] = {"gpu": shares[team]["capacity"]["gpu"] // 2}
+        shares[team]["cohort"] = "training"
+    shares["nlp"]["cohort"] = "org"
+    policy["cohorts"] = [
+        {"name": "org", "capacity": {"gpu": own}},
+        {"name": "training", "parent": "org", "capacity": {"gpu": own}, "lending_limit": {"gpu": own // 2}},
+    ]
 
 
 HUNTED = Path(__file__).parent / "data" / "hunted"

@@ -347,6 +347,98 @@ b1     10          b     10       9        1
     assert r.at(10) == [(10, "a1", "start", None, None)]
 
 
+@pytest.mark.parametrize("memo", ["on", "off"])
+def test_a_release_lowering_a_cohort_on_the_jobs_path_ends_its_no_passing_room_refusal(
+    engine_run, monkeypatch, memo
+):
+    # Section 8 over 13, and the refusal memo (scheduling.replay.refusals). Pool 12: cohort training
+    # holds research (4) and prod (4), nlp (4) is at the root; no lending limits, so every share's
+    # usage is stored in its parent, and every lendable is the root's 12. At 0 research runs r1 (2,
+    # high priority: no candidate), prod p_big (2) and p1 (2), nlp n1..n5 (1 each: 1 borrowed, value
+    # 1/12); 1 free. At 10 j (research, 4): reclaiming nlp's jobs (prod does not borrow) would make
+    # room, but with j admitted training holds 2 + 4 + 4 = 10, 2 over its 8: 2/12 > nlp's 1/12, so no
+    # candidate of nlp can pass either strategy; 1 free: refused before the search (NO_ROOM_PASSING, 3
+    # short). At 100 p_big ends: 2 released, fewer than the 3 it lacked, but training now holds 6, 8
+    # with j: 0 <= nlp's 1/12 without one job (0). j takes 3 free and nlp's newest job (section 4's
+    # victim order), cause fair_sharing. The memo may not keep the refusal: the release lowered a
+    # cohort on j's path, the side of the common ancestor with nlp that the strategies compare.
+    monkeypatch.setenv("SCHEDULING_REFUSAL_MEMO", memo)
+    pol = policy(
+        12,
+        [cohort("training")],
+        [share("research", 4, "training", reclaim="any"), share("prod", 4, "training", reclaim="never"),
+         share("nlp", 4, reclaim="never")],
+        fair_sharing={},
+    )  # fmt: skip
+    r = engine_run(
+        pol,
+        """
+job_id submit_time share    duration priority instance_count
+r1     0           research 1000     9        2
+p_big  0           prod     100      0        2
+p1     0           prod     1000     0        2
+n1     0           nlp      1000     0        1
+n2     0           nlp      1000     0        1
+n3     0           nlp      1000     0        1
+n4     0           nlp      1000     0        1
+n5     0           nlp      1000     0        1
+j      10          research 10       0        4
+""",
+    )
+    assert r.at(10) == []
+    assert r.at(100) == [
+        (100, "p_big", "finish", None, None),
+        (100, "n5", "preempt", "fair_sharing", "j"),
+        (100, "j", "start", None, None),
+    ]
+
+
+@pytest.mark.parametrize("memo", ["on", "off"])
+def test_a_start_raising_a_cohorts_value_ends_a_no_passing_room_refusal(engine_run, monkeypatch, memo):
+    # Section 8 over 13, and the refusal memo. Pool 12: cohort training (fair weight 0.25) holds
+    # research (4) and prod (4), nlp (4) is at the root; every usage is stored in the parent, every
+    # lendable is 12. At 0 research runs r1 (1), prod p_big (3, priority 0) and p1..p4 (1 each, priority
+    # 1): prod 3 over its 4, training 8, at its 8 (value 0); nlp n1..n3; 1 free. At 10 j (nlp, 3): with j
+    # nlp is 2 over (2/12), above training's 0, so no candidate of prod can pass: refused before the
+    # search (NO_ROOM_PASSING). At 20 r2 (research, 1) and j: the round tries j first (2/12 below
+    # training's 9 - 8 = 1 over, 1 / 12 / 0.25 = 4/12, with r2), refused as the tree is; r2 starts (within
+    # research's quota, stored in training: 4/12). The next round tries j again: 2/12 < 4/12 now, so
+    # LessThanInitialShare takes p_big (first in section 4's victim order: lowest priority), which
+    # leaves training at 0 but frees 3: j starts. The memo may not keep the refusal: the start raised
+    # training's value, the target side that j's strategies compare.
+    monkeypatch.setenv("SCHEDULING_REFUSAL_MEMO", memo)
+    pol = policy(
+        12,
+        [cohort("training", fair_weight=0.25)],
+        [share("research", 4, "training", reclaim="never"), share("prod", 4, "training", reclaim="never"),
+         share("nlp", 4, reclaim="any")],
+        fair_sharing={},
+    )  # fmt: skip
+    r = engine_run(
+        pol,
+        """
+job_id submit_time share    duration priority instance_count
+r1     0           research 1000     0        1
+p_big  0           prod     1000     0        3
+p1     0           prod     1000     1        1
+p2     0           prod     1000     1        1
+p3     0           prod     1000     1        1
+p4     0           prod     1000     1        1
+n1     0           nlp      1000     0        1
+n2     0           nlp      1000     0        1
+n3     0           nlp      1000     0        1
+j      10          nlp      10       0        3
+r2     20          research 1000     0        1
+""",
+    )
+    assert r.at(10) == []
+    assert r.at(20) == [
+        (20, "r2", "start", None, None),
+        (20, "p_big", "preempt", "fair_sharing", "j"),
+        (20, "j", "start", None, None),
+    ]
+
+
 # --- one level: the tree gives section 4's outcomes -----------------------------------------------------
 
 
