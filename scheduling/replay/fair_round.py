@@ -9,7 +9,7 @@ import bisect
 from typing import Final
 
 from scheduling.replay.fair import cohort_pick, same_candidates_until
-from scheduling.replay.fair_tree import TreeRound, TreeValues, round_lead, round_pick
+from scheduling.replay.fair_tree import TreeValues, round_lead, round_pick
 from scheduling.replay.preemption_loops import PreemptionLoops
 from scheduling.replay.rounds import Admission, Rounds
 from scheduling.replay.rules import (
@@ -52,9 +52,9 @@ def fair_round(r: Rounds, admission: Admission, now: float, lendable: float, loo
     for g in groups:
         g.asleep_at = -1
     fair_tree = r.fair_tree
-    tree_round: TreeRound | None = None
-    if fair_tree is not None:
-        tree_round = TreeRound(r.shares, groups, fair_tree.seats, refusals.calendar_changed_at)
+    tree_round = r.tree_round
+    if tree_round is not None:
+        tree_round.start(groups, refusals.calendar_changed_at)
     while True:
         version = refusals.version
         # Over a tree the order is a tournament (values of every node change with any share's

@@ -82,7 +82,7 @@ class TreeValues:
         self.below: list[bool] = [False] * tree.n_nodes
         self.first: list[_Candidates | None] = [None] * tree.n_nodes
         # Scratch of the round's tournament (``round_pick``), run at every pick: one seat per node.
-        self.seats: list[Seat] = [Seat() for _ in range(tree.n_nodes)]
+        self.seats = vec[Seat]([Seat() for _ in range(tree.n_nodes)])
         # Scratch of ``refusal_before_search``: per other share of a pool, two values.
         self.theirs: list[KeptValue] = [KeptValue() for _ in range(tree.n_shares)]
         self.lowest: list[KeptValue] = [KeptValue() for _ in range(tree.n_shares)]
@@ -91,8 +91,8 @@ class TreeValues:
     def refresh(self) -> None:
         """Each node's denominator, after the quotas or the capacity changed (the root has none)."""
         tree = self.tree
+        tree.touch_all()  # (the denominators change: no value kept holds)
         for node in range(tree.n_nodes):
-            self.known_at[node] = -1  # (the denominators change: no value kept holds)
             parent = tree.parent[node]
             total = 0
             if parent >= 0:
@@ -101,16 +101,16 @@ class TreeValues:
             self.lendable[node] = total
 
     def value(self, node: int) -> tuple[bool, int, int]:
-        """The node's value as the tree is. A value depends only on the tree's usage and SQ and on
-        ``lendable``: it is kept until the tree changes (``QuotaTree.changes``) or ``refresh``. A
-        victim search's target walk reads every node's value at each step, and most steps set a
-        candidate aside without changing any usage."""
-        changes = self.tree.changes
-        if self.known_at[node] == changes:
+        """The node's value as the tree is. A value depends only on the node's usage and SQ and on
+        ``lendable``: it is kept until the node changes (``QuotaTree.changed_at``) or ``refresh``. A
+        victim search's target walk reads every node's value at each step, and a step changes at
+        most the nodes on one share's path."""
+        tree = self.tree
+        if self.known_at[node] >= tree.changed_at[node]:
             return self.known[node].v
-        value = self.value_with(node, 0, 0, 0)
+        value = self._value_changed(node, 0, 0)
         self.known[node].v = value
-        self.known_at[node] = changes
+        self.known_at[node] = tree.changes
         return value
 
     def all_values(self) -> list[KeptValue]:
@@ -123,14 +123,37 @@ class TreeValues:
     def value_with(self, node: int, share: int, t: int, count: int) -> tuple[bool, int, int]:
         """The node's value were ``count`` more instances of type ``t`` used in ``share`` (a share at
         or below the node; count 0: as it is)."""
+        delta: i64 = 0
+        if count != 0:
+            delta = self.usage_with(node, share, t, count) - self.tree.usage[node * self.tree.n_types + t]
+        return self._value_changed(node, t, delta)
+
+    def path_values_with(self, share: int, t: int, count: int, out: list[KeptValue], first: bool) -> None:
+        """``value_with`` of every node on ``share``'s path below the root, by place on the path, into
+        ``out``, in one climb; unless ``first``, only where lower than what ``out`` holds (section
+        12's lowest over a job's types)."""
+        tree = self.tree
+        n_types = tree.n_types
+        path = tree.paths[share]
+        delta: i64 = count
+        for place in range(len(path) - 1):
+            node = path[place]
+            value = self._value_changed(node, t, delta)
+            if first or value_below(value, out[place].v):
+                out[place].v = value
+            if delta != 0:
+                delta = tree.passed_up(node * n_types + t, delta)
+
+    def _value_changed(self, node: int, t: int, delta: i64) -> tuple[bool, int, int]:
+        """The node's value were its usage of type t ``delta`` more."""
         tree = self.tree
         n_types = tree.n_types
         borrowed: i64 = 0  # (i64 throughout: an int mixed with the tree's i64 numbers is boxed)
         for u in range(n_types):
             k = node * n_types + u
             used: i64 = tree.usage[k]
-            if u == t and count != 0:
-                used = self.usage_with(node, share, t, count)
+            if u == t:
+                used += delta
             quota = tree.sq[k]
             if used > quota:
                 borrowed += self.units[u] * (used - quota)
@@ -196,15 +219,21 @@ def _lowest_value_at(values: TreeValues, node: int, g: Group) -> tuple[bool, int
 
 
 def _values_on_path(values: TreeValues, g: Group, version: int) -> list[KeptValue]:
-    """The group's ``tree_values``: they change only with usage or the calendar (``version``), so a
-    round passing over job after job behind a refusal computes them once."""
+    """The group's ``tree_values``: the values the nodes on its share's path below the root would have
+    with its next job admitted (section 12 **(choice)**: for a job that accepts several types, the
+    lowest over them, at each level). They change only with usage or the calendar (``version``), so
+    a round passing over job after job behind a refusal computes them once."""
     if g.tree_valued_at != version:
-        path = values.tree.paths[g.account.share.index]
+        share = g.account.share.index
         kept = g.tree_values
-        while len(kept) < len(path) - 1:  # (a group's share, and so its path, never changes)
+        while len(kept) < len(values.tree.paths[share]) - 1:  # (a group's share, and its path, never change)
             kept.append(KeptValue())
-        for place in range(len(path) - 1):
-            kept[place].v = _lowest_value_at(values, path[place], g)
+        if not g.flavors:
+            values.path_values_with(share, g.account.type, g.count, kept, True)
+        first = True
+        for account in g.flavors:
+            values.path_values_with(share, account.type, g.count, kept, first)
+            first = False
         g.tree_valued_at = version
     return g.tree_values
 
@@ -243,26 +272,30 @@ class Seat:
 
 
 class TreeRound:
-    """One round's tournament over the tree: the round's groups by share, and each share's nominee
+    """A round's tournament over the tree: the round's groups by share, and each share's nominee
     (its best group by the share's own value with the group's next job admitted, then queue order),
     kept in the share's seat while it holds. That value depends only on the share's usage (and the
     quotas and the calendar, which do not change within a round), so a nominee holds until the
     share's usage changes (``ShareState.usage_changed_at``) or one of its groups moves on
-    (``moved``): a pick rescans one share's groups, not the round's."""
+    (``moved``): a pick rescans one share's groups, not the round's. One object serves every round
+    of a replay (``start``)."""
 
     __slots__ = ("shares", "groups_of", "seats", "calendar_changed_at")
 
-    def __init__(
-        self, shares: list[ShareState], groups: list[Group], seats: list[Seat], calendar_changed_at: int
-    ) -> None:
+    def __init__(self, shares: list[ShareState], seats: vec[Seat]) -> None:
         self.shares = shares
-        self.calendar_changed_at = calendar_changed_at  # (the version of the calendar's last change)
         self.groups_of: list[list[Group]] = [[] for _ in shares]
+        self.seats = seats  # ``TreeValues.seats``: a share's seat is its node's (shares come first)
+        self.calendar_changed_at = 0  # (the version of the calendar's last change)
+
+    def start(self, groups: list[Group], calendar_changed_at: int) -> None:
+        """A new round of ``groups``: every share's nominee to be found."""
+        self.calendar_changed_at = calendar_changed_at
+        for s in range(len(self.shares)):
+            self.groups_of[s].clear()
+            self.seats[s].known_at = -1
         for g in groups:
             self.groups_of[g.account.share.index].append(g)
-        self.seats = seats  # ``TreeValues.seats``: a share's seat is its node's (shares come first)
-        for s in range(len(shares)):
-            seats[s].known_at = -1
 
     def moved(self, g: Group) -> None:
         """The group's cursor or jobs changed: its share's nominee is found again at the next pick."""
@@ -283,12 +316,6 @@ class TreeRound:
                     g.valued_at = version
                 seat.offer(g, g.value, g.jobs[g.ptr])
         seat.known_at = version
-
-
-def _value_at(up: Group, node: int, depth: vec[i64]) -> tuple[bool, int, int]:
-    """The value ``node`` would have with its nominee ``up``'s next job admitted (the node's place on
-    the path of ``up``'s share, whose values ``_values_on_path`` keeps)."""
-    return up.tree_values[depth[up.account.share.index] - depth[node]].v
 
 
 def round_pick(values: TreeValues, tr: TreeRound, version: int) -> Group | None:
@@ -312,13 +339,16 @@ def round_pick(values: TreeValues, tr: TreeRound, version: int) -> Group | None:
     for node in range(n_shares, tree.n_nodes):
         seats[node].clear()
     # Children before parents: a cohort's nominee is settled before it is offered to its parent.
+    # The value a node's nominee offers: the node's with its job admitted, at the node's place on the
+    # path of the nominee's share (``_values_on_path``); its key: the one that won it the node.
     depth = tree.depth
     for node in tree.bottom_up:
-        up = seats[node].group
+        seat = seats[node]
+        up = seat.group
         parent = tree.parent[node]
         if up is None or parent < 0:
             continue
-        seats[parent].offer(up, _value_at(up, node, depth), up.jobs[up.ptr])
+        seats[parent].offer(up, up.tree_values[depth[up.account.share.index] - depth[node]].v, seat.queue)
     return seats[tree.root].group
 
 
@@ -453,8 +483,7 @@ def refusal_before_search(job: Job, values: TreeValues, final: bool, initial: bo
     side's is never below its value with the job admitted and every candidate preempted (values
     grow with usage), so a share whose candidates fail that comparison has none that could be
     taken. Every candidate is taken out of the tree once, for both rooms and the lowest values, and
-    put back (the tree's usage is a function of the shares' usages alone; its change count and
-    ``last_top`` are restored, so that values kept at that count stay valid)."""
+    put back (``QuotaTree.mark``)."""
     account = job.account
     pool = account.pool
     tree = values.tree
@@ -471,8 +500,7 @@ def refusal_before_search(job: Job, values: TreeValues, final: bool, initial: bo
         if other.preemptible and other is not account:
             theirs[i].v = values.value(values.almost_lcas(own, other.share.index)[1])
             i += 1
-    changes = tree.changes
-    last_top = tree.last_top
+    tree.mark()
     used = pool.used
     for other in accounts:
         if other.preemptible:
@@ -503,8 +531,7 @@ def refusal_before_search(job: Job, values: TreeValues, final: bool, initial: bo
     for other in accounts:
         if other.preemptible:
             tree.add(other.share.index, t, other.preemptible)
-    tree.changes = changes
-    tree.last_top = last_top
+    tree.restore()
     return outcome
 
 

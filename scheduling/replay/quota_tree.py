@@ -27,7 +27,8 @@ class QuotaTree:
     __slots__ = (
         "n_types", "n_nodes", "n_shares", "root", "parent", "height", "own", "borrowing_limit",
         "lending_limit", "sq", "lq", "usage", "bottom_up", "lca", "names", "depth", "paths", "on_path",
-        "last_top", "changes", "path_change",
+        "last_top", "changes", "path_change", "changed_at", "marked_changed_at", "marked_changes",
+        "marked_last_top",
     )  # fmt: skip
 
     def __init__(self, nodes: list[Node], shares: list[str], capacity: list[int], types: list[str]) -> None:
@@ -43,6 +44,13 @@ class QuotaTree:
         self.n_types = n_types
         self.n_nodes = n
         self.path_change = vec[i64]([0] * n)  # scratch of ``available_with`` (a path has at most n)
+        # Each node's ``changes`` count when its usage (of any type) or quotas last changed: what was
+        # read from a node at a later count is still true of it (``fair_tree.TreeValues``).
+        self.changed_at = vec[i64]([0] * n)
+        # What ``mark`` saved, for ``restore``.
+        self.marked_changed_at = vec[i64]([0] * n)
+        self.marked_changes = 0
+        self.marked_last_top = -1
         self.n_shares = len(shares)
         self.root = n - 1
         # Native arrays (``vec[i64]``): the compiled engine reads them without boxing an int.
@@ -123,7 +131,7 @@ class QuotaTree:
         limit) with a limit, else 0; U(cohort) = sum over children of max(0, U(c) - LQ(c)); shares'
         usage as it is (after a change of quotas, as Kueue's updateCohortTreeResources)."""
         n_types = self.n_types
-        self.changes += 1
+        self.touch_all()
         for i in range(self.n_shares, self.n_nodes):
             for t in range(n_types):
                 self.sq[i * n_types + t] = 0
@@ -157,6 +165,7 @@ class QuotaTree:
             k = i * n_types + t
             spill = self.passed_up(k, amount)
             self.usage[k] += amount
+            self.changed_at[i] = self.changes
             i = self.parent[i]
             if i < 0 or spill <= 0:
                 return
@@ -177,11 +186,35 @@ class QuotaTree:
             k = i * n_types + t
             given_back = -self.passed_up(k, -amount)
             self.usage[k] -= amount
+            self.changed_at[i] = self.changes
             self.last_top = i
             i = self.parent[i]
             if i < 0 or given_back <= 0:
                 return
             amount = given_back
+
+    def touch_all(self) -> None:
+        """Every node changed (its quotas, or what is read with them): nothing read before holds."""
+        self.changes += 1
+        for i in range(self.n_nodes):
+            self.changed_at[i] = self.changes
+
+    def mark(self) -> None:
+        """Before usage is changed and changed back (a question asked with some usage taken out):
+        the change counts and ``last_top``, which ``restore`` puts back, so that what was read from
+        the tree before stays valid after (the tree's usage is a function of the shares' usages
+        alone). Nothing read in between may be kept."""
+        self.marked_changes = self.changes
+        self.marked_last_top = self.last_top
+        for i in range(self.n_nodes):
+            self.marked_changed_at[i] = self.changed_at[i]
+
+    def restore(self) -> None:
+        """After the usage changed since ``mark`` was changed back."""
+        self.changes = self.marked_changes
+        self.last_top = self.marked_last_top
+        for i in range(self.n_nodes):
+            self.changed_at[i] = self.marked_changed_at[i]
 
     def passed_up(self, k: int, delta: i64) -> i64:
         """How much a change of ``delta`` in node-type ``k``'s usage changes what it stores in its

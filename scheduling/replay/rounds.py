@@ -14,7 +14,7 @@ from typing import Final
 from librt.vecs import vec
 from mypy_extensions import i64
 
-from scheduling.replay.fair_tree import TreeValues
+from scheduling.replay.fair_tree import TreeRound, TreeValues
 from scheduling.replay.queues import Queues
 from scheduling.replay.quota_tree import QuotaTree
 from scheduling.replay.refusals import Refusals
@@ -60,6 +60,8 @@ class Rounds:
         self.shares = shares
         self.tree = tree
         self.fair_tree = fair_tree
+        # Section 8 over 13: the round's tournament (one for every round).
+        self.tree_round = TreeRound(shares, fair_tree.seats) if fair_tree is not None else None
         self.strict = strict
         self.round_id = 0
         # The round's candidates (queue keys) and its cursor: the last admitted job's place.

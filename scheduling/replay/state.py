@@ -288,13 +288,11 @@ class TreeAccount(Account):
     def headroom_if_preempted(self) -> int:
         """``headroom`` were every account of its pool ``preemptible`` instances lighter (their
         scratch field). The tree's usage is a function of the shares' usages alone, so taking the
-        instances out, reading and putting them back leaves it as it was: its change count and
-        ``last_top`` are restored too, so that values kept at that count stay valid."""
+        instances out, reading and putting them back leaves it as it was (``QuotaTree.mark``)."""
         pool = self.pool
         tree = self.tree
         t = self.type
-        changes = tree.changes
-        last_top = tree.last_top
+        tree.mark()
         used = pool.used
         for other in pool.accounts:
             if other.preemptible:
@@ -304,8 +302,7 @@ class TreeAccount(Account):
         for other in pool.accounts:
             if other.preemptible:
                 tree.add(other.share.index, t, other.preemptible)
-        tree.changes = changes
-        tree.last_top = last_top
+        tree.restore()
         free = pool.capacity - used
         return free if free < available else available
 
