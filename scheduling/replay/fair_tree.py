@@ -280,26 +280,36 @@ class TreeRound:
     (``moved``): a pick rescans one share's groups, not the round's. One object serves every round
     of a replay (``start``)."""
 
-    __slots__ = ("shares", "groups_of", "seats", "calendar_changed_at")
+    __slots__ = ("shares", "groups_of", "seats", "calendar_changed_at", "live", "last")
 
     def __init__(self, shares: list[ShareState], seats: vec[Seat]) -> None:
         self.shares = shares
         self.groups_of: list[list[Group]] = [[] for _ in shares]
         self.seats = seats  # ``TreeValues.seats``: a share's seat is its node's (shares come first)
         self.calendar_changed_at = 0  # (the version of the calendar's last change)
+        # The groups with a job left to offer, and the group picked last (only a picked group moves
+        # on in a round over a tree): when none is left, the round ends without a tournament.
+        self.live = 0
+        self.last: Group | None = None
 
     def start(self, groups: list[Group], calendar_changed_at: int) -> None:
         """A new round of ``groups``: every share's nominee to be found."""
         self.calendar_changed_at = calendar_changed_at
+        self.live = 0
+        self.last = None
         for s in range(len(self.shares)):
             self.groups_of[s].clear()
             self.seats[s].known_at = -1
         for g in groups:
             self.groups_of[g.account.share.index].append(g)
+            if g.ptr < g.end:
+                self.live += 1
 
     def moved(self, g: Group) -> None:
-        """The group's cursor or jobs changed: its share's nominee is found again at the next pick."""
+        """The group, just picked, moves on (its cursor or jobs change): its share's nominee is found
+        again at the next pick."""
         self.seats[g.account.share.index].known_at = -1
+        self.last = g
 
     def nominate(self, values: TreeValues, s: int, version: int) -> None:
         """Share ``s``'s nominee at ``version`` and its ties, into its seat. A group's share value
@@ -325,6 +335,13 @@ def round_pick(values: TreeValues, tr: TreeRound, version: int) -> Group | None:
     the value the child would have with its nominee admitted. ``version``: the engine's state
     version (the groups' values are kept while it stands). The seats stay as the pick left them
     (``round_lead``)."""
+    last = tr.last
+    if last is not None:
+        tr.last = None
+        if last.ptr >= last.end:
+            tr.live -= 1
+    if tr.live == 0:
+        return None
     tree = values.tree
     seats = values.seats
     shares = tr.shares
