@@ -345,7 +345,8 @@ def round_pick(values: TreeValues, tr: TreeRound, version: int) -> Group | None:
     tree = values.tree
     seats = values.seats
     shares = tr.shares
-    n_shares = tree.n_shares
+    n_shares: i64 = tree.n_shares  # (i64 indexes: a vec read with an int converts it each time)
+    n_nodes: i64 = tree.n_nodes
     for node in range(n_shares):
         seat = seats[node]
         if seat.known_at < 0 or shares[node].usage_changed_at > seat.known_at:
@@ -353,19 +354,21 @@ def round_pick(values: TreeValues, tr: TreeRound, version: int) -> Group | None:
         g = seat.group
         if g is not None and g.tree_valued_at != version:
             _values_on_path(values, g, version)
-    for node in range(n_shares, tree.n_nodes):
+    for node in range(n_shares, n_nodes):
         seats[node].clear()
     # Children before parents: a cohort's nominee is settled before it is offered to its parent.
     # The value a node's nominee offers: the node's with its job admitted, at the node's place on the
     # path of the nominee's share (``_values_on_path``); its key: the one that won it the node.
     depth = tree.depth
+    parents = tree.parent
     for node in tree.bottom_up:
         seat = seats[node]
         up = seat.group
-        parent = tree.parent[node]
+        parent = parents[node]
         if up is None or parent < 0:
             continue
-        seats[parent].offer(up, up.tree_values[depth[up.account.share.index] - depth[node]].v, seat.queue)
+        place: i64 = depth[up.share_node] - depth[node]
+        seats[parent].offer(up, up.tree_values[place].v, seat.queue)
     return seats[tree.root].group
 
 

@@ -22,6 +22,8 @@ import math
 from collections.abc import Iterator
 from typing import Final
 
+from mypy_extensions import i64
+
 from scheduling.model import (
     Cause,
     FlavorPreference,
@@ -558,6 +560,7 @@ class Group:
     def __init__(self, account: Account, count: int, index: int):
         self.index = index  # its number in the wait history
         self.account = account
+        self.share_node: i64 = account.share.index  # (its share's node in a tree: shares come first)
         self.count = count
         self.jobs: list[int] = []  # queue keys
         self.level = 0  # its borrowing level as the round started (section 4 / 13's round order)
