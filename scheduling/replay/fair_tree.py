@@ -49,6 +49,15 @@ def node_value(
     return (False, borrowed_units * weight_den, lendable_units * weight_num)
 
 
+class Weight:
+    """A node's fair weight as the fraction its decimal text says (``rules.exact_number``)."""
+
+    __slots__ = ("num", "den")
+
+    def __init__(self, weight: float) -> None:
+        self.num, self.den = exact_number(weight)
+
+
 class TreeValues:
     """The tree's node values, read from the ``QuotaTree``'s usage as it is (a search's tentative
     shifts included). ``lendable[n]``: the GPU units n's parent could lend with nothing used, its
@@ -56,31 +65,26 @@ class TreeValues:
     with the calendar (``refresh``)."""
 
     __slots__ = (
-        "tree", "units", "weight_num", "weight_den", "lendable", "children", "known", "known_at", "play",
+        "tree", "units", "weights", "lendable", "children", "known", "known_at", "play",
         "below", "first", "seats", "theirs", "lowest",
     )  # fmt: skip
 
     def __init__(self, tree: QuotaTree, weights: list[float], units: list[int]) -> None:
         self.tree = tree
         self.units = vec[i64](units)  # GPU units per instance of each type (``fair.count_gpus_exactly``)
-        self.weight_num: list[int] = []
-        self.weight_den: list[int] = []
-        for weight in weights:
-            num, den = exact_number(weight)
-            self.weight_num.append(num)
-            self.weight_den.append(den)
-        self.children: list[list[int]] = [[] for _ in range(tree.n_nodes)]
-        for node in range(tree.n_nodes):
-            if tree.parent[node] >= 0:
-                self.children[tree.parent[node]].append(node)
+        self.weights = vec[Weight]([Weight(weight) for weight in weights])
+        self.children: list[vec[i64]] = [
+            vec[i64]([child for child in range(tree.n_nodes) if tree.parent[child] == node])
+            for node in range(tree.n_nodes)
+        ]
         self.lendable = vec[i64]([0] * tree.n_nodes)
         # Each node's value as last computed, and the tree's change count then (``value``).
-        self.known: list[KeptValue] = [KeptValue() for _ in range(tree.n_nodes)]
+        self.known = vec[KeptValue]([KeptValue() for _ in range(tree.n_nodes)])
         self.known_at = vec[i64]([-1] * tree.n_nodes)
         # Scratch of ``_target``, cleared at each call (it runs at every step of a victim search).
-        self.play: list[bool] = [False] * tree.n_nodes
-        self.below: list[bool] = [False] * tree.n_nodes
-        self.first: list[_Candidates | None] = [None] * tree.n_nodes
+        self.play = vec[bool]([False] * tree.n_nodes)
+        self.below = vec[bool]([False] * tree.n_nodes)
+        self.first = vec[_Candidates | None]([None] * tree.n_nodes)
         # Scratch of the round's tournament (``round_pick``), run at every pick: one seat per node.
         self.seats = vec[Seat]([Seat() for _ in range(tree.n_nodes)])
         # Scratch of ``refusal_before_search``: per other share of a pool, two values.
@@ -113,7 +117,7 @@ class TreeValues:
         self.known_at[node] = tree.changes
         return value
 
-    def all_values(self) -> list[KeptValue]:
+    def all_values(self) -> vec[KeptValue]:
         """Every node's value as the tree is, in the list ``value`` keeps them in (read it before
         the tree changes; not to be written)."""
         for node in range(self.tree.n_nodes):
@@ -157,7 +161,8 @@ class TreeValues:
             quota = tree.sq[k]
             if used > quota:
                 borrowed += self.units[u] * (used - quota)
-        return node_value(borrowed, self.lendable[node], self.weight_num[node], self.weight_den[node])
+        weight = self.weights[node]
+        return node_value(borrowed, self.lendable[node], weight.num, weight.den)
 
     def usage_with(self, node: int, share: int, t: int, count: int) -> i64:
         """U(node) of type t were ``count`` more used in ``share`` below it: the change climbs past
@@ -409,7 +414,8 @@ def _target(pools: list[_Candidates], own: ShareState, values: TreeValues) -> _C
     order. A share is in play with candidates left and, unless it is the job's own, a value above
     0; a cohort with a share in play below it and a value above 0 or on the job's share's path."""
     tree = values.tree
-    n = tree.n_nodes
+    n: i64 = tree.n_nodes  # (i64 indexes throughout: a vec read with an int converts it each time)
+    n_shares: i64 = tree.n_shares
     value = values.all_values()
     play = values.play
     below = values.below  # a child in play
@@ -421,42 +427,43 @@ def _target(pools: list[_Candidates], own: ShareState, values: TreeValues) -> _C
     for pool in pools:
         if pool.next is None:
             continue
-        s = pool.share.index
+        s: i64 = pool.share.index
         if pool.share is own or value_below(ZERO_VALUE, value[s].v):
             play[s] = True
             first[s] = pool
     on_path = tree.on_path
-    row = own.index * n
+    row: i64 = own.index * n
+    parents = tree.parent
     for node in tree.bottom_up:
-        if node >= tree.n_shares:
+        if node >= n_shares:
             play[node] = below[node] and (value_below(ZERO_VALUE, value[node].v) or on_path[row + node] != 0)
-        parent = tree.parent[node]
+        parent = parents[node]
         if play[node] and parent >= 0:
             below[parent] = True
             offered = first[node]
             assert offered is not None
             if _first_before(offered, first[parent], own):
                 first[parent] = offered
-    node = tree.root
+    at: i64 = tree.root
     while True:
-        share = -1
-        cohort = -1
-        for child in values.children[node]:
+        share: i64 = -1
+        cohort: i64 = -1
+        for child in values.children[at]:
             if not play[child]:
                 continue
-            if child < tree.n_shares:
+            if child < n_shares:
                 if share < 0 or _ranks_before(child, share, value, first, own):
                     share = child
             elif cohort < 0 or _ranks_before(child, cohort, value, first, own):
                 cohort = child
         if cohort >= 0 and (share < 0 or not value_below(value[cohort].v, value[share].v)):
-            node = cohort
+            at = cohort
             continue
         return first[share] if share >= 0 else None
 
 
 def _ranks_before(
-    a: int, b: int, value: list[KeptValue], first: list[_Candidates | None], own: ShareState
+    a: i64, b: i64, value: vec[KeptValue], first: vec[_Candidates | None], own: ShareState
 ) -> bool:
     """Node a before node b as a target: the higher value, then the first next candidate."""
     if value_below(value[b].v, value[a].v):
