@@ -5,9 +5,11 @@ the run goes back to the queue, or fails after its last attempt."""
 from __future__ import annotations
 
 from datetime import timedelta
+from types import SimpleNamespace
 
 from django.utils import timezone
 
+from planner.studies import attempts
 from planner.studies.models import RunStatus
 
 
@@ -20,11 +22,16 @@ def silent_run(world, seconds: float, attempts: int):
     return heartbeat
 
 
-def test_the_study_page_says_the_worker_stopped_answering_and_when_the_run_is_retried(world, settings):
+def test_the_study_page_says_the_worker_stopped_answering_and_when_the_run_is_retried(
+    world, settings, monkeypatch
+):
     settings.PLANNER_HEARTBEAT_SECONDS = 2
     settings.PLANNER_HEARTBEAT_STALE_SECONDS = 120
     settings.PLANNER_RUN_MAX_ATTEMPTS = 3
     heartbeat = silent_run(world, 50, attempts=1)
+    # The notes' clock stopped 50 s after the heartbeat: on a loaded machine a second passed between
+    # the two requests, and the second said "51 s ago".
+    monkeypatch.setattr(attempts, "timezone", SimpleNamespace(now=lambda: heartbeat + timedelta(seconds=50)))
     retry_at = f"{heartbeat + timedelta(seconds=120):%H:%M:%S}"  # heartbeat + the stale limit
     client = world.session("viewer")
     page = client.get(f"/studies/{world.study.pk}/").content.decode()
