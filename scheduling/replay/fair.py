@@ -315,10 +315,10 @@ def _may_pass(
 
 def no_room_at_all(job: Job) -> bool:
     """The job would not fit even were every candidate (``_preemptible``) preempted: its search
-    cannot make it fit (headroom only grows as usage falls). One cohort or a tree alike (the
-    tree's available, like section 3's headroom, is never lower with less usage anywhere). Sets
-    ``job.room_deficit`` (what the room lacks, which ``Refusals`` counts releases against) and
-    each account's ``preemptible``."""
+    cannot make it fit (headroom only grows as usage falls). One cohort's (over a tree,
+    ``fair_tree.refusal_before_search`` asks it with the tree's available, which is never lower
+    with less usage anywhere either). Sets ``job.room_deficit`` (what the room lacks, which
+    ``Refusals`` counts releases against) and each account's ``preemptible``."""
     account = job.account
     # Each account's preemptible instances, kept on it for this call (a list would be boxed).
     for other in account.pool.accounts:

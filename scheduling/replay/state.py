@@ -210,7 +210,8 @@ class Account:
 
     def headroom_if_preempted(self) -> int:
         """``headroom`` were every account of its pool ``preemptible`` instances lighter (their
-        scratch field), without changing them: the pool's sums as ``shift`` would change them."""
+        scratch field), without changing them: the pool's sums as ``shift`` would change them. (One
+        cohort's: over a tree, ``fair_tree.refusal_before_search`` reads the tree's available.)"""
         pool = self.pool
         used = pool.used
         borrowed = pool.borrowed
@@ -285,27 +286,6 @@ class TreeAccount(Account):
         pool = self.pool
         free = pool.capacity - (pool.used + delta)
         available = self.tree.available_with(self.node, self.type, delta)
-        return free if free < available else available
-
-    def headroom_if_preempted(self) -> int:
-        """``headroom`` were every account of its pool ``preemptible`` instances lighter (their
-        scratch field). The tree's usage is a function of the shares' usages alone, so taking the
-        instances out, reading and putting them back leaves it as it was (``QuotaTree.mark``)."""
-        pool = self.pool
-        tree = self.tree
-        t = self.type
-        tree.mark()
-        used = pool.used
-        for other in pool.accounts:
-            if other.preemptible:
-                tree.remove(other.share.index, t, other.preemptible)
-                used -= other.preemptible
-        available = tree.available(self.node, t)
-        for other in pool.accounts:
-            if other.preemptible:
-                tree.add(other.share.index, t, other.preemptible)
-        tree.restore()
-        free = pool.capacity - used
         return free if free < available else available
 
     def still_reclaimable_by(self, preemptor: Account) -> bool:
