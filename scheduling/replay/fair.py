@@ -313,6 +313,13 @@ def _may_pass(
     return (final and not value_below(value, lowest_new)) or (initial and value_below(lowest_new, value))
 
 
+def note_preemptible(job: Job) -> None:
+    """Each account of the job's pool: its instances the job's search could take (``_preemptible``),
+    kept on it (``Account.preemptible``, a scratch field: a list would be boxed)."""
+    for other in job.account.pool.accounts:
+        other.preemptible = _preemptible(job, other)
+
+
 def no_room_at_all(job: Job) -> bool:
     """The job would not fit even were every candidate (``_preemptible``) preempted: its search
     cannot make it fit (headroom only grows as usage falls). One cohort's (over a tree,
@@ -320,9 +327,7 @@ def no_room_at_all(job: Job) -> bool:
     with less usage anywhere either). Sets ``job.room_deficit`` (what the room lacks, which
     ``Refusals`` counts releases against) and each account's ``preemptible``."""
     account = job.account
-    # Each account's preemptible instances, kept on it for this call (a list would be boxed).
-    for other in account.pool.accounts:
-        other.preemptible = _preemptible(job, other)
+    note_preemptible(job)
     room = account.headroom_if_preempted()
     if job.count > room:
         job.room_deficit = job.count - room

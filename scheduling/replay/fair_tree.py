@@ -21,7 +21,7 @@ from scheduling.replay.fair import (
     FairValues,
     _Candidates,
     _may_pass,
-    _preemptible,
+    note_preemptible,
 )
 from scheduling.replay.quota_tree import QuotaTree
 from scheduling.replay.rules import (
@@ -118,7 +118,7 @@ class TreeValues:
         return value
 
     def all_values(self) -> vec[KeptValue]:
-        """Every node's value as the tree is, in the list ``value`` keeps them in (read it before
+        """Every node's value as the tree is, in the vec ``value`` keeps them in (read it before
         the tree changes; not to be written)."""
         for node in range(self.tree.n_nodes):
             self.value(node)
@@ -223,8 +223,8 @@ def _lowest_value_at(values: TreeValues, node: int, g: Group) -> tuple[bool, int
     return best
 
 
-def _values_on_path(values: TreeValues, g: Group, version: int) -> list[KeptValue]:
-    """The group's ``tree_values``: the values the nodes on its share's path below the root would have
+def _values_on_path(values: TreeValues, g: Group, version: int) -> None:
+    """Sets the group's ``tree_values``: the values the nodes on its share's path below the root would have
     with its next job admitted (section 12 **(choice)**: for a job that accepts several types, the
     lowest over them, at each level). They change only with usage or the calendar (``version``), so
     a round passing over job after job behind a refusal computes them once."""
@@ -240,7 +240,6 @@ def _values_on_path(values: TreeValues, g: Group, version: int) -> list[KeptValu
             values.path_values_with(share, account.type, g.count, kept, first)
             first = False
         g.tree_valued_at = version
-    return g.tree_values
 
 
 class Seat:
@@ -517,8 +516,7 @@ def refusal_before_search(job: Job, values: TreeValues, final: bool, initial: bo
     t = account.type
     own = account.share.index
     accounts = pool.accounts
-    for other in accounts:
-        other.preemptible = _preemptible(job, other)
+    note_preemptible(job)
     # The target sides' values as they are (scratch fields: a list of tuples would allocate).
     theirs = values.theirs
     lowest = values.lowest
