@@ -66,7 +66,7 @@ class TreeValues:
 
     __slots__ = (
         "tree", "units", "weights", "lendable", "children", "known", "known_at", "play",
-        "below", "first", "seats", "theirs", "lowest",
+        "below", "first", "seats", "lowest",
     )  # fmt: skip
 
     def __init__(self, tree: QuotaTree, weights: list[float], units: list[int]) -> None:
@@ -87,8 +87,7 @@ class TreeValues:
         self.first = vec[_Candidates | None]([None] * tree.n_nodes)
         # Scratch of the round's tournament (``round_pick``), run at every pick: one seat per node.
         self.seats = vec[Seat]([Seat() for _ in range(tree.n_nodes)])
-        # Scratch of ``refusal_before_search``: per other share of a pool, two values.
-        self.theirs: list[KeptValue] = [KeptValue() for _ in range(tree.n_shares)]
+        # Scratch of ``refusal_before_search``: per other share of a pool, the job's side's lowest value.
         self.lowest: list[KeptValue] = [KeptValue() for _ in range(tree.n_shares)]
         self.refresh()
 
@@ -131,6 +130,10 @@ class TreeValues:
         if count != 0:
             delta = self.usage_with(node, share, t, count) - self.tree.usage[node * self.tree.n_types + t]
         return self._value_changed(node, t, delta)
+
+    def shifted_value(self, node: int, t: int) -> tuple[bool, int, int]:
+        """The node's value with its usage of type t as shifted (``QuotaTree.shift_usage``)."""
+        return self._value_changed(node, t, self.tree.shift[node])
 
     def path_values_with(self, share: int, t: int, count: int, out: list[KeptValue], first: bool) -> None:
         """``value_with`` of every node on ``share``'s path below the root, by place on the path, into
@@ -508,8 +511,8 @@ def refusal_before_search(job: Job, values: TreeValues, final: bool, initial: bo
     side's: in a search the target side's value only falls (its usage only falls) and the job's
     side's is never below its value with the job admitted and every candidate preempted (values
     grow with usage), so a share whose candidates fail that comparison has none that could be
-    taken. Every candidate is taken out of the tree once, for both rooms and the lowest values, and
-    put back (``QuotaTree.mark``)."""
+    taken. The candidates are taken out, and the job put in, as the tree's ``shift``: the tree and
+    the values kept from it stay as they are."""
     account = job.account
     pool = account.pool
     tree = values.tree
@@ -517,46 +520,38 @@ def refusal_before_search(job: Job, values: TreeValues, final: bool, initial: bo
     own = account.share.index
     accounts = pool.accounts
     note_preemptible(job)
-    # The target sides' values as they are (scratch fields: a list of tuples would allocate).
-    theirs = values.theirs
-    lowest = values.lowest
-    i = 0
-    for other in accounts:
-        if other.preemptible and other is not account:
-            theirs[i].v = values.value(values.almost_lcas(own, other.share.index)[1])
-            i += 1
-    tree.mark()
+    tree.clear_shift()
     used = pool.used
     for other in accounts:
         if other.preemptible:
-            tree.remove(other.share.index, t, other.preemptible)
+            tree.shift_usage(other.share.index, t, -other.preemptible)
             used -= other.preemptible
-    outcome = _room_refusal(job, pool.capacity - used, tree.available(own, t), NO_ROOM_AT_ALL)
-    if outcome == SEARCH_NEEDED:
-        # The job's sides' lowest values: the job admitted, every candidate out.
-        tree.add(own, t, job.count)
-        i = 0
-        for other in accounts:
-            if other.preemptible and other is not account:
-                lowest[i].v = values.value_with(values.almost_lcas(own, other.share.index)[0], 0, 0, 0)
-                i += 1
-        tree.remove(own, t, job.count)
-        dropped = False
-        i = 0
-        for other in accounts:
-            if other.preemptible and other is not account:
-                if not _may_pass(final, initial, lowest[i].v, theirs[i].v):
-                    tree.add(other.share.index, t, other.preemptible)  # back: none could be taken
-                    used += other.preemptible
-                    other.preemptible = 0
-                    dropped = True
-                i += 1
-        if dropped:
-            outcome = _room_refusal(job, pool.capacity - used, tree.available(own, t), NO_ROOM_PASSING)
+    outcome = _room_refusal(job, pool.capacity - used, tree.shifted_available(own, t), NO_ROOM_AT_ALL)
+    if outcome != SEARCH_NEEDED:
+        return outcome
+    # The job's side's lowest value against each other share's target side's value as it is.
+    lowest = values.lowest
+    tree.shift_usage(own, t, job.count)
+    i = 0
     for other in accounts:
-        if other.preemptible:
-            tree.add(other.share.index, t, other.preemptible)
-    tree.restore()
+        if other.preemptible and other is not account:
+            mine = values.almost_lcas(own, other.share.index)[0]
+            lowest[i].v = values.shifted_value(mine, t)
+            i += 1
+    tree.shift_usage(own, t, -job.count)
+    dropped = False
+    i = 0
+    for other in accounts:
+        if other.preemptible and other is not account:
+            theirs = values.value(values.almost_lcas(own, other.share.index)[1])
+            if not _may_pass(final, initial, lowest[i].v, theirs):
+                tree.shift_usage(other.share.index, t, other.preemptible)  # back: none could be taken
+                used += other.preemptible
+                other.preemptible = 0
+                dropped = True
+            i += 1
+    if dropped:
+        outcome = _room_refusal(job, pool.capacity - used, tree.shifted_available(own, t), NO_ROOM_PASSING)
     return outcome
 
 

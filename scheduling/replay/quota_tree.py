@@ -27,8 +27,7 @@ class QuotaTree:
     __slots__ = (
         "n_types", "n_nodes", "n_shares", "root", "parent", "height", "own", "borrowing_limit",
         "lending_limit", "sq", "lq", "usage", "bottom_up", "lca", "names", "depth", "paths", "on_path",
-        "last_top", "changes", "path_change", "changed_at", "marked_changed_at", "marked_changes",
-        "marked_last_top",
+        "last_top", "changes", "path_change", "changed_at", "shift",
     )  # fmt: skip
 
     def __init__(self, nodes: list[Node], shares: list[str], capacity: list[int], types: list[str]) -> None:
@@ -47,10 +46,8 @@ class QuotaTree:
         # Each node's ``changes`` count when its usage (of any type) or quotas last changed: what was
         # read from a node at a later count is still true of it (``fair_tree.TreeValues``).
         self.changed_at = vec[i64]([0] * n)
-        # What ``mark`` saved, for ``restore``.
-        self.marked_changed_at = vec[i64]([0] * n)
-        self.marked_changes = 0
-        self.marked_last_top = -1
+        # A question's usage change per node, of one type, beside the usage (``shift_usage``).
+        self.shift = vec[i64]([0] * n)
         self.n_shares = len(shares)
         self.root = n - 1
         # Native arrays (``vec[i64]``): the compiled engine reads them without boxing an int.
@@ -199,23 +196,6 @@ class QuotaTree:
         for i in range(self.n_nodes):
             self.changed_at[i] = self.changes
 
-    def mark(self) -> None:
-        """Before usage is changed and changed back (a question asked with some usage taken out):
-        the change counts and ``last_top``, which ``restore`` puts back, so that what was read from
-        the tree before stays valid after (the tree's usage is a function of the shares' usages
-        alone). Nothing read in between may be kept."""
-        self.marked_changes = self.changes
-        self.marked_last_top = self.last_top
-        for i in range(self.n_nodes):
-            self.marked_changed_at[i] = self.changed_at[i]
-
-    def restore(self) -> None:
-        """After the usage changed since ``mark`` was changed back."""
-        self.changes = self.marked_changes
-        self.last_top = self.marked_last_top
-        for i in range(self.n_nodes):
-            self.changed_at[i] = self.marked_changed_at[i]
-
     def passed_up(self, k: int, delta: i64) -> i64:
         """How much a change of ``delta`` in node-type ``k``'s usage changes what it stores in its
         parent: max(0, U + delta - LQ) - max(0, U - LQ) (Kueue's addUsage / removeUsage: only what
@@ -230,6 +210,49 @@ class QuotaTree:
         if before > lq:
             stored_before = before - lq
         return stored_after - stored_before
+
+    # --- questions asked with usage shifted, nothing written ------------------------------------
+
+    def clear_shift(self) -> None:
+        """No usage shifted: ``shifted_available`` reads the tree as it is."""
+        for i in range(self.n_nodes):
+            self.shift[i] = 0
+
+    def shift_usage(self, node: int, t: int, delta: int) -> None:
+        """As ``add`` (delta > 0) or ``remove`` (delta < 0) of a share's usage, into ``shift`` and not
+        the usage: a question asked with some usage taken out or put in (a fair search's candidates,
+        the job) leaves the tree, its change counts and the values kept from it as they are. The
+        tree's usage is a function of the shares' usages alone, so shifts add up in any order and
+        one undoes another."""
+        n_types = self.n_types
+        shift = self.shift
+        i: i64 = node
+        change: i64 = delta
+        while True:
+            k = i * n_types + t
+            used = self.usage[k] + shift[i]
+            up = _stored(used + change, self.lq[k]) - _stored(used, self.lq[k])
+            shift[i] += change
+            i = self.parent[i]
+            if i < 0 or up == 0:
+                return
+            change = up
+
+    def shifted_available(self, node: int, t: int) -> int:
+        """``available`` with each node's usage of type t ``shift`` more."""
+        n_types = self.n_types
+        shift = self.shift
+        path = self.paths[node]
+        root: i64 = self.root
+        k = root * n_types + t
+        p = self.sq[k] - (self.usage[k] + shift[root])
+        if p < 0:
+            p = 0
+        for place in range(len(path) - 2, -1, -1):
+            i = path[place]
+            k = i * n_types + t
+            p = self._available_below(k, p, self.usage[k] + shift[i])
+        return p
 
     def release_reaches(self, released: int, share: int) -> bool:
         """Whether the last ``remove`` (of a job of ``released``) lowered the usage of a node below the
@@ -277,7 +300,9 @@ class QuotaTree:
                 p = cap
         if lq > used:
             p += lq - used
-        return p if p > 0 else 0
+        if p < 0:
+            p = 0  # (not ``p if p > 0 else 0``: the literal boxes the result)
+        return p
 
     def available_with(self, node: int, t: int, delta: int) -> int:
         """``available`` were the node's usage of type t ``delta`` more (a share: ``add`` or
@@ -333,7 +358,8 @@ class QuotaTree:
             if usage[k] + remaining <= self.sq[k] or self.parent[node] < 0:
                 return self.height[node]
             free = self.lq[k] - usage[k]
-            remaining -= free if free > 0 else 0
+            if free > 0:
+                remaining -= free
             node = self.parent[node]
 
     def advantage_at(self, share: int, t: int, count: int, lca: int) -> bool:
@@ -352,8 +378,10 @@ class QuotaTree:
             if used + remaining <= self.sq[k]:
                 return True
             free = self.lq[k] - used
-            if free > 0:
-                remaining = remaining - free if remaining > free else 0
+            if free >= remaining:
+                remaining = 0
+            elif free > 0:
+                remaining -= free
             node = self.parent[node]
         return False
 
@@ -391,6 +419,14 @@ class QuotaTree:
         """The tree's borrowing invariant for a type (section 3's, over the tree): the root stores no
         more than its subtree quota."""
         return not self.over_quota(self.root, t)
+
+
+def _stored(used: i64, lq: i64) -> i64:
+    """What a node using ``used`` stores in its parent: what exceeds its local quota."""
+    if used > lq:
+        return used - lq
+    none: i64 = 0  # (a literal 0 in a conditional expression would box the i64 result)
+    return none
 
 
 def quota_tree(policy: Policy, types: list[str]) -> QuotaTree:

@@ -579,6 +579,33 @@ def test_quota_tree_matches_cohort_tree_on_random_trees(seed):
                     slow.add_usage(sh["name"], "gpu", -delta)
                 assert fast.available_with(i, 0, delta) == expected
                 assert list(fast.usage) == usage
+        # shift_usage (a refusal's question: several shares' usage taken out, the job put in, nothing
+        # written) against the readable tree with those changes made and undone
+        outs = [rng.randint(0, h) for h in held]
+        j = rng.randrange(len(shares))
+        count = rng.randint(1, 3)
+        changes = [(sh["name"], -out) for sh, out in zip(shares, outs, strict=True) if out]
+        changes.append((shares[j]["name"], count))
+        usage, changed_at = list(fast.usage), list(fast.changed_at)
+        fast.clear_shift()
+        for i, out in enumerate(outs):
+            if out:
+                fast.shift_usage(i, 0, -out)
+        fast.shift_usage(j, 0, count)
+        for name, delta in changes:
+            (slow.add_usage if delta > 0 else slow.remove_usage)(name, "gpu", abs(delta))
+        for i, node in enumerate(fast.names):
+            assert fast.usage[i] + fast.shift[i] == slow.usage[node]["gpu"]
+        for i, sh in enumerate(shares):
+            assert fast.shifted_available(i, 0) == slow.available(sh["name"], "gpu")
+        for name, delta in reversed(changes):
+            (slow.remove_usage if delta > 0 else slow.add_usage)(name, "gpu", abs(delta))
+        fast.shift_usage(j, 0, -count)  # one shift undoes another
+        for i, out in enumerate(outs):
+            if out:
+                fast.shift_usage(i, 0, out)
+        assert list(fast.shift) == [0] * fast.n_nodes
+        assert (list(fast.usage), list(fast.changed_at)) == (usage, changed_at)
 
 
 @pytest.mark.parametrize("seed", range(60))
