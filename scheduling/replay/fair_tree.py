@@ -136,18 +136,18 @@ class TreeValues:
         return self._value_changed(node, t, self.tree.shift[node])
 
     def path_values_with(self, share: int, t: int, count: int, out: list[KeptValue], first: bool) -> None:
-        """``value_with`` of every node on ``share``'s path below the root, by place on the path, into
-        ``out``, in one climb; unless ``first``, only where lower than what ``out`` holds (section
-        12's lowest over a job's types)."""
+        """``value_with`` of every cohort on ``share``'s path below the root, by place on the path from
+        its parent (``out[0]``), into ``out``, in one climb; unless ``first``, only where lower than what
+        ``out`` holds (section 12's lowest over a job's types). (The share's own is ``Group.value``.)"""
         tree = self.tree
         n_types = tree.n_types
         path = tree.paths[share]
-        delta: i64 = count
-        for place in range(len(path) - 1):
+        delta: i64 = tree.passed_up(share * n_types + t, count)
+        for place in range(1, len(path) - 1):
             node = path[place]
             value = self._value_changed(node, t, delta)
-            if first or value_below(value, out[place].v):
-                out[place].v = value
+            if first or value_below(value, out[place - 1].v):
+                out[place - 1].v = value
             if delta != 0:
                 delta = tree.passed_up(node * n_types + t, delta)
 
@@ -227,14 +227,15 @@ def _lowest_value_at(values: TreeValues, node: int, g: Group) -> tuple[bool, int
 
 
 def _values_on_path(values: TreeValues, g: Group, version: int) -> None:
-    """Sets the group's ``tree_values``: the values the nodes on its share's path below the root would have
-    with its next job admitted (section 12 **(choice)**: for a job that accepts several types, the
-    lowest over them, at each level). They change only with usage or the calendar (``version``), so
-    a round passing over job after job behind a refusal computes them once."""
+    """Sets the group's ``tree_values``: the values the cohorts on its share's path below the root would
+    have with its next job admitted (section 12 **(choice)**: for a job that accepts several types, the
+    lowest over them, at each level; its share's own is ``Group.value``). They change only with usage or
+    the calendar (``version``), so a round passing over job after job behind a refusal computes them
+    once."""
     if g.tree_valued_at != version:
         share = g.account.share.index
         kept = g.tree_values
-        while len(kept) < len(values.tree.paths[share]) - 1:  # (a group's share, and its path, never change)
+        while len(kept) < len(values.tree.paths[share]) - 2:  # (a group's share, and its path, never change)
             kept.append(KeptValue())
         if not g.flavors:
             values.path_values_with(share, g.account.type, g.count, kept, True)
@@ -364,8 +365,9 @@ def round_pick(values: TreeValues, tr: TreeRound, version: int) -> Group | None:
     for node in range(n_shares, n_nodes):
         seats[node].clear()
     # Children before parents: a cohort's nominee is settled before it is offered to its parent.
-    # The value a node's nominee offers: the node's with its job admitted, at the node's place on the
-    # path of the nominee's share (``_values_on_path``); its key: the one that won it the node.
+    # The value a node's nominee offers: the node's with its job admitted: a share's, its group's value;
+    # a cohort's, at the cohort's place on the path of the nominee's share (``_values_on_path``); its
+    # key: the one that won it the node.
     depth = tree.depth
     parents = tree.parent
     for node in tree.bottom_up:
@@ -374,8 +376,11 @@ def round_pick(values: TreeValues, tr: TreeRound, version: int) -> Group | None:
         parent = parents[node]
         if up is None or parent < 0:
             continue
-        place: i64 = depth[up.share_node] - depth[node]
-        seats[parent].offer(up, up.tree_values[place].v, seat.queue)
+        if node < n_shares:
+            seats[parent].offer(up, seat.value, seat.queue)
+        else:
+            place: i64 = depth[up.share_node] - depth[node]
+            seats[parent].offer(up, up.tree_values[place - 1].v, seat.queue)
     return seats[tree.root].group
 
 

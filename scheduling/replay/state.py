@@ -568,7 +568,7 @@ class Group:
         self.wake = 0  # asleep: the place of its job at ``same_until`` (from there it is offered again)
         self.value: tuple[bool, int, int] = (False, 0, 1)
         self.valued_at = -1
-        # Fair sharing over a tree: the values each node of its share's path (the root aside) would
+        # Fair sharing over a tree: the values each cohort of its share's path (the root aside) would
         # have with its job admitted, and the version they were computed at (``fair_tree.round_pick``).
         self.tree_values: list[KeptValue] = []
         self.tree_valued_at = -1
