@@ -9,7 +9,7 @@ import bisect
 from typing import Final
 
 from scheduling.replay.fair import cohort_pick, same_candidates_until
-from scheduling.replay.fair_tree import TreeValues, round_lead, round_pick
+from scheduling.replay.fair_tree import TreeValues, round_lead, round_pick, tied_run_end, tied_seat
 from scheduling.replay.preemption_loops import PreemptionLoops
 from scheduling.replay.rounds import Admission, Rounds
 from scheduling.replay.rules import (
@@ -79,7 +79,11 @@ def fair_round(r: Rounds, admission: Admission, now: float, lendable: float, loo
         if refusals.behind_refusal(g, key):
             # Behind a refusal (in this round or an earlier one), nothing changed since.
             _note_reason(r, g, key, version, now)  # (passed over is refused, as far as why it waits)
-            g.ptr = g.ptr + 1 if tree_round is None else _past_refusal(fair_tree, g)
+            if tree_round is None:
+                g.ptr += 1
+            else:
+                g.ptr = _past_refusal(fair_tree, g)
+                _pass_over_tied(r, g, version, now)
             continue
         job = r.queues.job_of(key)
         if refusals.holds(job):
@@ -136,6 +140,7 @@ def _refused(r: Rounds, g: Group, job: Job, outcome: int, version: int, now: flo
     ):
         # (the refusal changed nothing: its next job would be picked, and passed over, next)
         g.ptr = _past_refusal(fair_tree, g)
+        _pass_over_tied(r, g, version, now)
 
 
 def _offered(r: Rounds) -> list[Group]:
@@ -189,6 +194,36 @@ def _past_refusal(values: TreeValues | None, g: Group) -> int:
     assert values is not None
     limit = min(round_lead(values, g), g.same_until)
     return g.end if limit == NO_KEY else max(g.ptr + 1, bisect_left(g.jobs, limit, g.ptr, g.end))
+
+
+def _pass_over_tied(r: Rounds, g: Group, version: int, now: float) -> None:
+    """Over a tree, after the group's jobs behind its refusal were passed over (``_past_refusal``): when
+    a tie with another group behind its own refusal stopped them (``fair_tree.tied_seat``), the
+    round would pass over the jobs of the two in turn, one pick each; they are passed over at once,
+    up to where the run ends (``fair_tree.tied_run_end``), the partner's reason noted as its first
+    pick would."""
+    values = r.fair_tree
+    tree_round = r.tree_round
+    assert values is not None and tree_round is not None
+    if g.ptr >= g.end:
+        return
+    at = tied_seat(values, g)
+    if at < 0:
+        return
+    partner = values.seats[at].tie_group
+    assert partner is not None
+    if partner.ptr >= partner.end:
+        return
+    key = partner.jobs[partner.ptr]
+    if not r.refusals.behind_refusal(partner, key):
+        return
+    end = tied_run_end(values, g, partner, at)
+    if end <= key:
+        return
+    g.ptr = bisect_left(g.jobs, end, g.ptr, g.end)
+    _note_reason(r, partner, key, version, now)
+    partner.ptr = bisect_left(partner.jobs, end, partner.ptr, partner.end)
+    tree_round.passed(partner)
 
 
 def _wake_asleep(groups: list[Group], version: int, value: tuple[bool, int, int], key: int) -> None:

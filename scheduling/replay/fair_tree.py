@@ -10,6 +10,9 @@ cohort, each node has its own denominator, so it is carried in the triple.
 
 from __future__ import annotations
 
+import bisect
+from typing import Final
+
 from librt.vecs import vec
 from mypy_extensions import i64
 
@@ -34,6 +37,8 @@ from scheduling.replay.rules import (
     victim_key,
 )
 from scheduling.replay.state import Account, Group, Job, KeptValue, ShareState, TypePool
+
+bisect_left: Final = bisect.bisect_left
 
 
 def node_value(
@@ -250,15 +255,16 @@ class Seat:
     """A node's place in the round's tournament (``round_pick``; a share's seat keeps its nominee
     through the round, ``TreeRound``): the group it offers up, the value and queue key that won it
     the node, and ``tie``, the smallest queue key among the offers beaten only in queue order (of
-    equal value), ``NO_KEY`` when none: the winner's jobs up to that key keep winning the node
-    while nothing changes. (Fields of a native object: lists of them would box every int and
-    tuple.)"""
+    equal value), ``NO_KEY`` when none, and ``tie_group``, the group that offered it: the winner's
+    jobs up to that key keep winning the node while nothing changes. (Fields of a native object:
+    lists of them would box every int and tuple.)"""
 
     def __init__(self) -> None:
         self.group: Group | None = None
         self.value: tuple[bool, int, int] = ZERO_VALUE
         self.queue = 0
         self.tie = NO_KEY
+        self.tie_group: Group | None = None  # (read only while ``tie`` is not NO_KEY)
         self.known_at = -1  # a share's seat: the version its nominee was found at (-1: to be found again)
 
     def clear(self) -> None:
@@ -273,10 +279,11 @@ class Seat:
             self.group, self.value, self.queue, self.tie = up, value, queue, NO_KEY
         elif value_equal(value, self.value):
             if queue < self.queue:
-                self.tie = min(self.tie, self.queue)
+                if self.queue < self.tie:
+                    self.tie, self.tie_group = self.queue, self.group
                 self.group, self.queue = up, queue
-            else:
-                self.tie = min(self.tie, queue)
+            elif queue < self.tie:
+                self.tie, self.tie_group = queue, up
 
 
 class TreeRound:
@@ -318,6 +325,13 @@ class TreeRound:
         again at the next pick."""
         self.seats[g.account.share.index].known_at = -1
         self.last = g
+
+    def passed(self, g: Group) -> None:
+        """The group, not the pick, moved on (passed over with it, ``fair_round._pass_over_tied``): its
+        share's nominee is found again, and it is counted out when it has no job left."""
+        self.seats[g.account.share.index].known_at = -1
+        if g.ptr >= g.end:
+            self.live -= 1
 
     def nominate(self, values: TreeValues, s: int, version: int) -> None:
         """Share ``s``'s nominee at ``version`` and its ties, into its seat. A group's share value
@@ -397,6 +411,78 @@ def round_lead(values: TreeValues, g: Group) -> int:
         if tie < bound:
             bound = tie
     return bound
+
+
+def tied_seat(values: TreeValues, g: Group) -> int:
+    """The seat whose tie stops the round's pick ``g`` (``round_lead``) when the runs of g and of the
+    group that offered the tie, its partner (``Seat.tie_group``), can be passed over together
+    (``tied_run_end``): a seat with two children, g's side and the partner's (so the partner won the
+    seats below it on its side, and the seat sees no other offer), where the two groups' values are
+    equal at every cohort from the seat up (so that the partner, when its key comes first, wins every
+    seat above that g won). -1 otherwise."""
+    tree = values.tree
+    seats = values.seats
+    bound = g.same_until
+    at: i64 = -1
+    for node in tree.paths[g.account.share.index]:
+        tie = seats[node].tie
+        if tie < bound:
+            bound = tie
+            at = node
+    if at < tree.n_shares or len(values.children[at]) != 2:  # (at < 0: same_until bounds it)
+        return -1
+    partner = seats[at].tie_group
+    assert partner is not None
+    mine = g.tree_values
+    theirs = partner.tree_values
+    depth = tree.depth
+    node = at
+    while node != tree.root:
+        if not value_equal(
+            mine[depth[g.share_node] - depth[node] - 1].v,
+            theirs[depth[partner.share_node] - depth[node] - 1].v,
+        ):
+            return -1
+        node = tree.parent[node]
+    return at
+
+
+def tied_run_end(values: TreeValues, g: Group, partner: Group, at: int) -> int:
+    """Where the run of jobs passed over one after another ends when the round's pick ``g``, behind its
+    refusal, was stopped by a tie at seat ``at`` with ``partner`` (``tied_seat``), itself behind its
+    refusal: from there the jobs of the two win in turn in queue order, each passed over, as long as
+    each side offers its group at the seat and no other offer wins above it: up to the first tie
+    above the seat, the groups' ``same_until``, and the end of each side's run (``_side_end``). Every
+    job of either before the returned key is passed over."""
+    seats = values.seats
+    end = min(g.same_until, partner.same_until)
+    for node in values.tree.paths[at]:
+        if node != at and seats[node].tie < end:
+            end = seats[node].tie
+    return _side_end(values, partner, at, _side_end(values, g, at, end))
+
+
+def _side_end(values: TreeValues, g: Group, at: int, end: int) -> int:
+    """``end`` bounded by where ``g``'s side of seat ``at`` stops offering g: past a tie at a seat below
+    ``at`` on g's path, or past g's last job. When g's share is a child of the seat, what its share
+    offers next has at least g's value there (a tie of the share's seat: the same), so only that
+    tie bounds the run; with a cohort between them, the next offer of the side has some other value
+    at the seat, so the run ends with g's last job before such a tie."""
+    tree = values.tree
+    seats = values.seats
+    share = g.account.share.index
+    below = NO_KEY
+    for node in tree.paths[share]:
+        if node == at:
+            break
+        if seats[node].tie < below:
+            below = seats[node].tie
+    if tree.parent[share] == at:
+        return min(end, below)
+    i = bisect_left(g.jobs, below, g.ptr, g.end)
+    if i == g.ptr:
+        return -NO_KEY  # (g no longer wins the seats below: nothing is passed over together)
+    return min(end, g.jobs[i - 1] + 1)
 
 
 # --- the victim search ---------------------------------------------------------------------------
