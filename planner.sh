@@ -101,7 +101,24 @@ stop() {
 }
 trap stop EXIT INT TERM
 
-sleep 2
+# "The planner is at" only once the site answers: each web worker loads Django first, which on a
+# busy machine takes longer than a browser (or a script) would wait for its first page.
+answers() {
+    .venv/bin/python - "http://$HOST:$PORT/login/" <<'PY'
+import sys, urllib.error, urllib.request
+try:
+    urllib.request.urlopen(sys.argv[1], timeout=5).close()
+except urllib.error.HTTPError:
+    pass  # an answer all the same
+except OSError:
+    sys.exit(1)
+PY
+}
+for _ in $(seq 120); do
+    answers && break
+    kill -0 "$SERVER" 2>/dev/null || { echo "the web server stopped before it answered" >&2; exit 1; }
+    sleep 1
+done
 cat <<INFO
 
   The planner is at http://$HOST:$PORT/   (API: http://$HOST:$PORT/api/docs/, admin: /admin/)
