@@ -9,7 +9,7 @@ import bisect
 from typing import Final
 
 from scheduling.replay.fair import cohort_pick, same_candidates_until
-from scheduling.replay.fair_tree import TreeValues, round_lead, round_pick, tied_run_end, tied_seat
+from scheduling.replay.fair_tree import lead_bound, lead_seat, round_pick, tied_run_end, tied_seat
 from scheduling.replay.preemption_loops import PreemptionLoops
 from scheduling.replay.rounds import Admission, Rounds
 from scheduling.replay.rules import (
@@ -79,11 +79,10 @@ def fair_round(r: Rounds, admission: Admission, now: float, lendable: float, loo
         if refusals.behind_refusal(g, key):
             # Behind a refusal (in this round or an earlier one), nothing changed since.
             _note_reason(r, g, key, version, now)  # (passed over is refused, as far as why it waits)
-            if tree_round is None:
+            if fair_tree is None:
                 g.ptr += 1
             else:
-                g.ptr = _past_refusal(fair_tree, g)
-                _pass_over_tied(r, g, version, now)
+                _past_refusal(r, g, lead_seat(fair_tree, g), version, now)
             continue
         job = r.queues.job_of(key)
         if refusals.holds(job):
@@ -133,14 +132,11 @@ def _refused(r: Rounds, g: Group, job: Job, outcome: int, version: int, now: flo
     if fair_tree is None:
         g.asleep_at = version
         g.wake = g.end if g.same_until == NO_KEY else bisect_left(g.jobs, g.same_until, g.ptr, g.end)
-    elif (
-        g.ptr < g.end
-        and refusals.version == version
-        and g.jobs[g.ptr] < min(round_lead(fair_tree, g), g.same_until)
-    ):
-        # (the refusal changed nothing: its next job would be picked, and passed over, next)
-        g.ptr = _past_refusal(fair_tree, g)
-        _pass_over_tied(r, g, version, now)
+    elif g.ptr < g.end and refusals.version == version:
+        at = lead_seat(fair_tree, g)
+        if g.jobs[g.ptr] < lead_bound(fair_tree, g, at):
+            # (the refusal changed nothing: its next job would be picked, and passed over, next)
+            _past_refusal(r, g, at, version, now)
 
 
 def _offered(r: Rounds) -> list[Group]:
@@ -187,27 +183,30 @@ def _speaks_until(r: Rounds, g: Group, job: Job, outcome: int) -> int:
     return same_candidates_until(g, job, g.ptr, r.queues.by_arrival, r.queues.n_jobs)
 
 
-def _past_refusal(values: TreeValues | None, g: Group) -> int:
-    """Over a tree: where the group's cursor goes when the pick is behind its refusal. Its jobs that
-    would be picked next one after another (``round_lead``), each passed over, are passed over at
-    once (up to its first job with other candidates)."""
+def _past_refusal(r: Rounds, g: Group, at: int, version: int, now: float) -> None:
+    """Over a tree, the round's pick ``g`` behind its refusal: its jobs that would be picked next one
+    after another, each passed over, are passed over at once, up to the bound of its lead
+    (``lead_seat`` ``at``, ``lead_bound``: its first job with other candidates at the latest), and
+    at least the picked one; then those of a group tied with it (``_pass_over_tied``)."""
+    values = r.fair_tree
     assert values is not None
-    limit = min(round_lead(values, g), g.same_until)
-    return g.end if limit == NO_KEY else max(g.ptr + 1, bisect_left(g.jobs, limit, g.ptr, g.end))
+    limit = lead_bound(values, g, at)
+    g.ptr = g.end if limit == NO_KEY else max(g.ptr + 1, bisect_left(g.jobs, limit, g.ptr, g.end))
+    _pass_over_tied(r, g, at, version, now)
 
 
-def _pass_over_tied(r: Rounds, g: Group, version: int, now: float) -> None:
-    """Over a tree, after the group's jobs behind its refusal were passed over (``_past_refusal``): when
-    a tie with another group behind its own refusal stopped them (``fair_tree.tied_seat``), the
-    round would pass over the jobs of the two in turn, one pick each; they are passed over at once,
-    up to where the run ends (``fair_tree.tied_run_end``), the partner's reason noted as its first
-    pick would."""
+def _pass_over_tied(r: Rounds, g: Group, at: int, version: int, now: float) -> None:
+    """Over a tree, after the group's jobs behind its refusal were passed over up to its lead's bound
+    (seat ``at``, ``_past_refusal``): when a tie with another group behind its own refusal stopped
+    them (``fair_tree.tied_seat``), the round would pass over the jobs of the two in turn, one pick
+    each; they are passed over at once, up to where the run ends (``fair_tree.tied_run_end``), the
+    partner's reason noted as its first pick would."""
     values = r.fair_tree
     tree_round = r.tree_round
     assert values is not None and tree_round is not None
     if g.ptr >= g.end:
         return
-    at = tied_seat(values, g)
+    at = tied_seat(values, g, at)
     if at < 0:
         return
     partner = values.seats[at].tie_group

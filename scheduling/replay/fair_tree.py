@@ -190,14 +190,10 @@ class TreeValues:
 
     def almost_lcas(self, own: int, other: int) -> tuple[int, int]:
         """The children of two shares' lowest common ancestor on the way to each (Kueue's almost
-        LCAs): the nodes whose values a strategy compares."""
+        LCAs): the nodes whose values a strategy compares (``QuotaTree.side_of_first``)."""
         tree = self.tree
-        lca = tree.lca[own * tree.n_shares + other]
-        below = tree.depth[lca] + 1
-        return (
-            tree.paths[own][tree.depth[own] - below],
-            tree.paths[other][tree.depth[other] - below],
-        )
+        k = own * tree.n_shares + other
+        return tree.side_of_first[k], tree.side_of_second[k]
 
 
 def tree_values(policy: Policy, tree: QuotaTree | None, pools: list[TypePool]) -> TreeValues | None:
@@ -356,7 +352,7 @@ def round_pick(values: TreeValues, tr: TreeRound, version: int) -> Group | None:
     then queue order (``TreeRound.nominate``); each cohort its children's nominees compared by
     the value the child would have with its nominee admitted. ``version``: the engine's state
     version (the groups' values are kept while it stands). The seats stay as the pick left them
-    (``round_lead``)."""
+    (``lead_seat``)."""
     last = tr.last
     if last is not None:
         tr.last = None
@@ -398,45 +394,51 @@ def round_pick(values: TreeValues, tr: TreeRound, version: int) -> Group | None:
     return seats[tree.root].group
 
 
-def round_lead(values: TreeValues, g: Group) -> int:
-    """The queue key up to which ``g``, picked by the last ``round_pick``, stays the pick while the
-    state is as it is and only g moves on (NO_KEY: no bound): its jobs with a smaller key win the
-    tournament one after another, for at every node on its path it beats the other offers by value,
-    or ties and comes first in queue order (the others' offers do not depend on g). The smallest
-    tie of the seats on its path."""
+def lead_seat(values: TreeValues, g: Group) -> int:
+    """The seat that bounds the lead of ``g``, picked by the last ``round_pick``: g stays the pick
+    while the state is as it is and only g moves on, its jobs winning the tournament one after
+    another, up to the smallest tie of the seats on its path (``Seat.tie``), for at every node on its
+    path it beats the other offers by value, or ties and comes first in queue order (the others'
+    offers do not depend on g). The first seat from g's share up with that tie; -1 when no seat on
+    the path has a tie (no bound). (One walk serves ``lead_bound`` and ``tied_seat``.)"""
     bound = NO_KEY
+    at: i64 = -1
     seats = values.seats
     for node in values.tree.paths[g.account.share.index]:
         tie = seats[node].tie
         if tie < bound:
             bound = tie
+            at = node
+    return at
+
+
+def lead_bound(values: TreeValues, g: Group, at: int) -> int:
+    """The queue key below which g's jobs behind its refusal are passed over at once: its lead
+    (``lead_seat`` ``at``'s tie, NO_KEY when -1) and the first of its jobs the refusal does not speak
+    for (``Group.same_until``), whichever comes first."""
+    bound = g.same_until
+    if at >= 0 and values.seats[at].tie < bound:
+        bound = values.seats[at].tie
     return bound
 
 
-def tied_seat(values: TreeValues, g: Group) -> int:
-    """The seat whose tie stops the round's pick ``g`` (``round_lead``) when the runs of g and of the
-    group that offered the tie, its partner (``Seat.tie_group``), can be passed over together
-    (``tied_run_end``): a seat with two children, g's side and the partner's (so the partner won the
-    seats below it on its side, and the seat sees no other offer), where the two groups' values are
-    equal at every cohort from the seat up (so that the partner, when its key comes first, wins every
-    seat above that g won). -1 otherwise."""
+def tied_seat(values: TreeValues, g: Group, at: int) -> int:
+    """``at``, the seat whose tie stops the round's pick ``g`` (``lead_seat``, before its
+    ``same_until``), when the runs of g and of the group that offered the tie, its partner
+    (``Seat.tie_group``), can be passed over together (``tied_run_end``): a seat with two children,
+    g's side and the partner's (so the partner won the seats below it on its side, and the seat sees
+    no other offer), where the two groups' values are equal at every cohort from the seat up (so that
+    the partner, when its key comes first, wins every seat above that g won). -1 otherwise."""
     tree = values.tree
     seats = values.seats
-    bound = g.same_until
-    at: i64 = -1
-    for node in tree.paths[g.account.share.index]:
-        tie = seats[node].tie
-        if tie < bound:
-            bound = tie
-            at = node
-    if at < tree.n_shares or len(values.children[at]) != 2:  # (at < 0: same_until bounds it)
-        return -1
+    if at < tree.n_shares or seats[at].tie >= g.same_until or len(values.children[at]) != 2:
+        return -1  # (at < 0: no tie on the path; a tie at or past same_until: that bounds the run)
     partner = seats[at].tie_group
     assert partner is not None
     mine = g.tree_values
     theirs = partner.tree_values
     depth = tree.depth
-    node = at
+    node: i64 = at
     while node != tree.root:
         if not value_equal(
             mine[depth[g.share_node] - depth[node] - 1].v,
@@ -623,18 +625,18 @@ def refusal_before_search(job: Job, values: TreeValues, final: bool, initial: bo
     # The job's side's lowest value against each other share's target side's value as it is.
     lowest = values.lowest
     tree.shift_usage(own, t, job.count)
+    row: i64 = own * tree.n_shares
     i = 0
     for other in accounts:
         if other.preemptible and other is not account:
-            mine = values.almost_lcas(own, other.share.index)[0]
-            lowest[i].v = values.shifted_value(mine, t)
+            lowest[i].v = values.shifted_value(tree.side_of_first[row + other.share.index], t)
             i += 1
     tree.shift_usage(own, t, -job.count)
     dropped = False
     i = 0
     for other in accounts:
         if other.preemptible and other is not account:
-            theirs = values.value(values.almost_lcas(own, other.share.index)[1])
+            theirs = values.value(tree.side_of_second[row + other.share.index])
             if not _may_pass(final, initial, lowest[i].v, theirs):
                 tree.shift_usage(other.share.index, t, other.preemptible)  # back: none could be taken
                 used += other.preemptible

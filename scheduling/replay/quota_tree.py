@@ -26,8 +26,8 @@ class QuotaTree:
 
     __slots__ = (
         "n_types", "n_nodes", "n_shares", "root", "parent", "height", "own", "borrowing_limit",
-        "lending_limit", "sq", "lq", "usage", "bottom_up", "lca", "names", "depth", "paths", "on_path",
-        "last_top", "changes", "path_change", "changed_at", "shift",
+        "lending_limit", "sq", "lq", "usage", "bottom_up", "lca", "side_of_first", "side_of_second",
+        "names", "depth", "paths", "on_path", "last_top", "changes", "path_change", "changed_at", "shift",
     )  # fmt: skip
 
     def __init__(self, nodes: list[Node], shares: list[str], capacity: list[int], types: list[str]) -> None:
@@ -98,6 +98,16 @@ class QuotaTree:
                 while j not in above:
                     j = self.parent[j]
                 self.lca[a * self.n_shares + b] = j
+        # Kueue's almost LCAs of two shares a and b: the children of their lowest common ancestor on
+        # the way to a (``side_of_first``) and to b (``side_of_second``), at [a * n_shares + b]: the
+        # nodes whose values a fair-sharing strategy compares (asked at every candidate's turn).
+        self.side_of_first = vec[i64]([0] * (self.n_shares * self.n_shares))
+        self.side_of_second = vec[i64]([0] * (self.n_shares * self.n_shares))
+        for a in range(self.n_shares):
+            for b in range(self.n_shares):
+                below = depth[self.lca[a * self.n_shares + b]] + 1
+                self.side_of_first[a * self.n_shares + b] = self.paths[a][depth[a] - below]
+                self.side_of_second[a * self.n_shares + b] = self.paths[b][depth[b] - below]
         self.sq = vec[i64]([0] * (n * n_types))
         self.lq = vec[i64]([0] * (n * n_types))
         self.usage = vec[i64]([0] * (n * n_types))
@@ -151,9 +161,9 @@ class QuotaTree:
 
     # --- usage, bubbled as Kueue's addUsage / removeUsage ---------------------------------------
 
-    def add(self, node: int, t: int, count: int) -> None:
+    def add(self, node: int, t: i64, count: int) -> None:
         """What does not fit in a node's local quota is stored in its parent too, and so on up."""
-        n_types = self.n_types
+        n_types: i64 = self.n_types
         self.changes += 1
         # (i64 locals: an int mixed with the arrays' i64 numbers in one expression is boxed)
         i: i64 = node
@@ -173,9 +183,9 @@ class QuotaTree:
         k = node * self.n_types + t
         return self.usage[k] <= self.lq[k]
 
-    def remove(self, node: int, t: int, count: int) -> None:
+    def remove(self, node: int, t: i64, count: int) -> None:
         """The parent gets back what the node had stored in it."""
-        n_types = self.n_types
+        n_types: i64 = self.n_types
         self.changes += 1
         i: i64 = node
         amount: i64 = count
@@ -215,32 +225,44 @@ class QuotaTree:
 
     def clear_shift(self) -> None:
         """No usage shifted: ``shifted_available`` reads the tree as it is."""
-        for i in range(self.n_nodes):
-            self.shift[i] = 0
+        shift = self.shift
+        n: i64 = self.n_nodes  # (an i64 index: a vec written with an int converts it each time)
+        for i in range(n):
+            shift[i] = 0
 
-    def shift_usage(self, node: int, t: int, delta: int) -> None:
+    def shift_usage(self, node: int, t: i64, delta: int) -> None:
         """As ``add`` (delta > 0) or ``remove`` (delta < 0) of a share's usage, into ``shift`` and not
         the usage: a question asked with some usage taken out or put in (a fair search's candidates,
         the job) leaves the tree, its change counts and the values kept from it as they are. The
         tree's usage is a function of the shares' usages alone, so shifts add up in any order and
         one undoes another."""
-        n_types = self.n_types
+        n_types: i64 = self.n_types
         shift = self.shift
+        usage = self.usage
+        local_quota = self.lq
+        parent = self.parent
         i: i64 = node
         change: i64 = delta
         while True:
             k = i * n_types + t
-            used = self.usage[k] + shift[i]
-            up = _stored(used + change, self.lq[k]) - _stored(used, self.lq[k])
+            # What the node stores in its parent changes by max(0, U' - LQ) - max(0, U - LQ), as in
+            # ``passed_up`` (written out: a call returning an i64 costs its error check, per level)
+            used = usage[k] + shift[i]
+            lq = local_quota[k]
+            up: i64 = 0
+            if used + change > lq:
+                up = used + change - lq
+            if used > lq:
+                up -= used - lq
             shift[i] += change
-            i = self.parent[i]
+            i = parent[i]
             if i < 0 or up == 0:
                 return
             change = up
 
-    def shifted_available(self, node: int, t: int) -> int:
+    def shifted_available(self, node: int, t: i64) -> int:
         """``available`` with each node's usage of type t ``shift`` more."""
-        n_types = self.n_types
+        n_types: i64 = self.n_types
         shift = self.shift
         path = self.paths[node]
         root: i64 = self.root
@@ -270,11 +292,11 @@ class QuotaTree:
 
     # --- the questions of section 13 --------------------------------------------------------------
 
-    def available(self, node: int, t: int) -> int:
+    def available(self, node: int, t: i64) -> int:
         """available(root) = SQ - U; available(n) = max(0, LQ - U) + p with p = available(parent),
         capped by a borrowing limit at (SQ - LQ) - max(0, U - LQ) + limit; never below 0. (From the
         root down the node's path, without recursion.)"""
-        n_types = self.n_types
+        n_types: i64 = self.n_types
         path = self.paths[node]
         k = self.root * n_types + t
         p = self.sq[k] - self.usage[k]
@@ -304,13 +326,13 @@ class QuotaTree:
             p = 0  # (not ``p if p > 0 else 0``: the literal boxes the result)
         return p
 
-    def available_with(self, node: int, t: int, delta: int) -> int:
+    def available_with(self, node: int, t: i64, delta: int) -> int:
         """``available`` were the node's usage of type t ``delta`` more (a share: ``add`` or
         ``remove`` of it), without changing the usage: the change climbs past each local quota as
         those store it (the parent's change is max(0, U' - LQ) - max(0, U - LQ)), then the walk
         from the root down reads the changed usage. The same number as the change, ``available``
         and the undo, with nothing written."""
-        n_types = self.n_types
+        n_types: i64 = self.n_types
         path = self.paths[node]
         changed = self.path_change  # the usage change of each node on the path, bottom-up
         change: i64 = delta
@@ -419,14 +441,6 @@ class QuotaTree:
         """The tree's borrowing invariant for a type (section 3's, over the tree): the root stores no
         more than its subtree quota."""
         return not self.over_quota(self.root, t)
-
-
-def _stored(used: i64, lq: i64) -> i64:
-    """What a node using ``used`` stores in its parent: what exceeds its local quota."""
-    if used > lq:
-        return used - lq
-    none: i64 = 0  # (a literal 0 in a conditional expression would box the i64 result)
-    return none
 
 
 def quota_tree(policy: Policy, types: list[str]) -> QuotaTree:

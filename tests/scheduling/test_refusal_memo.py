@@ -99,7 +99,7 @@ def test_cases_the_property_hunt_found(build_trace, replay_engine, case):
     reference, kept as drawn: ``non_monotone_candidates``, a refused job whose group's next job (a lower
     priority, one candidate fewer) is admitted (fair.same_candidates_until); ``tree_tie_behind_refusal``,
     jobs behind a refusal over a tree passed over past a tie with another share's job
-    (fair_tree.round_lead); ``strict_head_after_a_cancelled_head``, strict_fifo: a head cancelled, the
+    (fair_tree.lead_seat); ``strict_head_after_a_cancelled_head``, strict_fifo: a head cancelled, the
     next job of its group passed over without its wait reason noted (the share kept another group's)."""
     scenario = json.loads((HUNTED / f"{case}.json").read_text())
     policy, jobs, updates = scenario["policy"], scenario["jobs"], scenario["updates"]
@@ -143,16 +143,16 @@ def test_passing_tied_runs_at_once_changes_no_try(monkeypatch, seed, tree):
     together = fair_round._pass_over_tied
     runs = []
 
-    def counting_runs(r, g, version, now):
+    def counting_runs(r, g, at, version, now):
         before = g.ptr
-        together(r, g, version, now)
+        together(r, g, at, version, now)
         runs.append(g.ptr != before)
 
     monkeypatch.setattr(fair_round, "_pass_over_tied", counting_runs)
     at_once = json.dumps(replay(Policy.from_dict(policy), trace).to_dict(include_jobs=True), default=str)
     at_once_tries = list(tries)
     tries.clear()
-    monkeypatch.setattr(fair_round, "_pass_over_tied", lambda r, g, version, now: None)
+    monkeypatch.setattr(fair_round, "_pass_over_tied", lambda r, g, at, version, now: None)
     one_by_one = json.dumps(replay(Policy.from_dict(policy), trace).to_dict(include_jobs=True), default=str)
     assert sum(runs) > 0  # (the runs were passed over at once, so the two replays differ in their picks)
     assert at_once_tries == tries
