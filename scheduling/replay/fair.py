@@ -479,7 +479,10 @@ def fair_victims(
     taken: list[Job] = []
     set_aside: list[ShareState] = []  # the shares with candidates set aside, in that order
     aside: dict[int, list[Job]] = {}
-    while not _fits(account, n):
+    # Whether the job fits: asked again only after a victim is taken (setting candidates aside
+    # changes no usage; over a tree each question walks the share's path).
+    fits = _fits(account, n)
+    while not fits:
         target = values.target(pools, own)
         if target is None:
             break
@@ -487,6 +490,7 @@ def fair_victims(
             victim = target.pop()
             victim.account.shift(-victim.count)
             taken.append(victim)
+            fits = _fits(account, n)
             continue
         values.compare(own, target.share)
         # Nothing changes during this walk until a candidate passes, and whether one passes
@@ -520,12 +524,13 @@ def fair_victims(
             if passes:
                 victim.account.shift(-count)
                 taken.append(victim)
+                fits = _fits(account, n)
                 break
             _set_aside(victim, target.share, aside, set_aside)
-    if not _fits(account, n) and initial_second:
+    if not fits and initial_second:
         # LessThanInitialShare over the set-aside candidates: at most one per share.
         second = [_Candidates(share, job, None, 0, aside[share.index], exclude_at) for share in set_aside]
-        while not _fits(account, n):
+        while not fits:
             target = values.target(second, own)
             if target is None:
                 break
@@ -534,19 +539,22 @@ def fair_victims(
                 victim = target.pop()
                 victim.account.shift(-victim.count)
                 taken.append(victim)
+                fits = _fits(account, n)
             second.remove(target)
-    return victims_needed(job, taken, within_quota)
+    return victims_needed(job, taken, within_quota, fits)
 
 
-def victims_needed(job: Job, taken: list[Job], within_quota: bool) -> list[tuple[Job, int]] | None:
+def victims_needed(
+    job: Job, taken: list[Job], within_quota: bool, fits: bool
+) -> list[tuple[Job, int]] | None:
     """The end of a fair search, the job still counted as admitted and ``taken`` shifted out: None
-    (every shift undone) when the job does not fit; else the backward walk dropping every victim
-    not needed, and each victim kept with its cause (``within_quota``: the job was within its
-    share's quota once admitted when the search started)."""
+    (every shift undone) when the job does not fit (``fits``: ``_fits`` as the search left it);
+    else the backward walk dropping every victim not needed, and each victim kept with its cause
+    (``within_quota``: the job was within its share's quota once admitted when the search
+    started)."""
     account = job.account
     own = account.share
     n = job.count
-    fits = _fits(account, n)
     account.shift(-n)
     if not fits:
         give_back(taken)
