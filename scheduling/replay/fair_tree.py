@@ -31,10 +31,8 @@ from scheduling.replay.rules import (
     NO_KEY,
     ZERO_VALUE,
     exact_number,
-    target_tie_before,
     value_below,
     value_equal,
-    victim_key,
 )
 from scheduling.replay.state import Account, Group, Job, KeptValue, ShareState, TypePool
 
@@ -70,8 +68,8 @@ class TreeValues:
     with the calendar (``refresh``)."""
 
     __slots__ = (
-        "tree", "units", "weights", "lendable", "children", "known", "known_at", "play",
-        "below", "first", "seats", "lowest",
+        "tree", "units", "weights", "lendable", "children", "known", "known_at", "play", "first",
+        "seats", "lowest",
     )  # fmt: skip
 
     def __init__(self, tree: QuotaTree, weights: list[float], units: list[int]) -> None:
@@ -88,7 +86,6 @@ class TreeValues:
         self.known_at = vec[i64]([-1] * tree.n_nodes)
         # Scratch of ``_target``, cleared at each call (it runs at every step of a victim search).
         self.play = vec[bool]([False] * tree.n_nodes)
-        self.below = vec[bool]([False] * tree.n_nodes)
         self.first = vec[_Candidates | None]([None] * tree.n_nodes)
         # Scratch of the round's tournament (``round_pick``), run at every pick: one seat per node.
         self.seats = vec[Seat]([Seat() for _ in range(tree.n_nodes)])
@@ -111,8 +108,8 @@ class TreeValues:
     def value(self, node: int) -> tuple[bool, int, int]:
         """The node's value as the tree is. A value depends only on the node's usage and SQ and on
         ``lendable``: it is kept until the node changes (``QuotaTree.changed_at``) or ``refresh``. A
-        victim search's target walk reads every node's value at each step, and a step changes at
-        most the nodes on one share's path."""
+        victim search's target walk reads the values of the nodes in play at each step (``_target``,
+        with this test written out), and a step changes at most the nodes on one share's path."""
         tree = self.tree
         if self.known_at[node] >= tree.changed_at[node]:
             return self.known[node].v
@@ -120,13 +117,6 @@ class TreeValues:
         self.known[node].v = value
         self.known_at[node] = tree.changes
         return value
-
-    def all_values(self) -> vec[KeptValue]:
-        """Every node's value as the tree is, in the vec ``value`` keeps them in (read it before
-        the tree changes; not to be written)."""
-        for node in range(self.tree.n_nodes):
-            self.value(node)
-        return self.known
 
     def value_with(self, node: int, share: int, t: int, count: int) -> tuple[bool, int, int]:
         """The node's value were ``count`` more instances of type ``t`` used in ``share`` (a share at
@@ -491,15 +481,22 @@ def _side_end(values: TreeValues, g: Group, at: int, end: int) -> int:
 
 
 def _first_before(pool: _Candidates, other: _Candidates | None, own: ShareState) -> bool:
-    """``pool``'s next candidate comes before ``other``'s in section 4's whole victim order."""
+    """``pool``'s next candidate comes before ``other``'s in section 4's whole victim order:
+    ``rules.target_tie_before`` on the two ``rules.victim_key``s, compared field by field (the keys
+    are tuples holding a float: two allocations and a tuple comparison at every call)."""
     if other is None:
         return True
     a, b = pool.next, other.next
     assert a is not None and b is not None
-    return target_tie_before(
-        pool.share is own, victim_key(a.priority, a.start_time, a.rank),
-        other.share is own, victim_key(b.priority, b.start_time, b.rank),
-    )  # fmt: skip
+    a_own = pool.share is own
+    b_own = other.share is own
+    if a_own != b_own:
+        return b_own  # other shares' candidates first
+    if a.priority != b.priority:
+        return a.priority < b.priority
+    if a.start_time != b.start_time:
+        return a.start_time > b.start_time  # (the key holds -start: the most recently started first)
+    return a.rank > b.rank  # (and -rank)
 
 
 def _target(pools: list[_Candidates], own: ShareState, values: TreeValues) -> _Candidates | None:
@@ -507,38 +504,55 @@ def _target(pools: list[_Candidates], own: ShareState, values: TreeValues) -> _C
     child with the highest value among those in play, a cohort winning a tie with a share, between
     two shares or two cohorts the one whose next candidate comes first in section 4's whole victim
     order. A share is in play with candidates left and, unless it is the job's own, a value above
-    0; a cohort with a share in play below it and a value above 0 or on the job's share's path."""
+    0; a cohort with a share in play below it and a value above 0 or on the job's share's path.
+
+    Only the values the walk reads are brought up to date (``TreeValues.value``'s test, written out
+    here: a call per node cost more than the test): those of the shares with candidates left and of
+    the cohorts with a share in play below them; the root's (it has none) and the others', never.
+    A search's step changes the values on one share's path."""
     tree = values.tree
     n: i64 = tree.n_nodes  # (i64 indexes throughout: a vec read with an int converts it each time)
     n_shares: i64 = tree.n_shares
-    value = values.all_values()
+    value = values.known
+    known_at = values.known_at
+    changed_at = tree.changed_at
+    changes: i64 = tree.changes
     play = values.play
-    below = values.below  # a child in play
-    first = values.first  # the pool in play below whose next comes first
+    first = values.first  # the pool in play at or below the node whose next comes first (None: none)
     for node in range(n):
         play[node] = False
-        below[node] = False
         first[node] = None
+    # (A value is above 0 when infinite or its numerator is above 0: ``value_below(ZERO_VALUE, v)``
+    # without the call.)
     for pool in pools:
         if pool.next is None:
             continue
         s: i64 = pool.share.index
-        if pool.share is own or value_below(ZERO_VALUE, value[s].v):
+        if known_at[s] < changed_at[s]:
+            value[s].v = values._value_changed(s, 0, 0)
+            known_at[s] = changes
+        v = value[s].v
+        if pool.share is own or v[0] or v[1] > 0:
             play[s] = True
             first[s] = pool
     on_path = tree.on_path
     row: i64 = own.index * n
     parents = tree.parent
     for node in tree.bottom_up:
-        if node >= n_shares:
-            play[node] = below[node] and (value_below(ZERO_VALUE, value[node].v) or on_path[row + node] != 0)
+        offered = first[node]
         parent = parents[node]
-        if play[node] and parent >= 0:
-            below[parent] = True
-            offered = first[node]
-            assert offered is not None
-            if _first_before(offered, first[parent], own):
-                first[parent] = offered
+        if offered is None or parent < 0:
+            continue  # (a cohort with no share in play below it is out)
+        if node >= n_shares:
+            if known_at[node] < changed_at[node]:
+                value[node].v = values._value_changed(node, 0, 0)
+                known_at[node] = changes
+            v = value[node].v
+            if not (v[0] or v[1] > 0 or on_path[row + node] != 0):
+                continue
+            play[node] = True
+        if _first_before(offered, first[parent], own):
+            first[parent] = offered
     at: i64 = tree.root
     while True:
         share: i64 = -1
@@ -554,7 +568,9 @@ def _target(pools: list[_Candidates], own: ShareState, values: TreeValues) -> _C
         if cohort >= 0 and (share < 0 or not value_below(value[cohort].v, value[share].v)):
             at = cohort
             continue
-        return first[share] if share >= 0 else None
+        if share < 0:
+            return None
+        return first[share]
 
 
 def _ranks_before(
