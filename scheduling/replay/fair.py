@@ -369,7 +369,13 @@ def refusal_before_search(job: Job, final: bool, initial: bool, lendable: float)
 
 
 def _fits(account: Account, count: int) -> bool:
-    """Section 4's fit for the job counted as admitted in ``account``."""
+    """Section 4's fit for the job counted as admitted in ``account``. Every headroom is at most
+    the pool's free instances, so a pool over its capacity with the job counted answers at once
+    (half the questions of a search on 10k-fair and 10k-fairtree; over a tree the headroom walks
+    the share's path)."""
+    pool = account.pool
+    if pool.used > pool.capacity:
+        return False
     return count <= account.headroom_with(-count)
 
 
@@ -431,13 +437,17 @@ class FairValues:
         return value_with(account, -count, self.lendable)
 
 
-def _set_aside(victim: Job, share: ShareState, aside: dict[int, list[Job]], order: list[ShareState]) -> None:
+def _set_aside(victim: Job, share: ShareState, aside: list[list[Job]], order: list[ShareState]) -> None:
     """A candidate that failed the first strategy, kept for the second: per share, the shares in
-    the order their first candidate was set aside."""
-    if share.index not in aside:
-        aside[share.index] = []
-        order.append(share)
-    aside[share.index].append(victim)
+    the order their first candidate was set aside, ``aside[i]`` holding ``order[i]``'s. (A search
+    sets aside the candidates of a few shares, one share's in a row: a scan from the last finds its
+    list sooner than a dict keyed by a boxed index.)"""
+    for i in range(len(order) - 1, -1, -1):
+        if order[i] is share:
+            aside[i].append(victim)
+            return
+    order.append(share)
+    aside.append([victim])
 
 
 def candidate_pools(job: Job, exclude_at: float) -> list[_Candidates]:
@@ -478,7 +488,7 @@ def fair_victims(
     account.shift(n)  # the job counts as admitted in its share throughout the search
     taken: list[Job] = []
     set_aside: list[ShareState] = []  # the shares with candidates set aside, in that order
-    aside: dict[int, list[Job]] = {}
+    aside: list[list[Job]] = []  # each one's candidates set aside (``_set_aside``)
     # Whether the job fits: asked again only after a victim is taken (setting candidates aside
     # changes no usage; over a tree each question walks the share's path).
     fits = _fits(account, n)
@@ -529,7 +539,7 @@ def fair_victims(
             _set_aside(victim, target.share, aside, set_aside)
     if not fits and initial_second:
         # LessThanInitialShare over the set-aside candidates: at most one per share.
-        second = [_Candidates(share, job, None, 0, aside[share.index], exclude_at) for share in set_aside]
+        second = [_Candidates(share, job, None, 0, aside[i], exclude_at) for i, share in enumerate(set_aside)]
         while not fits:
             target = values.target(second, own)
             if target is None:
