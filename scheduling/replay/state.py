@@ -569,9 +569,11 @@ class Group:
         self.value: tuple[bool, int, int] = (False, 0, 1)
         self.valued_at = -1
         # Fair sharing over a tree: the values each cohort of its share's path (the root aside) would
-        # have with its job admitted, and the version they were computed at (``fair_tree.round_pick``).
+        # have with its job admitted, the version they were last checked at (``fair_tree.round_pick``),
+        # and the tree's change count (``QuotaTree.changes``) they were computed at (-1: never).
         self.tree_values: list[KeptValue] = []
         self.tree_valued_at = -1
+        self.tree_read_at: i64 = -1
         self.since = 0.0  # when its waiting time was last added up
         self.waited = 0.0  # job-seconds waited for ``reason`` not yet added to its share's totals
         # Section 12: for jobs that accept several types, their share's accounts of those types in
