@@ -206,16 +206,16 @@ def tree_values(policy: Policy, tree: QuotaTree | None, pools: list[TypePool]) -
 # --- the round -----------------------------------------------------------------------------------
 
 
-def _lowest_value_at(values: TreeValues, node: int, g: Group) -> tuple[bool, int, int]:
-    """The value ``node`` would have with the group's next job admitted; section 12 **(choice)**:
-    for a job that accepts several types, the lowest over them, at each level."""
+def _lowest_value_at(values: TreeValues, node: i64, g: Group) -> tuple[bool, int, int]:
+    """The value the group's share, ``node``, would have with the group's next job admitted (as
+    ``TreeValues.value_with`` at the share itself: its usage of the job's type ``g.count`` more);
+    section 12 **(choice)**: for a job that accepts several types, the lowest over them."""
     if not g.flavors:
-        account = g.account
-        return values.value_with(node, account.share.index, account.type, g.count)
+        return values._value_changed(node, g.account.type, g.count)
     best = ZERO_VALUE
     first = True
     for account in g.flavors:
-        value = values.value_with(node, account.share.index, account.type, g.count)
+        value = values._value_changed(node, account.type, g.count)
         if first or value_below(value, best):
             best = value
             first = False
@@ -270,10 +270,12 @@ class Seat:
     def __init__(self) -> None:
         self.group: Group | None = None
         self.value: tuple[bool, int, int] = ZERO_VALUE
-        self.queue = 0
-        self.tie = NO_KEY
+        # (i64 keys: a write of an int field checks and releases the old one; NO_KEY fits)
+        self.queue: i64 = 0
+        self.tie: i64 = NO_KEY
         self.tie_group: Group | None = None  # (read only while ``tie`` is not NO_KEY)
-        self.known_at = -1  # a share's seat: the version its nominee was found at (-1: to be found again)
+        # A share's seat: the version its nominee was found at (-1: to be found again).
+        self.known_at: i64 = -1
         # A cohort's seat: the tournament (``TreeRound.picks``) that takes its children's offers again.
         self.redo_at: i64 = -1
 
@@ -281,7 +283,7 @@ class Seat:
         self.group = None
         self.tie = NO_KEY
 
-    def offer(self, up: Group, value: tuple[bool, int, int], queue: int) -> None:
+    def offer(self, up: Group, value: tuple[bool, int, int], queue: i64) -> None:
         """``up``'s next job, of key ``queue``, with the value ``value`` at the child it comes from:
         it wins the seat when it is the first or comes before the winner (section 8's round order:
         the lower value, then queue order); the ties beaten in queue order are kept in ``tie``."""
@@ -406,7 +408,7 @@ def round_pick(values: TreeValues, tr: TreeRound, version: int) -> Group | None:
             tr.nominate(values, node, version)
             offer_changed = True
         g = seat.group
-        if g is not None and _values_on_path(values, g, version):
+        if g is not None and g.tree_valued_at != version and _values_on_path(values, g, version):
             offer_changed = True
         if offer_changed:
             _redo_above(seats, parents, node, pick)
