@@ -163,20 +163,7 @@ class QuotaTree:
 
     def add(self, node: int, t: i64, count: int) -> None:
         """What does not fit in a node's local quota is stored in its parent too, and so on up."""
-        n_types: i64 = self.n_types
-        self.changes += 1
-        # (i64 locals: an int mixed with the arrays' i64 numbers in one expression is boxed)
-        i: i64 = node
-        amount: i64 = count
-        while True:
-            k = i * n_types + t
-            spill = self.passed_up(k, amount)
-            self.usage[k] += amount
-            self.changed_at[i] = self.changes
-            i = self.parent[i]
-            if i < 0 or spill <= 0:
-                return
-            amount = spill
+        self._climb(node, t, count)
 
     def within_local_quota(self, node: int, t: int) -> bool:
         """The node's usage of type t fits in its local quota: nothing of it is stored above."""
@@ -185,20 +172,39 @@ class QuotaTree:
 
     def remove(self, node: int, t: i64, count: int) -> None:
         """The parent gets back what the node had stored in it."""
+        self.last_top = self._climb(node, t, -count)
+
+    def _climb(self, node: int, t: i64, delta: i64) -> i64:
+        """The node's usage of type t ``delta`` more, and each ancestor's by what its child stores in
+        it past the child's local quota, max(0, U' - LQ) - max(0, U - LQ) (``passed_up``), up to the
+        first whose stored amount is unchanged (Kueue's addUsage / removeUsage). The highest node
+        changed. (Written out with the arrays read once: a call per level, returning an i64, costs
+        its error check, and each read of a vec field its reference count.)"""
         n_types: i64 = self.n_types
+        usage = self.usage
+        local_quota = self.lq
+        parent = self.parent
+        changed_at = self.changed_at
         self.changes += 1
+        changes: i64 = self.changes
         i: i64 = node
-        amount: i64 = count
+        change: i64 = delta
         while True:
             k = i * n_types + t
-            given_back = -self.passed_up(k, -amount)
-            self.usage[k] -= amount
-            self.changed_at[i] = self.changes
-            self.last_top = i
-            i = self.parent[i]
-            if i < 0 or given_back <= 0:
-                return
-            amount = given_back
+            used = usage[k]
+            lq = local_quota[k]
+            up: i64 = 0
+            if used + change > lq:
+                up = used + change - lq
+            if used > lq:
+                up -= used - lq
+            usage[k] = used + change
+            changed_at[i] = changes
+            top = i
+            i = parent[i]
+            if i < 0 or up == 0:
+                return top
+            change = up
 
     def touch_all(self) -> None:
         """Every node changed (its quotas, or what is read with them): nothing read before holds."""
