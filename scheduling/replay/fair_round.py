@@ -191,7 +191,7 @@ def _past_refusal(r: Rounds, g: Group, at: int, version: int, now: float) -> Non
     values = r.fair_tree
     assert values is not None
     limit = lead_bound(values, g, at)
-    g.ptr = g.end if limit == NO_KEY else max(g.ptr + 1, bisect_left(g.jobs, limit, g.ptr, g.end))
+    g.ptr = g.end if limit == NO_KEY else max(g.ptr + 1, g.first_from(limit, g.ptr, g.end))
     _pass_over_tied(r, g, at, version, now)
 
 
@@ -219,9 +219,9 @@ def _pass_over_tied(r: Rounds, g: Group, at: int, version: int, now: float) -> N
     end = tied_run_end(values, g, partner, at)
     if end <= key:
         return
-    g.ptr = bisect_left(g.jobs, end, g.ptr, g.end)
+    g.ptr = g.first_from(end, g.ptr, g.end)
     _note_reason(r, partner, key, version, now)
-    partner.ptr = bisect_left(partner.jobs, end, partner.ptr, partner.end)
+    partner.ptr = partner.first_from(end, partner.ptr, partner.end)
     tree_round.passed(partner)
 
 

@@ -10,9 +10,6 @@ cohort, each node has its own denominator, so it is carried in the triple.
 
 from __future__ import annotations
 
-import bisect
-from typing import Final
-
 from librt.vecs import vec
 from mypy_extensions import i64
 
@@ -35,8 +32,6 @@ from scheduling.replay.rules import (
     value_equal,
 )
 from scheduling.replay.state import Account, Group, Job, KeptValue, ShareState, TypePool
-
-bisect_left: Final = bisect.bisect_left
 
 
 def node_value(
@@ -536,7 +531,7 @@ def _side_end(values: TreeValues, g: Group, at: int, end: int) -> int:
             below = seats[node].tie
     if tree.parent[share] == at:
         return min(end, below)
-    i = bisect_left(g.jobs, below, g.ptr, g.end)
+    i = g.first_from(below, g.ptr, g.end)
     if i == g.ptr:
         return -NO_KEY  # (g no longer wins the seats below: nothing is passed over together)
     return min(end, g.jobs[i - 1] + 1)

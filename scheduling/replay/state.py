@@ -579,3 +579,18 @@ class Group:
         # Section 12: for jobs that accept several types, their share's accounts of those types in
         # its flavor order (``account`` is the first); empty for jobs of one type.
         self.flavors: list[Account] = []
+
+    def first_from(self, key: int, lo: int, hi: int) -> int:
+        """The place of its first job at or after queue key ``key`` among ``jobs[lo:hi]`` (``hi`` when
+        none): ``bisect.bisect_left`` written out, for the compiled engine calls the C one as a
+        Python object, its arguments boxed (a fair round asks it at every jump past a refusal)."""
+        jobs = self.jobs
+        low: i64 = lo
+        high: i64 = hi
+        while low < high:
+            middle = (low + high) >> 1
+            if jobs[middle] < key:
+                low = middle + 1
+            else:
+                high = middle
+        return low

@@ -174,6 +174,7 @@ def test_a_tied_run_ends_with_its_groups_side_of_the_seat():
     from scheduling.replay.fair_tree import _side_end
     from scheduling.replay.quota_tree import quota_tree
     from scheduling.replay.rules import NO_KEY
+    from scheduling.replay.state import Group
 
     if engine_kind() != "python":
         pytest.skip("the compiled engine is in use")
@@ -186,7 +187,9 @@ def test_a_tied_run_ends_with_its_groups_side_of_the_seat():
 
     def group(share, keys, ptr):
         account = SimpleNamespace(share=SimpleNamespace(index=node[share]))
-        return SimpleNamespace(account=account, jobs=keys, ptr=ptr, end=len(keys))
+        g = SimpleNamespace(account=account, jobs=keys, ptr=ptr, end=len(keys))
+        g.first_from = lambda key, lo, hi: Group.first_from(g, key, lo, hi)
+        return g
 
     research = group("research", [10, 20, 30, 40], 1)
     seats[node["training"]].tie = 25
@@ -201,3 +204,23 @@ def test_a_tied_run_ends_with_its_groups_side_of_the_seat():
     assert _side_end(values, vision, tree.root, NO_KEY) == 35
     seats[node["vision"]].tie = NO_KEY
     assert _side_end(values, vision, tree.root, NO_KEY) == NO_KEY  # (past its last, its share's next)
+
+
+@given(
+    keys=st.lists(st.integers(0, 60), max_size=12, unique=True).map(sorted),
+    key=st.integers(-1, 62),
+    bounds=st.tuples(st.integers(0, 12), st.integers(0, 12)),
+)
+def test_a_groups_first_job_from_a_key_is_bisect_left(keys, key, bounds):
+    # Group.first_from, the compiled engine's own binary search for the jumps past a refusal, is
+    # bisect.bisect_left within [lo, hi) (where the cursor goes: a wrong place would try or skip jobs).
+    import bisect
+
+    from scheduling.model import Share, Strategy
+    from scheduling.replay.state import Account, Group, ShareState, TypePool
+
+    lo, hi = min(bounds[0], len(keys)), min(max(bounds), len(keys))
+    share = ShareState(0, Share(name="team", capacity={"gpu": 1}, strategy=Strategy.LEND_AND_BORROW))
+    g = Group(Account(share, TypePool(0, 1.0, 1, 0), 0, 1, 1, 0, 0), 1, 0)
+    g.jobs = keys
+    assert g.first_from(key, lo, hi) == bisect.bisect_left(keys, key, lo, hi)
