@@ -320,11 +320,15 @@ class TreeRound:
     of a replay (``start``). ``picks`` counts its tournaments, ``picked_at`` is the version of the
     last one (``round_pick``)."""
 
-    __slots__ = ("shares", "groups_of", "seats", "calendar_changed_at", "live", "last", "picks", "picked_at")
+    __slots__ = (
+        "shares", "groups_of", "round_groups", "seats", "calendar_changed_at", "live", "last", "picks",
+        "picked_at",
+    )  # fmt: skip
 
     def __init__(self, shares: list[ShareState], seats: vec[Seat]) -> None:
         self.shares = shares
         self.groups_of: list[list[Group]] = [[] for _ in shares]
+        self.round_groups: list[Group] = []  # the groups ``groups_of`` was sorted from
         self.seats = seats  # ``TreeValues.seats``: a share's seat is its node's (shares come first)
         self.calendar_changed_at = 0  # (the version of the calendar's last change)
         # The groups with a job left to offer, and the group picked last (only a picked group moves
@@ -335,15 +339,25 @@ class TreeRound:
         self.picked_at = -1
 
     def start(self, groups: list[Group], calendar_changed_at: int) -> None:
-        """A new round of ``groups``: every share's nominee to be found."""
+        """A new round of ``groups``: every share's nominee to be found. The groups are sorted by
+        share again only when they are not the last round's (more than half of the rounds in
+        10k-fairtree have the same groups: a group's share never changes)."""
         self.calendar_changed_at = calendar_changed_at
         self.live = 0
         self.last = None
-        for s in range(len(self.shares)):
-            self.groups_of[s].clear()
-            self.seats[s].known_at = -1
+        seats = self.seats
+        n: i64 = len(self.shares)
+        for s in range(n):
+            seats[s].known_at = -1
+        # (``==`` compares groups by identity: a Group has no ``__eq__``.)
+        if groups != self.round_groups:
+            self.round_groups = groups
+            groups_of = self.groups_of
+            for s in range(n):
+                groups_of[s].clear()
+            for g in groups:
+                groups_of[g.share_node].append(g)
         for g in groups:
-            self.groups_of[g.account.share.index].append(g)
             if g.ptr < g.end:
                 self.live += 1
 
