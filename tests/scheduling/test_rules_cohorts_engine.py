@@ -608,6 +608,57 @@ def test_quota_tree_matches_cohort_tree_on_random_trees(seed):
         assert (list(fast.usage), list(fast.changed_at)) == (usage, changed_at)
 
 
+@pytest.mark.parametrize("seed", range(40))
+def test_tree_values_match_the_readable_tree_on_random_trees(seed):
+    # Section 8 over 13: the compiled round's and search's node values (TreeValues: value, value_with,
+    # path_values_with; their climbs written out for speed) against CohortTree.value with the job's
+    # usage added to its share and taken back, on random trees with random fair weights (0: infinite)
+    # and random usage: the same exact fraction (the engine leaves out the common factor 1000).
+    import random
+    from fractions import Fraction
+
+    from scheduling.replay.fair_tree import TreeValues
+    from scheduling.replay.rules import value_equal
+    from scheduling.replay.state import KeptValue
+
+    rng = random.Random(seed)
+    cohorts, shares, capacity = random_tree(rng)
+    for node in cohorts + shares:
+        node["fair_weight"] = rng.choice([0, 0.5, 1, 1, 2, 1.5])
+    pol = Policy.from_dict(policy(capacity, cohorts, shares))
+    slow = CohortTree(pol.cohort_nodes(), pol.capacity, {"gpu": 1})
+    fast = quota_tree(pol, ["gpu"])
+    weights = {node["name"]: node["fair_weight"] for node in cohorts + shares}
+    values = TreeValues(fast, [weights.get(name, 1.0) for name in fast.names], [1])
+
+    def readable(name: str, share: str, count: int) -> tuple[bool, Fraction]:
+        slow.add_usage(share, "gpu", count)
+        value = slow.value(name)
+        slow.remove_usage(share, "gpu", count)
+        return value
+
+    def exact(value: tuple[bool, int, int]) -> tuple[bool, Fraction]:
+        return value[0], Fraction(1000 * value[1], value[2])
+
+    for _ in range(25):
+        s = rng.randrange(len(shares))
+        count = rng.randint(1, 3)
+        slow.add_usage(shares[s]["name"], "gpu", count)
+        fast.add(s, 0, count)
+        for i, sh in enumerate(shares):
+            path = fast.paths[i]
+            for count in range(4):
+                out = [KeptValue() for _ in range(len(path) - 2)]
+                values.path_values_with(i, 0, count, out, True)
+                for place, node in enumerate(path[:-1]):  # (the root has no value)
+                    expected = readable(fast.names[node], sh["name"], count)
+                    assert exact(values.value_with(node, i, 0, count)) == expected
+                    if count == 0:
+                        assert exact(values.value(node)) == expected
+                    if place > 0:
+                        assert value_equal(out[place - 1].v, values.value_with(node, i, 0, count))
+
+
 @pytest.mark.parametrize("seed", range(60))
 def test_reopening_shortcuts_change_no_outcome(seed, monkeypatch):
     # The engine keeps refused queue groups closed until a release or a start could help them
