@@ -301,21 +301,41 @@ class QuotaTree:
     def available(self, node: int, t: i64) -> int:
         """available(root) = SQ - U; available(n) = max(0, LQ - U) + p with p = available(parent),
         capped by a borrowing limit at (SQ - LQ) - max(0, U - LQ) + limit; never below 0. (From the
-        root down the node's path, without recursion.)"""
+        root down the node's path, without recursion; ``_available_below``'s formula written out,
+        with the arrays read once: a call per level, returning an i64, costs its error check, and
+        each read of a vec field its reference count.)"""
         n_types: i64 = self.n_types
         path = self.paths[node]
-        k = self.root * n_types + t
-        p = self.sq[k] - self.usage[k]
+        sq = self.sq
+        usage = self.usage
+        local_quota = self.lq
+        limits = self.borrowing_limit
+        k: i64 = self.root * n_types + t
+        p = sq[k] - usage[k]
         if p < 0:
             p = 0
-        for place in range(len(path) - 2, -1, -1):
+        place: i64 = len(path) - 2
+        while place >= 0:
             k = path[place] * n_types + t
-            p = self._available_below(k, p, self.usage[k])
+            used = usage[k]
+            lq = local_quota[k]
+            limit = limits[k]
+            if limit != NONE:  # the cap: (SQ - LQ) - max(0, U - LQ) + limit
+                cap = sq[k] - lq + limit
+                if used > lq:
+                    cap -= used - lq
+                if cap < p:
+                    p = cap
+            if lq > used:  # max(0, LQ - U) + p
+                p += lq - used
+            if p < 0:
+                p = 0
+            place -= 1
         return p
 
     def _available_below(self, k: int, parent_available: i64, used: i64) -> i64:
         """available of node-type ``k`` using ``used``, its parent's being ``parent_available``
-        (``available``)."""
+        (``shifted_available``; ``available`` and ``available_with`` write it out)."""
         p = parent_available
         limit = self.borrowing_limit[k]
         lq = self.lq[k]
@@ -335,26 +355,54 @@ class QuotaTree:
     def available_with(self, node: int, t: i64, delta: int) -> int:
         """``available`` were the node's usage of type t ``delta`` more (a share: ``add`` or
         ``remove`` of it), without changing the usage: the change climbs past each local quota as
-        those store it (the parent's change is max(0, U' - LQ) - max(0, U - LQ)), then the walk
-        from the root down reads the changed usage. The same number as the change, ``available``
-        and the undo, with nothing written."""
+        those store it (the parent's change is max(0, U' - LQ) - max(0, U - LQ), ``passed_up``),
+        then the walk from the root down reads the changed usage (``available``'s formula). The
+        same number as the change, ``available`` and the undo, with nothing written. (Both written
+        out with the arrays read once, as ``available``.)"""
         n_types: i64 = self.n_types
         path = self.paths[node]
+        sq = self.sq
+        usage = self.usage
+        local_quota = self.lq
+        limits = self.borrowing_limit
         changed = self.path_change  # the usage change of each node on the path, bottom-up
+        top: i64 = len(path) - 1
         change: i64 = delta
-        for place in range(len(path)):
+        place: i64 = 0
+        while place <= top:
             changed[place] = change
-            if change == 0:
-                continue
-            change = self.passed_up(path[place] * n_types + t, change)
-        top = len(path) - 1
-        k = self.root * n_types + t
-        p = self.sq[k] - (self.usage[k] + changed[top])
+            if change != 0:  # passed_up: max(0, U + change - LQ) - max(0, U - LQ)
+                k = path[place] * n_types + t
+                used = usage[k]
+                lq = local_quota[k]
+                up: i64 = 0
+                if used + change > lq:
+                    up = used + change - lq
+                if used > lq:
+                    up -= used - lq
+                change = up
+            place += 1
+        k = path[top] * n_types + t
+        p = sq[k] - (usage[k] + changed[top])
         if p < 0:
             p = 0
-        for place in range(top - 1, -1, -1):
+        place = top - 1
+        while place >= 0:
             k = path[place] * n_types + t
-            p = self._available_below(k, p, self.usage[k] + changed[place])
+            used = usage[k] + changed[place]
+            lq = local_quota[k]
+            limit = limits[k]
+            if limit != NONE:  # the cap: (SQ - LQ) - max(0, U - LQ) + limit
+                cap = sq[k] - lq + limit
+                if used > lq:
+                    cap -= used - lq
+                if cap < p:
+                    p = cap
+            if lq > used:  # max(0, LQ - U) + p
+                p += lq - used
+            if p < 0:
+                p = 0
+            place -= 1
         return p
 
     def potential(self, node: int, t: int) -> int:
