@@ -87,26 +87,46 @@ class TreeValues:
                     total += self.units[t] * tree.potential(parent, t)
             self.lendable[node] = total
 
-    def value(self, node: int) -> tuple[bool, int, int]:
+    def value(self, node: i64) -> tuple[bool, int, int]:
         """The node's value as the tree is. A value depends only on the node's usage and SQ and on
         ``lendable``: it is kept until the node changes (``QuotaTree.changed_at``) or ``refresh``. A
         victim search's target walk reads the values of the nodes in play at each step (``_target``,
         with this test written out), and a step changes at most the nodes on one share's path."""
         tree = self.tree
+        known = self.known
         if self.known_at[node] >= tree.changed_at[node]:
-            return self.known[node].v
+            return known[node].v
         value = self._value_changed(node, 0, 0)
-        self.known[node].v = value
+        known[node].v = value
         self.known_at[node] = tree.changes
         return value
 
-    def value_with(self, node: int, share: int, t: int, count: int) -> tuple[bool, int, int]:
+    def value_with(self, node: i64, share: i64, t: i64, count: i64) -> tuple[bool, int, int]:
         """The node's value were ``count`` more instances of type ``t`` used in ``share`` (a share at
-        or below the node; count 0: as it is)."""
-        delta: i64 = 0
-        if count != 0:
-            delta = self.usage_with(node, share, t, count) - self.tree.usage[node * self.tree.n_types + t]
-        return self._value_changed(node, t, delta)
+        or below the node; count 0: as it is): U(node) changes by what the change stores in it as it
+        climbs from the share past each node's local quota, max(0, U' - LQ) - max(0, U - LQ) at each
+        (``QuotaTree.passed_up``, as ``add`` and ``remove`` store it). (Written out on i64 locals,
+        the arrays read once: with int indexes, and a call per level returning an i64, each read
+        converted and checked them.)"""
+        tree = self.tree
+        n_types: i64 = tree.n_types
+        usage = tree.usage
+        local_quota = tree.lq
+        parent = tree.parent
+        change = count
+        i = share
+        while i != node and change != 0:
+            k = i * n_types + t
+            used = usage[k]
+            lq = local_quota[k]
+            up: i64 = 0
+            if used + change > lq:
+                up = used + change - lq
+            if used > lq:
+                up -= used - lq
+            change = up
+            i = parent[i]
+        return self._value_changed(node, t, change)
 
     def shifted_value(self, node: int, t: int) -> tuple[bool, int, int]:
         """The node's value with its usage of type t as shifted (``QuotaTree.shift_usage``)."""
@@ -178,29 +198,6 @@ class TreeValues:
         if weight.num == 0:
             return (True, b, lendable)
         return (False, b * weight.den, lendable * weight.num)
-
-    def usage_with(self, node: int, share: int, t: int, count: int) -> i64:
-        """U(node) of type t were ``count`` more used in ``share`` below it: the change climbs past
-        each node's local quota, as ``QuotaTree.add`` and ``remove`` store it."""
-        tree = self.tree
-        n_types = tree.n_types
-        delta: i64 = count
-        i: i64 = share
-        while True:
-            k = i * n_types + t
-            if i == node:
-                return tree.usage[k] + delta
-            delta = tree.passed_up(k, delta)
-            if delta == 0:
-                return tree.usage[node * n_types + t]
-            i = tree.parent[i]
-
-    def almost_lcas(self, own: int, other: int) -> tuple[int, int]:
-        """The children of two shares' lowest common ancestor on the way to each (Kueue's almost
-        LCAs): the nodes whose values a strategy compares (``QuotaTree.side_of_first``)."""
-        tree = self.tree
-        k = own * tree.n_shares + other
-        return tree.side_of_first[k], tree.side_of_second[k]
 
 
 def tree_values(policy: Policy, tree: QuotaTree | None, pools: list[TypePool]) -> TreeValues | None:
@@ -709,16 +706,21 @@ class TreeFairValues(FairValues):
     def __init__(self, values: TreeValues) -> None:
         super().__init__()
         self.values = values
-        self.theirs = 0  # the target's side (``compare``)
+        self.theirs: i64 = 0  # the target's side (``compare``)
 
     def target(self, pools: list[_Candidates], own: ShareState) -> _Candidates | None:
         return _target(pools, own, self.values)
 
     def compare(self, own: ShareState, other: ShareState) -> None:
-        mine, theirs = self.values.almost_lcas(own.index, other.index)
+        # The children of the two shares' lowest common ancestor on the way to each (Kueue's almost
+        # LCAs), read straight from the tree's table (``QuotaTree.side_of_first``).
+        values = self.values
+        tree = values.tree
+        k: i64 = own.index * tree.n_shares + other.index
+        theirs = tree.side_of_second[k]
         self.theirs = theirs
-        self.new = self.values.value(mine)
-        self.old = self.values.value(theirs)
+        self.new = values.value(tree.side_of_first[k])
+        self.old = values.value(theirs)
 
     def old_without(self, account: Account, count: int) -> tuple[bool, int, int]:
         return self.values.value_with(self.theirs, account.share.index, account.type, -count)
