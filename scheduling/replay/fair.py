@@ -550,7 +550,7 @@ def fair_victims(
                 victim.account.shift(-victim.count)
                 taken.append(victim)
                 fits = _fits(account, n)
-            second.remove(target)
+            target.next = None  # (out: emptied, as the walk skips it, cheaper than a list.remove)
     return victims_needed(job, taken, within_quota, fits)
 
 
