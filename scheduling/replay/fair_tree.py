@@ -105,7 +105,7 @@ class TreeValues:
         """The node's value were ``count`` more instances of type ``t`` used in ``share`` (a share at
         or below the node; count 0: as it is): U(node) changes by what the change stores in it as it
         climbs from the share past each node's local quota, max(0, U' - LQ) - max(0, U - LQ) at each
-        (``QuotaTree.passed_up``, as ``add`` and ``remove`` store it). (Written out on i64 locals,
+        (as ``QuotaTree._climb`` stores it for ``add`` and ``remove``). (Written out on i64 locals,
         the arrays read once: with int indexes, and a call per level returning an i64, each read
         converted and checked them.)"""
         tree = self.tree
@@ -137,9 +137,8 @@ class TreeValues:
         its parent (``out[0]``), into ``out``, in one climb; unless ``first``, only where lower than what
         ``out`` holds (section 12's lowest over a job's types). (The share's own is ``Group.value``.)"""
         tree = self.tree
-        # (The climb written out with the arrays read once, as ``QuotaTree._climb``: a ``passed_up``
-        # call per level, returning an i64, cost its error check, and each read of a vec field its
-        # reference count; about 765 instructions a call, callgrind.)
+        # (The climb written out with the arrays read once, as ``QuotaTree._climb`` (see there): with
+        # a call per level it took about 765 instructions a call, callgrind.)
         n_types: i64 = tree.n_types
         usage = tree.usage
         local_quota = tree.lq
@@ -149,7 +148,7 @@ class TreeValues:
         for place in range(1, len(path) - 1):
             if delta != 0:
                 # What the node below stores here changes by max(0, U' - LQ) - max(0, U - LQ)
-                # (``QuotaTree.passed_up``: only what exceeds the local quota climbs).
+                # (``QuotaTree._climb``: only what exceeds the local quota climbs).
                 k = below * n_types + t
                 used = usage[k]
                 lq = local_quota[k]
