@@ -257,19 +257,38 @@ class QuotaTree:
             change = up
 
     def shifted_available(self, node: int, t: i64) -> int:
-        """``available`` with each node's usage of type t ``shift`` more."""
+        """``available`` with each node's usage of type t ``shift`` more (``available``'s walk written
+        out again, on i64 locals with the arrays read once: see there)."""
         n_types: i64 = self.n_types
-        shift = self.shift
         path = self.paths[node]
+        sq = self.sq
+        usage = self.usage
+        shift = self.shift
+        local_quota = self.lq
+        limits = self.borrowing_limit
         root: i64 = self.root
-        k = root * n_types + t
-        p = self.sq[k] - (self.usage[k] + shift[root])
+        k: i64 = root * n_types + t
+        p = sq[k] - (usage[k] + shift[root])
         if p < 0:
             p = 0
-        for place in range(len(path) - 2, -1, -1):
+        place: i64 = len(path) - 2
+        while place >= 0:
             i = path[place]
             k = i * n_types + t
-            p = self._available_below(k, p, self.usage[k] + shift[i])
+            used = usage[k] + shift[i]
+            lq = local_quota[k]
+            limit = limits[k]
+            if limit != NONE:  # the cap: (SQ - LQ) - max(0, U - LQ) + limit
+                cap = sq[k] - lq + limit
+                if used > lq:
+                    cap -= used - lq
+                if cap < p:
+                    p = cap
+            if lq > used:  # max(0, LQ - U) + p
+                p += lq - used
+            if p < 0:
+                p = 0
+            place -= 1
         return p
 
     def release_reaches(self, released: int, share: int) -> bool:
@@ -291,9 +310,11 @@ class QuotaTree:
     def available(self, node: int, t: i64) -> int:
         """available(root) = SQ - U; available(n) = max(0, LQ - U) + p with p = available(parent),
         capped by a borrowing limit at (SQ - LQ) - max(0, U - LQ) + limit; never below 0. (From the
-        root down the node's path, without recursion; ``_available_below``'s formula written out,
-        with the arrays read once: a call per level, returning an i64, costs its error check, and
-        each read of a vec field its reference count.)"""
+        root down the node's path, without recursion, on i64 locals with the arrays read once: a
+        helper called per level, returning an i64, cost its error check, and each read of a vec field
+        its reference count. ``available_with`` and ``shifted_available`` write this walk out again,
+        for the same reason: tests/scheduling/test_rules_cohorts_engine.py holds each to the readable
+        ``scheduling.cohorts.CohortTree``.)"""
         n_types: i64 = self.n_types
         path = self.paths[node]
         sq = self.sq
@@ -321,25 +342,6 @@ class QuotaTree:
             if p < 0:
                 p = 0
             place -= 1
-        return p
-
-    def _available_below(self, k: int, parent_available: i64, used: i64) -> i64:
-        """available of node-type ``k`` using ``used``, its parent's being ``parent_available``
-        (``shifted_available``; ``available`` and ``available_with`` write it out)."""
-        p = parent_available
-        limit = self.borrowing_limit[k]
-        lq = self.lq[k]
-        if limit != NONE:
-            over: i64 = 0
-            if used > lq:
-                over = used - lq
-            cap = self.sq[k] - lq - over + limit
-            if cap < p:
-                p = cap
-        if lq > used:
-            p += lq - used
-        if p < 0:
-            p = 0  # (not ``p if p > 0 else 0``: the literal boxes the result)
         return p
 
     def available_with(self, node: int, t: i64, delta: int) -> int:
