@@ -365,13 +365,13 @@ class TreeRound:
     def moved(self, g: Group) -> None:
         """The group, just picked, moves on (its cursor or jobs change): its share's nominee is found
         again at the next pick."""
-        self.seats[g.account.share.index].known_at = -1
+        self.seats[g.share_node].known_at = -1
         self.last = g
 
     def passed(self, g: Group) -> None:
         """The group, not the pick, moved on (passed over with it, ``fair_round._pass_over_tied``): its
         share's nominee is found again, and it is counted out when it has no job left."""
-        self.seats[g.account.share.index].known_at = -1
+        self.seats[g.share_node].known_at = -1
         if g.ptr >= g.end:
             self.live -= 1
 
@@ -462,7 +462,7 @@ def round_pick(values: TreeValues, tr: TreeRound, version: int) -> Group | None:
         g = seat.group
         if g is not None and g.tree_valued_at != version and _values_on_path(values, g, version):
             offer_changed = True
-        if offer_changed:
+        if offer_changed and seats[parents[node]].redo_at != pick:  # (else all above are, ``_redo_above``)
             _redo_above(seats, parents, node, pick)
     # Children before parents: a cohort's nominee is settled before it is offered to its parent.
     # The value a node's nominee offers: the node's with its job admitted: a share's, its group's value;
